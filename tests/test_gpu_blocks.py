@@ -1,0 +1,172 @@
+"""gpu.blocks and gpu.device: dense/CSR products against numpy, device resolution."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+import gpu
+from gpu import blocks as blocks_mod
+from gpu import CsrBlock, DenseBlock, make_block, resolve_device, resolve_dtype
+
+CUDA = torch.cuda.is_available()
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not CUDA, reason="no CUDA device"))]
+DTYPES = [torch.float32, torch.float64]
+TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-12, atol=1e-12)}
+
+
+def _matrix(n=23, d=7, seed=0):
+    """Sparse-ish matrix with an empty row and an empty column."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.4)
+    x[3] = 0.0
+    x[:, 2] = 0.0
+    return x
+
+
+def _block(x, layout, dtype, device):
+    if layout == "dense":
+        return DenseBlock(torch.tensor(x, dtype=dtype, device=device))
+    return CsrBlock.from_scipy(sp.csr_matrix(x), dtype, device)
+
+
+def _close(actual, expected, dtype):
+    np.testing.assert_allclose(actual.detach().cpu().numpy(), expected, **TOL[dtype])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_products_match_numpy(layout, dtype, device):
+    x = _matrix()
+    n, d = x.shape
+    rng = np.random.default_rng(1)
+    b = _block(x, layout, dtype, device)
+    assert (b.n_rows, b.n_features, b.dtype, b.device.type) == (n, d, dtype, device)
+    v1, v2 = rng.normal(size=d), rng.normal(size=(d, 3))
+    r1, r2 = rng.normal(size=n), rng.normal(size=(n, 3))
+    h = rng.uniform(0.1, 2.0, size=n)
+    t = lambda a: torch.tensor(a, device=device)  # noqa: E731  (float64; blocks cast)
+    for out, ref in [
+        (b.matmul(t(v1)), x @ v1),
+        (b.matmul(t(v2)), x @ v2),
+        (b.rmatmul(t(r1)), x.T @ r1),
+        (b.rmatmul(t(r2)), x.T @ r2),
+        (b.weighted_gram(t(h)), x.T @ (x * h[:, None])),
+    ]:
+        assert out.dtype == dtype and out.shape == ref.shape
+        _close(out, ref, dtype)
+    s = b.column_sums(t(h))
+    m1, m2 = b.weighted_moments(t(h))
+    for out, ref in [(s, x.T @ h), (m1, x.T @ h), (m2, (x * x).T @ h)]:
+        assert out.dtype == torch.float64 and out.device.type == device
+        _close(out, ref, dtype)
+    _close(b.to_dense(), x, dtype)
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_chunked_paths(layout, monkeypatch):
+    """Gram and moments give the same answer when split into many row chunks."""
+    monkeypatch.setattr(blocks_mod, "_CHUNK_ELEMENTS", 10)
+    x = _matrix(n=31, d=4)
+    h = np.linspace(0.5, 1.5, 31)
+    b = _block(x, layout, torch.float64, "cpu")
+    th = torch.tensor(h)
+    _close(b.weighted_gram(th), x.T @ (x * h[:, None]), torch.float64)
+    _close(b.weighted_moments(th)[1], (x * x).T @ h, torch.float64)
+
+
+def test_csr_int32_indices_and_duplicates():
+    x = _matrix()
+    csr = sp.csr_matrix(x)
+    b = CsrBlock(
+        torch.tensor(csr.indptr, dtype=torch.int32),
+        torch.tensor(csr.indices, dtype=torch.int32),
+        torch.tensor(csr.data, dtype=torch.float64),
+        csr.shape,
+    )
+    v = torch.arange(x.shape[1], dtype=torch.float64)
+    _close(b.matmul(v), x @ v.numpy(), torch.float64)
+    # duplicate (row, col) entries add up, as in scipy
+    dup = CsrBlock(torch.tensor([0, 2, 2]), torch.tensor([1, 1]), torch.tensor([1.0, 2.0]), (2, 3))
+    _close(dup.to_dense(), np.array([[0.0, 3.0, 0.0], [0.0, 0.0, 0.0]]), torch.float64)
+    _close(dup.weighted_gram(torch.ones(2)), np.diag([0.0, 9.0, 0.0]), torch.float64)
+
+
+def test_empty_csr_block():
+    b = CsrBlock(torch.zeros(4, dtype=torch.int64), torch.zeros(0, dtype=torch.int64),
+                 torch.zeros(0, dtype=torch.float32), (3, 2))
+    assert b.nnz == 0 and b.matmul(torch.ones(2)).tolist() == [0.0, 0.0, 0.0]
+    assert b.rmatmul(torch.ones(3, 2)).shape == (2, 2)
+
+
+def test_csr_validation():
+    with pytest.raises(ValueError, match="n_rows"):
+        CsrBlock(torch.tensor([0, 1]), torch.tensor([0]), torch.tensor([1.0]), (2, 2))
+    with pytest.raises(ValueError, match="floating"):
+        CsrBlock(torch.tensor([0, 1]), torch.tensor([0]), torch.tensor([1]), (1, 2))
+    with pytest.raises(ValueError, match="2-D"):
+        DenseBlock(torch.ones(3))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_to_and_make_block(device):
+    x = _matrix()
+    csr = sp.csr_matrix(x)
+    for b in [
+        make_block(x, dtype=torch.float32),
+        make_block(csr, dtype=torch.float32),
+        make_block((csr.indptr, csr.indices, csr.data, csr.shape), dtype=torch.float32),
+    ]:
+        moved = b.to(device)
+        assert type(moved) is type(b) and moved.device.type == device
+        assert moved.dtype == torch.float32 and moved.n_rows == x.shape[0]
+        _close(moved.matmul(torch.ones(x.shape[1])), x.sum(1), torch.float32)
+        assert make_block(moved) is moved
+
+
+# ---- gpu.device ------------------------------------------------------------------
+def test_resolve_device_cpu_and_auto():
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device(" CPU ") == torch.device("cpu")
+    assert resolve_device("auto").type == ("cuda" if CUDA else "cpu")
+    assert resolve_device().type == resolve_device("auto").type
+
+
+@pytest.mark.skipif(CUDA, reason="checks the no-CUDA error")
+@pytest.mark.parametrize("name", ["cuda", "cuda:0", "CUDA:1"])
+def test_resolve_device_cuda_unavailable(name):
+    with pytest.raises(RuntimeError, match="torch sees no CUDA device; use device='auto' or 'cpu'"):
+        resolve_device(name)
+
+
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+def test_resolve_device_cuda_available():
+    assert resolve_device("cuda").type == "cuda"
+    assert resolve_device("cuda:0") == torch.device("cuda", 0)
+    with pytest.raises(RuntimeError, match="CUDA device"):
+        resolve_device(f"cuda:{torch.cuda.device_count()}")
+
+
+@pytest.mark.parametrize("name", ["gpu", "tpu", "", "cuda:x", 3])
+def test_resolve_device_bad_name(name):
+    with pytest.raises(ValueError, match="auto, cpu, cuda, cuda:N"):
+        resolve_device(name)
+
+
+def test_resolve_dtype():
+    assert resolve_dtype("float32") is torch.float32
+    assert resolve_dtype("float64") is torch.float64
+    assert resolve_dtype(torch.float64) is torch.float64
+    for bad in ["float16", "double", torch.int64, None]:
+        with pytest.raises(ValueError, match="float32, float64"):
+            resolve_dtype(bad)
+
+
+def test_package_has_no_spark_imports():
+    import pathlib
+
+    for path in pathlib.Path(gpu.__file__).parent.glob("*.py"):
+        src = path.read_text()
+        for banned in ("import pyspark", "from pyspark", "import sparkml", "from sparkml",
+                       "import jobs", "from jobs"):
+            assert banned not in src, f"{path.name} must not use {banned!r}"
