@@ -1,0 +1,66 @@
+"""Limited-memory inverse-Hessian approximation (L-BFGS two-loop recursion)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+class CurvatureError(Exception):
+    """The stored pairs no longer define a positive-definite approximation (Breeze's
+    ``NaNHistory``); the optimizer resets the memory."""
+
+
+class InverseHessian:
+    """Holds the last ``m`` pairs ``s_k = x_{k+1} - x_k``, ``y_k = g_{k+1} - g_k``, newest first.
+
+    ``y`` always uses the gradient of the smooth part, also under OWL-QN.
+    """
+
+    def __init__(self, m: int):
+        if m < 1:
+            raise ValueError("m must be >= 1")
+        self.m = m
+        self._s: list[np.ndarray] = []
+        self._y: list[np.ndarray] = []
+
+    def __len__(self) -> int:
+        return len(self._s)
+
+    def reset(self) -> None:
+        self._s.clear()
+        self._y.clear()
+
+    def update(self, s: np.ndarray, y: np.ndarray) -> None:
+        self._s.insert(0, s)
+        self._y.insert(0, y)
+        del self._s[self.m:], self._y[self.m:]
+
+    def direction(self, g: np.ndarray) -> np.ndarray:
+        """``-H g`` by the two-loop recursion, with ``H_0 = (s'y / y'y) I`` from the newest pair.
+
+        Raises :class:`CurvatureError` if a pair has ``s'y <= 0`` or a result is not finite.
+        """
+        n = len(self._s)
+        q = np.array(g, dtype=np.float64, copy=True)
+        if n == 0:
+            return -q
+        rho = np.empty(n)
+        alpha = np.empty(n)
+        for i in range(n):                       # newest to oldest
+            sy = float(np.dot(self._s[i], self._y[i]))
+            if not (sy > 0.0 and math.isfinite(sy)):
+                raise CurvatureError(f"non-positive curvature s'y = {sy:.3g}")
+            rho[i] = sy
+            alpha[i] = float(np.dot(self._s[i], q)) / sy
+            if not math.isfinite(alpha[i]):
+                raise CurvatureError("non-finite two-loop coefficient")
+            q -= alpha[i] * self._y[i]
+        yy = float(np.dot(self._y[0], self._y[0]))
+        q *= rho[0] / yy
+        for i in range(n - 1, -1, -1):           # oldest to newest
+            beta = float(np.dot(self._y[i], q)) / rho[i]
+            q += (alpha[i] - beta) * self._s[i]
+        if not np.all(np.isfinite(q)):
+            raise CurvatureError("non-finite direction")
+        return -q
