@@ -71,7 +71,10 @@ def _search(evaluate, point_at, direction, search, **kw) -> Tuple[_Point, float]
 
 def _lbfgs_step(cur: _Point, memory: InverseHessian, it: int, evaluate) -> _Point:
     d = memory.direction(cur.g)
-    init = 1.0 / float(np.linalg.norm(d)) if it == 0 else 1.0
+    dnorm = float(np.linalg.norm(d))
+    if not 0 < dnorm < math.inf:
+        raise LineSearchError("degenerate search direction")
+    init = 1.0 / dnorm if it == 0 else 1.0
     new, alpha = _search(evaluate, lambda a: cur.x + a * d, d, strong_wolfe,
                          f0=cur.F, d0=float(np.dot(cur.g, d)), init=init)
     if alpha * cur.pg_norm < _MIN_STEP_TIMES_GRAD:
