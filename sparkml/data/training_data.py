@@ -1,0 +1,179 @@
+"""Driver side of the data path: convert a DataFrame once into executor-resident blocks.
+
+``TrainingData.prepare`` runs one Spark job that converts every partition (see ``convert.py``),
+reduces the per-partition statistics into a ``DatasetSummary`` and checks the generic input
+problems (null, NaN or infinite values, ragged vectors, negative weights, an empty dataset). On any
+problem the blocks already written are deleted and a ``ValueError`` naming the column is raised, so
+nothing is left behind and no iteration has run.
+"""
+import json
+from dataclasses import dataclass
+
+import numpy as np
+from pyspark.ml.functions import vector_to_array
+from pyspark.ml.linalg import SparseVector, VectorUDT
+from pyspark.sql import functions as F
+from pyspark.sql.types import NumericType
+
+from sparkml import block_store
+from sparkml.data.convert import STATS_SCHEMA, convert_partition
+
+SPARSE_DENSITY = 0.5  # first row sparser than this -> CSR blocks
+
+
+@dataclass
+class DatasetSummary:
+    """Weighted statistics of the training set (MLlib's Summarizer, computed in the conversion pass)."""
+
+    rows: int
+    n_features: int
+    weight_sum: float
+    weight_sq_sum: float
+    mean: np.ndarray
+    var_unbiased: np.ndarray  # (sum w x^2 - W mean^2) / (W - sum w^2 / W), as MLlib's Summarizer
+    var_population: np.ndarray  # sum w x^2 / W - mean^2, as MLlib's WeightedLeastSquares
+    label_mean: float
+    label_var_unbiased: float
+    label_var_population: float
+    label_min: float
+    label_max: float
+    label_integral: bool
+    class_weights: np.ndarray  # weighted label histogram (classification)
+
+    @staticmethod
+    def _variances(sum_x, sum_xx, w_sum, w_sq_sum):
+        mean = sum_x / w_sum
+        m2 = np.maximum(sum_xx - w_sum * mean * mean, 0.0)
+        denom = w_sum - w_sq_sum / w_sum
+        unbiased = m2 / denom if denom > 0 else np.zeros_like(m2)
+        return mean, unbiased, m2 / w_sum
+
+
+def _check_schema(df, features_col, label_col, weight_col):
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    for role, col in (("features", features_col), ("label", label_col), ("weight", weight_col)):
+        if col and col not in fields:
+            raise ValueError(f"{role} column {col!r} is not in the DataFrame (columns: {', '.join(fields)})")
+    if not isinstance(fields[features_col], VectorUDT):
+        raise ValueError(
+            f"features column {features_col!r} must be a pyspark.ml.linalg Vector column, got "
+            f"{fields[features_col].simpleString()} (assemble columns with VectorAssembler)"
+        )
+    for role, col in (("label", label_col), ("weight", weight_col)):
+        if col and not isinstance(fields[col], NumericType):
+            raise ValueError(f"{role} column {col!r} must be numeric, got {fields[col].simpleString()}")
+
+
+def _is_sparse(df, features_col):
+    first = df.select(features_col).where(F.col(features_col).isNotNull()).head()
+    v = first[0] if first else None
+    return isinstance(v, SparseVector) and v.size > 0 and len(v.indices) < SPARSE_DENSITY * v.size
+
+
+def _problem_message(key, value, features_col, label_col, weight_col):
+    return {
+        "null_features": f"features column {features_col!r} has {value} null rows",
+        "feature_sizes": f"features column {features_col!r} holds vectors of different sizes ({', '.join(map(str, value))})",
+        "nonfinite_features": f"features column {features_col!r} has {value} NaN or infinite values",
+        "null_labels": f"label column {label_col!r} has {value} null values",
+        "nonfinite_labels": f"label column {label_col!r} has {value} NaN or infinite values",
+        "null_weights": f"weight column {weight_col!r} has {value} null values",
+        "negative_weights": f"weight column {weight_col!r} has {value} negative values",
+        "nonfinite_weights": f"weight column {weight_col!r} has {value} NaN or infinite values",
+    }[key]
+
+
+class TrainingData:
+    """A DataFrame converted once into blocks held on the executors, plus its summary."""
+
+    def __init__(self, handles, dataset_id, summary, sparse, dtype):
+        self.handles, self.dataset_id, self.summary = handles, dataset_id, summary
+        self.sparse, self.dtype = sparse, dtype
+        self.sc = handles.context
+
+    @classmethod
+    def prepare(cls, df, features_col, label_col, weight_col=None, dtype="float64"):
+        from sparkml.data.convert import PROBLEM_KEYS
+
+        weight_col = weight_col or None
+        _check_schema(df, features_col, label_col, weight_col)
+        sparse = _is_sparse(df, features_col)
+        x = F.col(features_col) if sparse else vector_to_array(F.col(features_col), dtype)
+        w = F.col(weight_col).cast("double") if weight_col else F.lit(1.0)
+        selected = df.select(x.alias("x"), F.col(label_col).cast("double").alias("y"), w.alias("w"))
+        dataset_id = block_store.new_dataset_id()
+
+        def convert(batches):
+            return convert_partition(batches, dataset_id, sparse, dtype)
+
+        handles = selected.mapInArrow(convert, STATS_SCHEMA).rdd.map(tuple).cache()
+        rows = handles.collect()
+        data = cls(handles, dataset_id, None, sparse, dtype)
+        infos = [json.loads(r[2]) for r in rows]
+        try:
+            for key in PROBLEM_KEYS:
+                values = [i[key] for i in infos if i.get(key)]
+                if values:
+                    value = sorted({s for v in values for s in v}) if key == "feature_sizes" else sum(values)
+                    raise ValueError(_problem_message(key, value, features_col, label_col, weight_col))
+            data.summary = _summarize(rows, infos, features_col)
+        except Exception:
+            data.release()
+            raise
+        return data
+
+    @property
+    def n_partitions(self):
+        return self.handles.getNumPartitions()
+
+    def release(self):
+        """Delete the blocks on every executor that holds some, and drop the cached handles."""
+        dataset_id = self.dataset_id
+
+        def drop(rows):
+            for _ in rows:
+                pass
+            block_store.drop(dataset_id)
+            return iter(())
+
+        try:
+            self.handles.mapPartitions(drop).count()
+        finally:
+            self.handles.unpersist(blocking=False)
+
+
+def _summarize(rows, infos, features_col):
+    sizes = {i["n_features"] for i in infos if i["rows"]}
+    if not sizes:
+        raise ValueError("the training dataset is empty: no rows to fit on")
+    if len(sizes) > 1:
+        raise ValueError(f"features column {features_col!r} holds vectors of different sizes ({', '.join(map(str, sorted(sizes)))})")
+    d = sizes.pop()
+    sum_x, sum_xx = np.zeros(d), np.zeros(d)
+    n_hist = max((i.get("n_classes_hist", 0) for i in infos if i["rows"]), default=0)
+    hist = np.zeros(n_hist)
+    all_hist = all(i.get("n_classes_hist", 0) or not i["rows"] for i in infos)
+    for row, info in zip(rows, infos):
+        if not info["rows"]:
+            continue
+        m = np.frombuffer(row[3], dtype=np.float64)
+        sum_x += m[:d]
+        sum_xx += m[d:2 * d]
+        h = m[2 * d:]
+        hist[:len(h)] += h
+    live = [i for i in infos if i["rows"]]
+    w_sum = sum(i["w_sum"] for i in live)
+    w_sq = sum(i["w_sq_sum"] for i in live)
+    if w_sum <= 0:
+        raise ValueError("the sum of the weights is 0: no row carries any weight")
+    mean, var_u, var_p = DatasetSummary._variances(sum_x, sum_xx, w_sum, w_sq)
+    y_mean, y_var_u, y_var_p = DatasetSummary._variances(
+        np.array([sum(i["wy_sum"] for i in live)]), np.array([sum(i["wy_sq_sum"] for i in live)]), w_sum, w_sq)
+    return DatasetSummary(
+        rows=sum(i["rows"] for i in live), n_features=d, weight_sum=w_sum, weight_sq_sum=w_sq,
+        mean=mean, var_unbiased=var_u, var_population=var_p,
+        label_mean=float(y_mean[0]), label_var_unbiased=float(y_var_u[0]), label_var_population=float(y_var_p[0]),
+        label_min=min(i["label_min"] for i in live), label_max=max(i["label_max"] for i in live),
+        label_integral=all(i["label_integral"] for i in live),
+        class_weights=hist if all_hist else np.zeros(0),
+    )

@@ -1,0 +1,202 @@
+"""LinearRegression (squared error), a drop-in for pyspark.ml's.
+
+Objective (MLlib's; W = sum of weights, lambda = regParam, a = elasticNetParam, sigma_y = label std,
+s_j = std_j if standardization else 1, r_i = y_i - x_i.beta - b):
+
+    (1/(2W)) sum_i w_i r_i^2 + lambda (1 - a) / (2 sigma_y) sum_j (s_j beta_j)^2 + lambda a sum_j s_j |beta_j|
+
+Two solvers, chosen as MLlib chooses them (``solver='auto'``: normal when elasticNetParam == 0 and
+d <= 4096, else l-bfgs):
+
+* ``normal``: one pass returns the weighted Gram matrix X~^T W X~ and X~^T W y (``gpu`` Hessian
+  block of the squared loss); the driver solves the regularized normal equations (OWL-QN on that
+  quadratic when there is an L1 term). Population stds, as MLlib's WeightedLeastSquares.
+* ``l-bfgs``: the distributed L-BFGS / OWL-QN of the other models on the label scaled by 1/sigma_y,
+  with unbiased stds.
+"""
+import numpy as np
+from pyspark import keyword_only
+from pyspark.ml.linalg import DenseVector, Vectors, VectorUDT
+from pyspark.ml.regression import LinearRegressionModel as _StockModel
+from pyspark.ml.regression import PredictionModel, Predictor, _LinearRegressionParams
+from pyspark.sql.types import DoubleType, StructField, StructType
+
+from gpu import SquaredLoss
+from sparkml.data.training_data import TrainingData
+from sparkml.linear_model import LinearModelIO, initial_coefficients
+from sparkml.objective import LinearObjective
+from sparkml.optim import minimize_lbfgs
+from sparkml.params import HasTorchTrainingParams, with_setters
+from sparkml.prediction import transform_linear
+from sparkml.strategies import make_strategy
+from sparkml.training import TrainingSummary, check_common_params, logger, run_optimizer
+
+MAX_NORMAL_FEATURES = 4096  # MLlib's WeightedLeastSquares.MAX_NUM_FEATURES
+
+
+class _Params(_LinearRegressionParams, HasTorchTrainingParams):
+    pass
+
+
+@with_setters("maxIter", "regParam", "elasticNetParam", "tol", "fitIntercept", "standardization", "weightCol",
+              "solver", "aggregationDepth", "loss", "epsilon", "maxBlockSizeInMB")
+class LinearRegression(Predictor, _Params):
+    """pyspark.ml's LinearRegression (squaredError), trained with PyTorch kernels on the executors."""
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction", maxIter=100,
+                 regParam=0.0, elasticNetParam=0.0, tol=1e-6, fitIntercept=True, standardization=True,
+                 solver="auto", weightCol=None, aggregationDepth=2, loss="squaredError", epsilon=1.35,
+                 maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float64"):
+        super().__init__()
+        self._initial_model = None
+        self._set(**self._input_kwargs)
+
+    @keyword_only
+    def setParams(self, **kwargs):
+        return self._set(**kwargs)
+
+    def setInitialModel(self, model):
+        """Warm start (l-bfgs solver): begin the optimization at ``model``'s coefficients."""
+        self._initial_model = model
+        return self
+
+    def _fit(self, dataset):
+        check_common_params(self)
+        if self.getLoss() != "squaredError":
+            raise NotImplementedError(f"loss={self.getLoss()!r} is not supported yet; use loss='squaredError'")
+        if self.getSolver() not in ("auto", "normal", "l-bfgs"):
+            raise ValueError(f"solver must be one of auto, normal, l-bfgs; got {self.getSolver()!r}")
+        weight_col = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
+        data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype())
+        try:
+            s = data.summary
+            strategy = make_strategy(self.getStrategy(), data, SquaredLoss(fit_intercept=self.getFitIntercept()),
+                                     self.getDevice(), self.getAggregationDepth())
+            solver = self.getSolver()
+            if solver == "auto":
+                normal = self.getElasticNetParam() == 0 and s.n_features <= MAX_NORMAL_FEATURES
+                solver = "normal" if normal else "l-bfgs"
+            constant = self._constant_label(s, solver)
+            if constant is not None:
+                beta, b, summary = constant
+            elif solver == "normal":
+                beta, b, summary = self._normal(strategy, s)
+            else:
+                beta, b, summary = self._lbfgs(strategy, s)
+        finally:
+            data.release()
+        model = LinearRegressionModel(Vectors.dense(beta), float(b))
+        model._summary = summary
+        return self._copyValues(model)
+
+    def _constant_label(self, s, solver):
+        """MLlib's special case of a label with zero variance: zero coefficients, intercept = mean."""
+        var = s.label_var_population if solver == "normal" else s.label_var_unbiased
+        if var > 0:
+            return None
+        if self.getFitIntercept() or s.label_mean == 0:
+            logger.warning("label %r is constant: coefficients are 0 and the intercept its mean", self.getLabelCol())
+            b = s.label_mean if self.getFitIntercept() else 0.0
+            return np.zeros(s.n_features), b, TrainingSummary([0.0], 0)
+        if self.getRegParam() > 0:
+            raise ValueError(f"label column {self.getLabelCol()!r} has zero standard deviation: the model cannot be regularized")
+        return None
+
+    def _label_scale(self, s, var):
+        return float(np.sqrt(var)) if var > 0 else abs(s.label_mean)
+
+    def _lbfgs(self, strategy, s):
+        lam, a = self.getRegParam(), self.getElasticNetParam()
+        sigma_y = self._label_scale(s, s.label_var_unbiased)
+        objective = LinearObjective(
+            strategy.loss_gradient, n_features=s.n_features, n_outputs=1, fit_intercept=self.getFitIntercept(),
+            mean=s.mean, std=np.sqrt(s.var_unbiased), weight_sum=s.weight_sum, label_scale=sigma_y,
+            reg_l2=lam * (1 - a) / sigma_y, reg_l1=lam * a / sigma_y, standardization=self.getStandardization())
+        start = initial_coefficients(self._initial_model, s.n_features, 1)
+        if start is None:
+            start = (np.zeros((1, s.n_features)), np.array([s.label_mean if self.getFitIntercept() else 0.0]))
+        theta, summary = run_optimizer(objective, objective.from_original(*start), max_iter=self.getMaxIter(),
+                                       tol=self.getTol(), name="LinearRegression")
+        beta, b = objective.to_original(theta)
+        return beta[0], b[0], summary
+
+    def _normal(self, strategy, s):
+        """Regularized weighted normal equations from one distributed pass (Gram matrix)."""
+        d, fit_intercept = s.n_features, self.getFitIntercept()
+        _, grad0, gram = strategy.loss_gradient_hessian(np.zeros(d + fit_intercept))
+        W = s.weight_sum
+        xtx, xty = gram[:d, :d] / W, -grad0[:d] / W
+        mean = s.mean if fit_intercept else np.zeros(d)
+        y_mean = s.label_mean if fit_intercept else 0.0
+        A = xtx - np.outer(mean, mean)
+        c = xty - mean * y_mean
+        std = np.sqrt(s.var_population)
+        live = std > 0
+        sigma_y = self._label_scale(s, s.label_var_population)
+        lam, a = self.getRegParam(), self.getElasticNetParam()
+        scale = std if self.getStandardization() else np.ones(d)
+        l2 = lam * (1 - a) / sigma_y * scale**2
+        A_live, c_live = A[np.ix_(live, live)], c[live]
+        beta = np.zeros(d)
+        if lam * a > 0:
+            def quad(x):
+                g = A_live @ x - c_live + l2[live] * x
+                return 0.5 * x @ (A_live @ x) - c_live @ x + 0.5 * np.sum(l2[live] * x * x), g
+
+            res = minimize_lbfgs(quad, np.zeros(int(live.sum())), max_iter=max(self.getMaxIter(), 1000),
+                                 tol=min(self.getTol(), 1e-12), l1=lam * a * scale[live])
+            beta[live] = res.x
+        else:
+            beta[live] = np.linalg.solve(A_live + np.diag(l2[live]), c_live)
+        b = y_mean - mean @ beta
+        r2 = beta @ (A @ beta) - 2 * c @ beta + (s.label_var_population if fit_intercept else
+                                                  s.label_var_population + s.label_mean**2)
+        objective = 0.5 * r2 + 0.5 * np.sum(l2 * beta**2) + lam * a * np.sum(scale * np.abs(beta))
+        return beta, b, TrainingSummary([objective], 0)
+
+
+class LinearRegressionModel(PredictionModel, _Params, LinearModelIO):
+    """A fitted LinearRegression: ``coefficients``, ``intercept``, ``scale`` and the prediction column."""
+
+    _java_class = "org.apache.spark.ml.regression.LinearRegressionModel"
+    _stock_class = _StockModel
+
+    def __init__(self, coefficients=None, intercept=0.0, scale=1.0):
+        super().__init__()
+        self._coefficients, self._intercept, self._scale = coefficients, float(intercept), float(scale)
+
+    @property
+    def coefficients(self):
+        return self._coefficients
+
+    @property
+    def intercept(self):
+        return self._intercept
+
+    @property
+    def scale(self):
+        return self._scale
+
+    @property
+    def numFeatures(self):
+        return self._coefficients.size
+
+    def predict(self, value):
+        return float(self._coefficients.dot(value) + self._intercept)
+
+    def _transform(self, dataset):
+        return transform_linear(dataset, self.getFeaturesCol(), {"pred": self.getPredictionCol()}, "regression",
+                                self._coefficients.toArray(), [self._intercept])
+
+    def _data_frame(self, spark):
+        schema = StructType([StructField("intercept", DoubleType()), StructField("coefficients", VectorUDT()),
+                             StructField("scale", DoubleType())])
+        return spark.createDataFrame([(self._intercept, self._coefficients, self._scale)], schema)
+
+    @classmethod
+    def _from_data(cls, row):
+        return cls(DenseVector(row.coefficients.toArray()), row.intercept, row.scale)
+
+    def _java_args(self):
+        return [self._coefficients, self._intercept, self._scale]

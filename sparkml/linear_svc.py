@@ -1,0 +1,132 @@
+"""LinearSVC, a drop-in for pyspark.ml's.
+
+Objective (MLlib's, W = sum of weights, lambda = regParam, s_j = std_j if standardization else 1):
+
+    (1/W) sum_i w_i max(0, 1 - (2 y_i - 1) m_i) + lambda/2 sum_j (s_j beta_j)^2,  m_i = x_i.beta + b
+
+The hinge loss is not differentiable at the kink, so, as MLlib does, OWL-QN (with no L1 term) and
+its backtracking line search take the steps. Raw prediction [-m, m]; prediction 1 iff m > threshold.
+"""
+import numpy as np
+from pyspark import keyword_only
+from pyspark.ml.classification import ClassificationModel, Classifier, _LinearSVCParams
+from pyspark.ml.classification import LinearSVCModel as _StockModel
+from pyspark.ml.linalg import DenseVector, Vectors, VectorUDT
+from pyspark.sql.types import DoubleType, StructField, StructType
+
+from gpu import HingeLoss
+from sparkml.data.training_data import TrainingData
+from sparkml.linear_model import LinearModelIO, initial_coefficients
+from sparkml.objective import LinearObjective
+from sparkml.params import HasTorchTrainingParams, with_setters
+from sparkml.prediction import transform_linear
+from sparkml.strategies import make_strategy
+from sparkml.training import check_common_params, run_optimizer
+from sparkml.validation import binary_labels
+
+
+class _Params(_LinearSVCParams, HasTorchTrainingParams):
+    pass
+
+
+@with_setters("maxIter", "regParam", "tol", "fitIntercept", "standardization", "threshold", "weightCol",
+              "aggregationDepth", "maxBlockSizeInMB")
+class LinearSVC(Classifier, _Params):
+    """pyspark.ml's LinearSVC, trained with PyTorch kernels on the executors."""
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction", maxIter=100,
+                 regParam=0.0, tol=1e-6, rawPredictionCol="rawPrediction", fitIntercept=True,
+                 standardization=True, threshold=0.0, weightCol=None, aggregationDepth=2,
+                 maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float64"):
+        super().__init__()
+        self._initial_model = None
+        self._set(**self._input_kwargs)
+
+    @keyword_only
+    def setParams(self, **kwargs):
+        return self._set(**kwargs)
+
+    def setInitialModel(self, model):
+        """Warm start: begin the optimization at ``model``'s coefficients."""
+        self._initial_model = model
+        return self
+
+    def _fit(self, dataset):
+        check_common_params(self)
+        weight_col = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
+        data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype())
+        try:
+            s = data.summary
+            binary_labels(s, self.getLabelCol())
+            loss = HingeLoss(fit_intercept=self.getFitIntercept())
+            strategy = make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth())
+            objective = LinearObjective(
+                strategy.loss_gradient, n_features=s.n_features, n_outputs=1, fit_intercept=self.getFitIntercept(),
+                mean=s.mean, std=np.sqrt(s.var_unbiased), weight_sum=s.weight_sum,
+                reg_l2=self.getRegParam(), reg_l1=0.0, standardization=self.getStandardization())
+            start = initial_coefficients(self._initial_model, s.n_features, 1) or (np.zeros((1, s.n_features)), np.zeros(1))
+            theta, summary = run_optimizer(objective, objective.from_original(*start), max_iter=self.getMaxIter(),
+                                           tol=self.getTol(), name="LinearSVC", owlqn=True)
+        finally:
+            data.release()
+        beta, b = objective.to_original(theta)
+        model = LinearSVCModel(Vectors.dense(beta[0]), float(b[0]))
+        model._summary = summary
+        return self._copyValues(model)
+
+
+class LinearSVCModel(ClassificationModel, _Params, LinearModelIO):
+    """A fitted LinearSVC: ``coefficients``, ``intercept``, rawPrediction and prediction columns."""
+
+    _java_class = "org.apache.spark.ml.classification.LinearSVCModel"
+    _stock_class = _StockModel
+
+    def __init__(self, coefficients=None, intercept=0.0):
+        super().__init__()
+        self._coefficients, self._intercept = coefficients, float(intercept)
+
+    @property
+    def coefficients(self):
+        return self._coefficients
+
+    @property
+    def intercept(self):
+        return self._intercept
+
+    @property
+    def numClasses(self):
+        return 2
+
+    @property
+    def numFeatures(self):
+        return self._coefficients.size
+
+    def setThreshold(self, value):
+        return self._set(threshold=value)
+
+    def _margin(self, value):
+        return float(self._coefficients.dot(value) + self._intercept)
+
+    def predictRaw(self, value):
+        m = self._margin(value)
+        return Vectors.dense([-m, m])
+
+    def predict(self, value):
+        return float(self._margin(value) > self.getThreshold())
+
+    def _transform(self, dataset):
+        outputs = {"raw": self.getRawPredictionCol(), "pred": self.getPredictionCol()}
+        return transform_linear(dataset, self.getFeaturesCol(), outputs, "svc", self._coefficients.toArray(),
+                                [self._intercept], raw_threshold=self.getThreshold())
+
+    def _data_frame(self, spark):
+        schema = StructType([StructField("coefficients", VectorUDT()), StructField("intercept", DoubleType())])
+        return spark.createDataFrame([(self._coefficients, self._intercept)], schema)
+
+    @classmethod
+    def _from_data(cls, row):
+        return cls(DenseVector(row.coefficients.toArray()), row.intercept)
+
+    def _java_args(self):
+        return [self._coefficients, self._intercept]

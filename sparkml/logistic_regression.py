@@ -1,0 +1,218 @@
+"""LogisticRegression (binomial and multinomial), a drop-in for pyspark.ml's.
+
+Objective (MLlib's, W = sum of weights, lambda = regParam, a = elasticNetParam):
+
+    binomial:     (1/W) sum_i w_i [log(1 + e^{m_i}) - y_i m_i],  m_i = x_i.beta + b
+    multinomial:  (1/W) sum_i w_i [logsumexp_k M_ik - M_{i,y_i}],  M_i = B x_i + b
+    + lambda (1 - a)/2 sum (s_j beta_j)^2 + lambda a sum s_j |beta_j|   (s_j = std_j if standardization)
+
+trained in MLlib's scaled and centered parametrization (``sparkml.objective``) with L-BFGS, or
+OWL-QN when a * lambda > 0. Initial intercept log(W_1 / W_0) (binomial) or centered log(1 + W_k).
+"""
+import numpy as np
+from pyspark import keyword_only
+from pyspark.ml.classification import LogisticRegressionModel as _StockModel
+from pyspark.ml.classification import (ProbabilisticClassificationModel, ProbabilisticClassifier,
+                                       _LogisticRegressionParams)
+from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, Vectors, VectorUDT
+from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
+
+from gpu import LogisticLoss, SoftmaxLoss
+from sparkml.data.training_data import TrainingData
+from sparkml.linear_model import LinearModelIO, copy_mllib_params, initial_coefficients
+from sparkml.objective import LinearObjective
+from sparkml.params import HasTorchTrainingParams, with_setters
+from sparkml.prediction import transform_linear
+from sparkml.strategies import make_strategy
+from sparkml.training import check_common_params, run_optimizer
+from sparkml.validation import classification_labels
+
+
+class _Params(_LogisticRegressionParams, HasTorchTrainingParams):
+    pass
+
+
+@with_setters("maxIter", "regParam", "elasticNetParam", "tol", "fitIntercept", "standardization",
+              "weightCol", "aggregationDepth", "family", "maxBlockSizeInMB")
+class LogisticRegression(ProbabilisticClassifier, _Params):
+    """pyspark.ml's LogisticRegression, trained with PyTorch kernels on the executors.
+
+    Same Params and defaults as ``pyspark.ml.classification.LogisticRegression`` plus ``strategy``,
+    ``device`` and ``dtype``; ``setInitialModel`` warm-starts from a previous model.
+    """
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction",
+                 maxIter=100, regParam=0.0, elasticNetParam=0.0, tol=1e-6, fitIntercept=True,
+                 threshold=0.5, thresholds=None, probabilityCol="probability",
+                 rawPredictionCol="rawPrediction", standardization=True, weightCol=None,
+                 aggregationDepth=2, family="auto", lowerBoundsOnCoefficients=None,
+                 upperBoundsOnCoefficients=None, lowerBoundsOnIntercepts=None,
+                 upperBoundsOnIntercepts=None, maxBlockSizeInMB=0.0, strategy="sync", device="auto",
+                 dtype="float64"):
+        super().__init__()
+        self._setDefault(maxIter=100, regParam=0.0, tol=1e-6, threshold=0.5, family="auto",
+                         maxBlockSizeInMB=0.0, elasticNetParam=0.0, fitIntercept=True,
+                         standardization=True, aggregationDepth=2)
+        self._initial_model = None
+        self.setParams(**self._input_kwargs)
+
+    @keyword_only
+    def setParams(self, **kwargs):
+        self._set(**kwargs)
+        self._checkThresholdConsistency()
+        return self
+
+    def setInitialModel(self, model):
+        """Warm start: begin the optimization at ``model``'s coefficients (same features and classes)."""
+        self._initial_model = model
+        return self
+
+    def _fit(self, dataset):
+        check_common_params(self)
+        for bound in ("lowerBoundsOnCoefficients", "upperBoundsOnCoefficients",
+                      "lowerBoundsOnIntercepts", "upperBoundsOnIntercepts"):
+            if self.isSet(bound):
+                raise NotImplementedError(f"{bound}: bound-constrained optimization is not supported yet")
+        data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(),
+                                    self.getOrDefault("weightCol") if self.isDefined("weightCol") else None,
+                                    self.getDtype())
+        try:
+            return self._train(data)
+        finally:
+            data.release()
+
+    def _train(self, data):
+        s = data.summary
+        family = self.getFamily()
+        num_classes = classification_labels(s, self.getLabelCol(), family)
+        multinomial = family == "multinomial" or num_classes > 2
+        k = num_classes if multinomial else 1
+        fit_intercept = self.getFitIntercept()
+        loss = SoftmaxLoss(n_classes=k, fit_intercept=fit_intercept) if multinomial else LogisticLoss(fit_intercept=fit_intercept)
+        strategy = make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth())
+        lam, a = self.getRegParam(), self.getElasticNetParam()
+        objective = LinearObjective(
+            strategy.loss_gradient, n_features=s.n_features, n_outputs=k, fit_intercept=fit_intercept,
+            mean=s.mean, std=np.sqrt(s.var_unbiased), weight_sum=s.weight_sum,
+            reg_l2=lam * (1 - a), reg_l1=lam * a, standardization=self.getStandardization())
+        start = initial_coefficients(self._initial_model, s.n_features, k)
+        if start is None:
+            beta, b = np.zeros((k, s.n_features)), np.zeros(k)
+            if fit_intercept:
+                hist = np.pad(s.class_weights, (0, max(0, num_classes - len(s.class_weights))))
+                if multinomial:
+                    b = np.log1p(hist[:k]) - np.log1p(hist[:k]).mean()
+                else:
+                    b = np.array([np.log(hist[1] / hist[0])])
+            start = (beta, b)
+        theta, summary = run_optimizer(objective, objective.from_original(*start), max_iter=self.getMaxIter(),
+                                       tol=self.getTol(), name="LogisticRegression")
+        beta, b = objective.to_original(theta)
+        if multinomial:
+            b = b - b.mean()  # intercepts are never penalized: MLlib reports the centered ones
+            if lam == 0:
+                beta = beta - beta.mean(axis=0)  # unregularized: MLlib's identifiable (centered) choice
+        model = LogisticRegressionModel(DenseMatrix(k, s.n_features, beta.ravel(), True),
+                                        Vectors.dense(b), num_classes, multinomial)
+        model._summary = summary
+        return self._copyValues(model)
+
+
+class LogisticRegressionModel(ProbabilisticClassificationModel, _Params, LinearModelIO):
+    """A fitted LogisticRegression: MLlib's attributes, output columns and file layout."""
+
+    _java_class = "org.apache.spark.ml.classification.LogisticRegressionModel"
+    _stock_class = _StockModel
+
+    def __init__(self, coefficientMatrix=None, interceptVector=None, numClasses=2, isMultinomial=False):
+        super().__init__()
+        self._setDefault(maxIter=100, regParam=0.0, tol=1e-6, threshold=0.5, family="auto",
+                         maxBlockSizeInMB=0.0, elasticNetParam=0.0, fitIntercept=True,
+                         standardization=True, aggregationDepth=2)
+        self._coefficientMatrix = coefficientMatrix
+        self._interceptVector = interceptVector
+        self._numClasses = numClasses
+        self._isMultinomial = isMultinomial
+
+    @property
+    def coefficientMatrix(self):
+        return self._coefficientMatrix
+
+    @property
+    def interceptVector(self):
+        return self._interceptVector
+
+    @property
+    def coefficients(self):
+        if self._isMultinomial:
+            raise ValueError("Multinomial models contain a matrix of coefficients, use coefficientMatrix instead.")
+        return DenseVector(self._coefficientMatrix.toArray()[0])
+
+    @property
+    def intercept(self):
+        if self._isMultinomial:
+            raise ValueError("Multinomial models contain a vector of intercepts, use interceptVector instead.")
+        return float(self._interceptVector[0])
+
+    @property
+    def numClasses(self):
+        return self._numClasses
+
+    @property
+    def numFeatures(self):
+        return self._coefficientMatrix.numCols
+
+    def _margins(self, value):
+        return self._coefficientMatrix.toArray() @ np.asarray(value.toArray()) + self._interceptVector.toArray()
+
+    def predictRaw(self, value):
+        m = self._margins(value)
+        return Vectors.dense([-m[0], m[0]] if not self._isMultinomial else m)
+
+    def predictProbability(self, value):
+        m = self._margins(value)
+        if not self._isMultinomial:
+            p = 1.0 / (1.0 + np.exp(-m[0]))
+            return Vectors.dense([1 - p, p])
+        e = np.exp(m - m.max())
+        return Vectors.dense(e / e.sum())
+
+    def predict(self, value):
+        if not self._isMultinomial:
+            return float(self._margins(value)[0] > self._raw_threshold())
+        p = self.predictProbability(value).toArray()
+        t = self._multinomial_thresholds()
+        return float(np.argmax(p / t if t is not None else p))
+
+    def _raw_threshold(self):
+        t = self.getThreshold()
+        return np.inf if t >= 1 else (-np.inf if t <= 0 else float(np.log(t / (1 - t))))
+
+    def _multinomial_thresholds(self):
+        return np.asarray(self.getThresholds(), dtype=np.float64) if self.isSet(self.thresholds) else None
+
+    def _transform(self, dataset):
+        outputs = {"raw": self.getRawPredictionCol(), "prob": self.getProbabilityCol(), "pred": self.getPredictionCol()}
+        return transform_linear(
+            dataset, self.getFeaturesCol(), outputs, "logistic", self._coefficientMatrix.toArray(),
+            self._interceptVector.toArray(),
+            raw_threshold=self._raw_threshold() if not self._isMultinomial else 0.0,
+            thresholds=self._multinomial_thresholds() if self._isMultinomial else None)
+
+    def _data_frame(self, spark):
+        schema = StructType([StructField("numClasses", IntegerType()), StructField("numFeatures", IntegerType()),
+                             StructField("interceptVector", VectorUDT()), StructField("coefficientMatrix", MatrixUDT()),
+                             StructField("isMultinomial", BooleanType())])
+        row = (self._numClasses, self.numFeatures, self._interceptVector, self._coefficientMatrix, self._isMultinomial)
+        return spark.createDataFrame([row], schema)
+
+    @classmethod
+    def _from_data(cls, row):
+        return cls(DenseMatrix(row.coefficientMatrix.numRows, row.coefficientMatrix.numCols,
+                               row.coefficientMatrix.toArray().ravel(), True),
+                   DenseVector(row.interceptVector.toArray()), int(row.numClasses), bool(row.isMultinomial))
+
+    def _java_args(self):
+        return [self._coefficientMatrix, self._interceptVector, self._numClasses, self._isMultinomial]
+

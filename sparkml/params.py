@@ -1,0 +1,91 @@
+"""Params this library adds to the pyspark.ml ones: where and how the training runs.
+
+Everything else (regParam, elasticNetParam, maxIter, tol, the column Params, ...) comes from
+pyspark.ml's own Param mixins, so names, defaults and documentation match MLlib exactly.
+"""
+from pyspark.ml.param import Param, Params, TypeConverters
+
+STRATEGIES = ("sync",)
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("float32", "float64")
+
+
+def _one_of(name, allowed):
+    def convert(value):
+        value = TypeConverters.toString(value)
+        if value not in allowed and not (name == "device" and value.startswith("cuda:")):
+            raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+        return value
+
+    return convert
+
+
+class HasTorchTrainingParams(Params):
+    """``strategy``, ``device`` and ``dtype``: how the distributed PyTorch training runs."""
+
+    strategy = Param(
+        Params._dummy(),
+        "strategy",
+        "How training is distributed. 'sync': every iteration broadcasts the coefficients, "
+        "each partition computes its loss and gradient, treeAggregate sums them and a "
+        "driver-side L-BFGS / OWL-QN takes the step. Supported: " + ", ".join(STRATEGIES),
+        typeConverter=_one_of("strategy", STRATEGIES),
+    )
+    device = Param(
+        Params._dummy(),
+        "device",
+        "Device the partition kernels run on: 'auto' (CUDA when the executor's torch sees a "
+        "GPU, else CPU), 'cpu', 'cuda' or 'cuda:N'.",
+        typeConverter=_one_of("device", DEVICES),
+    )
+    dtype = Param(
+        Params._dummy(),
+        "dtype",
+        "Precision the training copy of the features is held in: 'float64' (default: MLlib's results and "
+        "iteration counts) or 'float32' (half the memory; the objective is then only resolved to "
+        "about 1e-8, so fits stop a little short of the float64 optimum). Optimizer state is float64.",
+        typeConverter=_one_of("dtype", DTYPES),
+    )
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(strategy="sync", device="auto", dtype="float64")
+
+    def getStrategy(self):
+        return self.getOrDefault(self.strategy)
+
+    def setStrategy(self, value):
+        return self._set(strategy=value)
+
+    def getDevice(self):
+        return self.getOrDefault(self.device)
+
+    def setDevice(self, value):
+        return self._set(device=value)
+
+    def getDtype(self):
+        return self.getOrDefault(self.dtype)
+
+    def setDtype(self, value):
+        return self._set(dtype=value)
+
+
+# Params that stock MLlib does not know: kept out of the MLlib-format metadata's paramMap.
+TORCH_PARAM_NAMES = ("strategy", "device", "dtype")
+
+
+def with_setters(*names):
+    """Class decorator adding pyspark-style ``setX(value)`` methods for the named Params."""
+
+    def decorate(cls):
+        for name in names:
+            def setter(self, value, _name=name):
+                return self._set(**{_name: value})
+
+            setter.__name__ = "set" + name[0].upper() + name[1:]
+            setter.__doc__ = f"Sets the value of :py:attr:`{name}`."
+            if setter.__name__ not in cls.__dict__:
+                setattr(cls, setter.__name__, setter)
+        return cls
+
+    return decorate

@@ -1,0 +1,76 @@
+"""Save and load models in MLlib's own on-disk layout, so stock pyspark.ml can load them too.
+
+    path/metadata/part-00000   one JSON line: class (the Scala class), uid, paramMap, defaultParamMap,
+                               sparkVersion, timestamp, plus "sparkml": this library's class and Params
+    path/data/part-*.parquet   one row with the model's numbers, columns exactly as MLlib writes them
+
+Only Params MLlib knows go into paramMap/defaultParamMap (its reader rejects unknown ones); the
+Params this library adds (strategy, device, dtype) live under the "sparkml" key, which MLlib ignores.
+Everything is JSON and Parquet: no pickle anywhere.
+"""
+import json
+import time
+
+from pyspark.ml.util import MLReader, MLWriter
+from pyspark.sql import SparkSession
+
+from sparkml.params import TORCH_PARAM_NAMES
+
+
+def _jsonable(value):
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+def _param_json(instance, param_map):
+    return {p.name: _jsonable(v) for p, v in param_map.items() if p.name not in TORCH_PARAM_NAMES}
+
+
+class MLlibModelWriter(MLWriter):
+    """Writes ``instance`` as the Scala class ``java_class`` with the data row from ``instance._data_frame``."""
+
+    def __init__(self, instance, java_class):
+        super().__init__()
+        self.instance, self.java_class = instance, java_class
+
+    def saveImpl(self, path):
+        spark = self.sparkSession or SparkSession.active()
+        inst = self.instance
+        metadata = {
+            "class": self.java_class,
+            "timestamp": int(round(time.time() * 1000)),
+            "sparkVersion": spark.version,
+            "uid": inst.uid,
+            "paramMap": _param_json(inst, inst._paramMap),
+            "defaultParamMap": _param_json(inst, inst._defaultParamMap),
+            "sparkml": {
+                "class": f"{type(inst).__module__}.{type(inst).__name__}",
+                "paramMap": {n: inst.getOrDefault(n) for n in TORCH_PARAM_NAMES if inst.hasParam(n)},
+            },
+        }
+        line = json.dumps(metadata, separators=(",", ":"))
+        spark.createDataFrame([(line,)], "value string").coalesce(1).write.text(f"{path}/metadata")
+        inst._data_frame(spark).repartition(1).write.parquet(f"{path}/data")
+
+
+class MLlibModelReader(MLReader):
+    """Reads a directory written by MLlib or by ``MLlibModelWriter`` into ``cls``."""
+
+    def __init__(self, cls, java_class):
+        super().__init__()
+        self.cls, self.java_class = cls, java_class
+
+    def load(self, path):
+        spark = self.sparkSession or SparkSession.active()
+        metadata = json.loads(spark.read.text(f"{path}/metadata").first()[0])
+        if metadata["class"] != self.java_class:
+            raise ValueError(f"{path} holds a {metadata['class']}, not a {self.java_class}")
+        row = spark.read.parquet(f"{path}/data").first()
+        instance = self.cls._from_data(row)
+        instance._resetUid(metadata["uid"])
+        extra = metadata.get("sparkml", {}).get("paramMap", {})
+        for source, setter in ((metadata.get("defaultParamMap", {}), instance._setDefault),
+                               ({**metadata.get("paramMap", {}), **extra}, instance._set)):
+            known = {k: v for k, v in source.items() if instance.hasParam(k)}
+            if known:
+                setter(**known)
+        return instance

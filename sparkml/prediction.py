@@ -1,0 +1,78 @@
+"""Vectorized ``transform`` for the linear models: Arrow batches through torch, no per-row Python.
+
+The features column goes through ``vector_to_array`` (dense, float64) into a scalar Arrow UDF that
+scores a whole batch with ``gpu.prediction`` and returns a struct of the output columns; the
+vector outputs come back as ``VectorUDT`` through ``array_to_vector``. The output columns, their
+names and types are MLlib's: ``rawPrediction`` and ``probability`` (vectors), ``prediction`` (double).
+"""
+import numpy as np
+import pyarrow as pa
+from pyspark.ml.functions import array_to_vector, vector_to_array
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.functions import arrow_udf
+
+
+def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col):
+    """Score one Arrow batch; returns a StructArray (raw, probability, prediction)."""
+    import torch
+
+    from gpu.prediction import binary_logistic_probability, linear_margins, softmax_probability
+
+    if features.null_count:
+        raise ValueError(f"features column {features_col!r} has null rows; cannot score them")
+    n, d = len(features), coef.shape[1]
+    if n and (np.asarray(features.value_lengths()) != d).any():
+        raise ValueError(f"features column {features_col!r} has vectors whose size is not {d}")
+    x = torch.from_numpy(features.flatten().to_numpy(zero_copy_only=False).reshape(n, d))
+    margins = linear_margins(x, torch.from_numpy(coef), torch.from_numpy(intercept))
+    prob = None
+    if kind == "regression":
+        raw, pred = None, margins[:, 0]
+    elif margins.shape[1] == 1:  # binary: raw = [-m, m]
+        m = margins[:, 0]
+        raw = torch.stack([-m, m], dim=1)
+        pred = (m > raw_threshold).to(torch.float64)
+        if kind == "logistic":
+            p = binary_logistic_probability(m)
+            prob = torch.stack([1 - p, p], dim=1)
+    else:
+        raw = margins
+        prob = softmax_probability(margins)
+        scaled = prob / torch.from_numpy(thresholds) if thresholds is not None else raw
+        pred = torch.argmax(scaled, dim=1).to(torch.float64)
+
+    def vectors(t):
+        if t is None:
+            return pa.nulls(n, pa.list_(pa.float64()))
+        k = t.shape[1]
+        return pa.ListArray.from_arrays(pa.array(np.arange(0, n * k + 1, k, dtype=np.int32)), pa.array(t.numpy().ravel()))
+
+    return pa.StructArray.from_arrays([vectors(raw), vectors(prob), pa.array(pred.numpy())], ["raw", "prob", "pred"])
+
+
+_RESULT_TYPE = "struct<raw: array<double>, prob: array<double>, pred: double>"
+
+
+def transform_linear(dataset, features_col, outputs, kind, coef, intercept, raw_threshold=0.0, thresholds=None):
+    """Add MLlib's output columns to ``dataset``.
+
+    ``outputs`` maps 'raw' / 'prob' / 'pred' to output column names (empty names are skipped, as in
+    MLlib). ``kind`` is 'logistic', 'svc' or 'regression'. ``coef`` (K, d) and ``intercept`` (K,)
+    are the model's; binary models have K = 1.
+    """
+    coef = np.ascontiguousarray(np.atleast_2d(coef), dtype=np.float64)
+    intercept = np.ascontiguousarray(np.atleast_1d(intercept), dtype=np.float64)
+    thresholds = None if thresholds is None else np.asarray(thresholds, dtype=np.float64)
+
+    @arrow_udf(_RESULT_TYPE)
+    def score(features):
+        return _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col)
+
+    tmp = "__sparkml_scores"
+    out = dataset.withColumn(tmp, score(vector_to_array(F.col(features_col), "float64")))
+    for key, name in outputs.items():
+        if not name:
+            continue
+        col = F.col(f"{tmp}.{key}")
+        out = out.withColumn(name, col if key == "pred" else array_to_vector(col))
+    return out.drop(tmp)
