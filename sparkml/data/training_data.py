@@ -71,9 +71,10 @@ def _is_sparse(df, features_col):
 
 
 def _problem_message(key, value, features_col, label_col, weight_col):
+    if key == "feature_sizes":  # value: the sizes seen (the other keys count rows)
+        return f"features column {features_col!r} holds vectors of different sizes ({', '.join(map(str, value))})"
     return {
         "null_features": f"features column {features_col!r} has {value} null rows",
-        "feature_sizes": f"features column {features_col!r} holds vectors of different sizes ({', '.join(map(str, value))})",
         "nonfinite_features": f"features column {features_col!r} has {value} NaN or infinite values",
         "null_labels": f"label column {label_col!r} has {value} null values",
         "nonfinite_labels": f"label column {label_col!r} has {value} NaN or infinite values",
