@@ -1,0 +1,9 @@
+"""Batch entry points: parse a YAML config, call `sparkml`, write outputs. No ML logic here.
+
+- `jobs.config`     load, override and validate a job config (before Spark starts)
+- `jobs.datasets`   read parquet / csv / libsvm, assemble features, `generated:*` demo data
+- `jobs.outputs`    all-or-nothing publishing of a run's outputs (local or Hadoop paths)
+- `jobs.session`    reuse or start the Spark session; ship sparkml+gpu to remote executors
+- `jobs.java_check` fail fast, with instructions, when no JDK is installed
+- `jobs.train`      `python -m jobs.train --config conf/X.yaml` or `spark-submit jobs/train.py ...`
+"""

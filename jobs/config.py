@@ -1,0 +1,245 @@
+"""Job configuration: load YAML, apply `--set` overrides, validate everything before Spark starts.
+
+Every error is a `ConfigError` naming the full dotted key, e.g.
+``model.params.regParm: unknown parameter of LogisticRegression (did you mean regParam?)``.
+`conf/README.md` documents each key.
+"""
+import copy
+import difflib
+import importlib
+
+import yaml
+
+# Shipped estimators: config name -> ("module:Class", task). Tests may point these elsewhere.
+ESTIMATORS = {
+    "LogisticRegression": ("sparkml.classification:LogisticRegression", "classification"),
+    "LinearSVC": ("sparkml.classification:LinearSVC", "classification"),
+    "LinearRegression": ("sparkml.regression:LinearRegression", "regression"),
+}
+FORMATS = ("parquet", "csv", "libsvm")
+GENERATED_KINDS = ("binary", "regression", "multiclass")
+# Column params come from the data section, so a config cannot set them twice.
+COLUMN_PARAMS = {"featuresCol": "data.features", "labelCol": "data.label", "weightCol": "data.weight"}
+
+_REQUIRED = object()
+_ANY_MAP = "map"  # a mapping with free keys (Spark conf, reader options, estimator params)
+
+# Schema: key -> (allowed types, default); nested dicts are sections.
+SCHEMA = {
+    "spark": {
+        "master": ((str,), "local[2]"),
+        "app_name": ((str,), "sparkml-train"),
+        "conf": (_ANY_MAP, {}),
+    },
+    "data": {
+        "train": ((str,), _REQUIRED),
+        "format": ((str,), "parquet"),
+        "features": ((str, list, type(None)), None),
+        "label": ((str,), "label"),
+        "weight": ((str, type(None)), None),
+        "test": ((str, type(None)), None),
+        "holdout_fraction": ((float, int), 0.2),
+        "seed": ((int,), 42),
+        "options": (_ANY_MAP, {}),
+        "generated": {
+            "rows": ((int,), 20000),
+            "features": ((int,), 20),
+            "classes": ((int,), 3),
+            "seed": ((int,), 0),
+        },
+    },
+    "model": {
+        "estimator": ((str,), _REQUIRED),
+        "params": (_ANY_MAP, {}),
+    },
+    "output": {
+        "dir": ((str,), _REQUIRED),
+        "overwrite": ((bool,), False),
+    },
+}
+
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+               list: "a list", type(None): "null"}
+_CONVERTER_NAMES = {"toInt": "an integer", "toFloat": "a number", "toBoolean": "true or false",
+                    "toString": "a string", "toListFloat": "a list of numbers",
+                    "toListInt": "a list of integers", "toListString": "a list of strings",
+                    "toVector": "a list of numbers", "toMatrix": "a matrix"}
+
+
+class ConfigError(ValueError):
+    """A bad config value; `str()` is ``<dotted key>: <problem>``."""
+
+    def __init__(self, key, problem):
+        super().__init__(f"{key}: {problem}")
+        self.key = key
+
+
+def _did_you_mean(name, choices):
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def load(path, overrides=()):
+    """Read `path` (YAML), apply ``key=value`` overrides, return the validated config dict."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = yaml.safe_load(f)
+    except OSError as e:
+        raise ConfigError("--config", f"cannot read {path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError("--config", f"{path} is not valid YAML: {e}".replace("\n", " ")) from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError("--config", f"{path} must hold a mapping at top level")
+    for item in overrides:
+        apply_override(raw, item)
+    return validate(raw)
+
+
+def apply_override(raw, item):
+    """Apply one ``a.b.c=value`` (value parsed as YAML) to the raw config, in place.
+
+    Keys under a free mapping (``spark.conf``, ``data.options``) may hold dots themselves:
+    ``spark.conf.spark.sql.shuffle.partitions=8`` sets the key ``spark.sql.shuffle.partitions``.
+    """
+    key, sep, text = item.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError("--set", f"expected key=value, got {item!r}")
+    try:
+        value = yaml.safe_load(text) if text.strip() else None
+    except yaml.YAMLError:
+        raise ConfigError(key, f"cannot parse value {text!r} as YAML") from None
+    parts, node, schema, done = key.strip().split("."), raw, SCHEMA, []
+    while len(parts) > 1:
+        part = parts.pop(0)
+        done.append(part)
+        spec = schema.get(part) if isinstance(schema, dict) else None
+        if not isinstance(node.get(part, {}), dict):
+            raise ConfigError(".".join(done), f"is {node[part]!r}, cannot set {'.'.join(parts)} inside it")
+        node = node.setdefault(part, {})
+        if isinstance(spec, tuple) and spec[0] == _ANY_MAP:
+            parts = [".".join(parts)]  # the rest is one free key
+        schema = spec
+    node[parts[0]] = value
+
+
+def _check_section(raw, schema, prefix, out):
+    if not isinstance(raw, dict):
+        raise ConfigError(prefix.rstrip(".") or "config", f"expected a mapping, got {raw!r}")
+    for key in raw:
+        if key not in schema:
+            raise ConfigError(f"{prefix}{key}", "unknown key" + _did_you_mean(str(key), schema))
+    for key, spec in schema.items():
+        dotted, value = f"{prefix}{key}", raw.get(key)
+        if isinstance(spec, dict):
+            out[key] = {}
+            _check_section(value if value is not None else {}, spec, dotted + ".", out[key])
+            continue
+        types, default = spec
+        if key not in raw or (value is None and type(None) not in types and types != _ANY_MAP):
+            if default is _REQUIRED:
+                raise ConfigError(dotted, "is required")
+            out[key] = copy.deepcopy(default)
+            continue
+        if types == _ANY_MAP:
+            if value is not None and not isinstance(value, dict):
+                raise ConfigError(dotted, f"expected a mapping, got {value!r}")
+            out[key] = dict(value or {})
+            continue
+        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+            wanted = " or ".join(_TYPE_NAMES[t] for t in types)
+            raise ConfigError(dotted, f"expected {wanted}, got {value!r}")
+        out[key] = float(value) if float in types and not isinstance(value, bool) else value
+
+
+def validate(raw):
+    """Check a raw config dict against SCHEMA and the estimator's Params; return it with defaults."""
+    cfg = {}
+    _check_section(raw, SCHEMA, "", cfg)
+    data = cfg["data"]
+    if data["format"] not in FORMATS:
+        raise ConfigError("data.format", f"expected one of {', '.join(FORMATS)}, got {data['format']!r}")
+    if data["train"].startswith("generated:"):
+        kind = data["train"].split(":", 1)[1]
+        if kind not in GENERATED_KINDS:
+            raise ConfigError("data.train", f"expected generated:{{{','.join(GENERATED_KINDS)}}}, "
+                              f"got {data['train']!r}")
+    if (data["test"] or "").startswith("generated:"):
+        raise ConfigError("data.test", "generated:* datasets are for data.train only (the holdout is split off)")
+    features = data["features"]
+    if isinstance(features, list) and (not features or not all(isinstance(c, str) for c in features)):
+        raise ConfigError("data.features", f"expected a non-empty list of column names, got {features!r}")
+    if not 0.0 < data["holdout_fraction"] < 1.0 and data["test"] is None:
+        raise ConfigError("data.holdout_fraction", f"expected a number in (0, 1), got {data['holdout_fraction']}")
+    gen = data["generated"]
+    for key in ("rows", "features"):
+        if gen[key] < 1:
+            raise ConfigError(f"data.generated.{key}", f"expected a positive integer, got {gen[key]}")
+    if gen["classes"] < 2:
+        raise ConfigError("data.generated.classes", f"expected at least 2, got {gen['classes']}")
+    for key, value in cfg["spark"]["conf"].items():
+        if not isinstance(value, (str, int, float, bool)):
+            raise ConfigError(f"spark.conf.{key}", f"expected a scalar, got {value!r}")
+    cfg["model"]["params"] = validate_params(cfg["model"]["estimator"], cfg["model"]["params"])
+    if cfg["data"]["weight"] is not None and "weightCol" not in estimator_params(estimator_class(cfg["model"]["estimator"])):
+        raise ConfigError("data.weight", f"{cfg['model']['estimator']} takes no weight column")
+    return cfg
+
+
+def estimator_class(name, key="model.estimator"):
+    """Import the estimator class registered under `name`."""
+    if name not in ESTIMATORS:
+        raise ConfigError(key, f"expected one of {', '.join(ESTIMATORS)}, got {name!r}"
+                          + _did_you_mean(name, ESTIMATORS))
+    module, _, attr = ESTIMATORS[name][0].partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(key, f"{name} is registered as {ESTIMATORS[name][0]} but cannot be imported: {e}") from None
+
+
+def estimator_params(cls):
+    """Map Param name -> Param for an estimator class, without needing a Spark session.
+
+    Pure-Python estimators are instantiated; Java-backed pyspark.ml ones need a SparkContext
+    to instantiate, so their class-level Param declarations are read instead (same set).
+    """
+    from pyspark.ml.param import Param
+
+    try:
+        return {p.name: p for p in cls().params}
+    except Exception:  # e.g. AssertionError: no SparkContext for a JavaEstimator
+        return {n: getattr(cls, n) for n in dir(cls) if isinstance(getattr(cls, n, None), Param)}
+
+
+def validate_params(name, params):
+    """Check estimator params by name and through each Param's typeConverter; return converted values."""
+    known = estimator_params(estimator_class(name))
+    out = {}
+    for key, value in params.items():
+        dotted = f"model.params.{key}"
+        if key in COLUMN_PARAMS:
+            raise ConfigError(dotted, f"set through {COLUMN_PARAMS[key]}, not model.params")
+        if key not in known:
+            raise ConfigError(dotted, f"unknown parameter of {name}" + _did_you_mean(str(key), known))
+        converter = known[key].typeConverter
+        wanted = _CONVERTER_NAMES.get(getattr(converter, "__name__", ""), "a valid value")
+        if isinstance(value, bool) and wanted != "true or false" or value is None:
+            raise ConfigError(dotted, f"expected {wanted}, got {value!r}")
+        try:
+            out[key] = converter(value)
+        except (TypeError, ValueError) as e:  # a stock converter's text is generic; a custom one's is not
+            problem = f"expected {wanted}, got {value!r}" if wanted != "a valid value" else str(e)
+            raise ConfigError(dotted, problem) from None
+    return out
+
+
+def task_of(name):
+    """'classification' or 'regression' for a registered estimator name."""
+    return ESTIMATORS[name][1]
+
+
+def is_local_path(path):
+    """True for a plain filesystem path, False for a URI such as hdfs://, s3a://, file:/."""
+    return not path.split("/", 1)[0].endswith(":")

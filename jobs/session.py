@@ -1,0 +1,96 @@
+"""The Spark session a job runs in, and shipping this project's code to its executors.
+
+A job reuses a session it is given or that is already active (notebook, tests), takes the one
+spark-submit configured, or else starts one from the config's `spark` section after checking
+for Java.
+"""
+import hashlib
+import importlib.util
+import io
+import os
+import sys
+import tempfile
+import zipfile
+
+from jobs.java_check import require_java
+
+SHIPPED_PACKAGES = ("sparkml", "gpu")  # what executors import; `jobs` runs on the driver only
+
+
+def under_spark_submit():
+    """True when spark-submit launched this Python process (it hands over its JVM's gateway)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def get_or_create(spark_cfg, spark=None):
+    """Return (session, created_here). The `spark` config section applies only to a new local session."""
+    if spark is not None:
+        return spark, False
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    if under_spark_submit():  # master and conf come from the spark-submit command line
+        return SparkSession.builder.getOrCreate(), True
+    require_java()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use this interpreter and its packages
+    builder = SparkSession.builder.master(spark_cfg["master"]).appName(spark_cfg["app_name"])
+    for key, value in spark_cfg["conf"].items():
+        builder = builder.config(key, str(value).lower() if isinstance(value, bool) else str(value))
+    return builder.getOrCreate(), True
+
+
+def package_zip(packages=SHIPPED_PACKAGES, directory=None):
+    """Zip the importable `packages` (sources only) into `directory`; return the path or None.
+
+    The file name carries a hash of the contents, so shipping unchanged code twice in one
+    application adds the same file again (a no-op) instead of a conflicting one.
+    """
+    buf, count = io.BytesIO(), 0
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in packages:
+            spec = importlib.util.find_spec(name)
+            if spec is None or not spec.submodule_search_locations:
+                continue
+            pkg_dir = list(spec.submodule_search_locations)[0]
+            base = os.path.dirname(pkg_dir)
+            for root, dirs, files in os.walk(pkg_dir):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for f in sorted(files):
+                    if not f.endswith((".pyc", ".pyo")):
+                        full = os.path.join(root, f)
+                        info = zipfile.ZipInfo(os.path.relpath(full, base), date_time=(1980, 1, 1, 0, 0, 0))
+                        with open(full, "rb") as src:
+                            zf.writestr(info, src.read(), zipfile.ZIP_DEFLATED)
+                        count += 1
+    if count == 0:
+        return None
+    digest = hashlib.sha256(buf.getvalue()).hexdigest()[:12]
+    directory = directory or os.path.join(tempfile.gettempdir(), "sparkml-pyfiles")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{'_'.join(packages)}-{digest}.zip")
+    if not os.path.exists(path):
+        with open(path, "wb") as f:
+            f.write(buf.getvalue())
+    return path
+
+
+def ship_packages(spark):
+    """addPyFile a zip of sparkml+gpu when executors may not be able to import them.
+
+    Skipped for `local`/`local[n]` masters, whose Python workers run on this machine with this
+    interpreter, and for Spark Connect sessions (install the packages on the server there).
+    Otherwise (yarn, k8s, spark://, local-cluster) the zip goes first on the executors' sys.path.
+    """
+    try:
+        sc = spark.sparkContext
+        master = sc.master
+    except Exception:  # Spark Connect: no SparkContext
+        return None
+    if master == "local" or master.startswith("local["):
+        return None
+    path = package_zip()
+    if path is not None:
+        sc.addPyFile(path)
+    return path

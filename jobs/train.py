@@ -1,0 +1,201 @@
+"""Train one estimator from a YAML config and publish the model and a report.
+
+    python -m jobs.train --config conf/logistic_demo.yaml [--set model.params.regParam=0.1 ...]
+    spark-submit jobs/train.py --config conf/logistic_demo.yaml
+
+Steps: validate the config (before Spark starts) -> session -> read data -> split -> fit ->
+evaluate the holdout with pyspark's evaluators -> stage model/, metrics.json (and objective.png
+when matplotlib is installed) beside output.dir and rename them in only once everything worked.
+Config errors print one line ("config error: <key>: <problem>") and exit 2.
+"""
+import argparse
+import io
+import json
+import math
+import os
+import sys
+import time
+
+if __package__ in (None, ""):  # run as a file (spark-submit jobs/train.py): make the repo root importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from jobs import config, datasets, outputs, session  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_CONFIG = os.path.join(ROOT, "conf", "logistic_demo.yaml")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="jobs.train", description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", default=DEFAULT_CONFIG, help="YAML job config (default: %(default)s)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, value parsed as YAML (repeatable), e.g. model.params.regParam=0.1")
+    p.add_argument("--check", action="store_true", help="validate the config, print it resolved, and exit")
+    return p.parse_args(argv)
+
+
+def build_estimator(cfg, features_col):
+    """Instantiate the configured estimator with its params and the data section's columns."""
+    est = config.estimator_class(cfg["model"]["estimator"])()
+    data = cfg["data"]
+    columns = {"featuresCol": features_col, "labelCol": data["label"], "weightCol": data["weight"]}
+    for name, value in list(cfg["model"]["params"].items()) + list(columns.items()):
+        if value is not None:
+            est.set(est.getParam(name), value)
+    return est
+
+
+def evaluate(model, df, task, label, weight=None):
+    """Holdout metrics with stock evaluators: binary AUC/accuracy/f1, multiclass accuracy/f1/logLoss,
+    regression rmse/r2/mae."""
+    from pyspark.ml.evaluation import (BinaryClassificationEvaluator, MulticlassClassificationEvaluator,
+                                       RegressionEvaluator)
+
+    extra = {"weightCol": weight} if weight else {}
+    pred = model.transform(df).cache()
+    try:
+        if task == "regression":
+            ev = RegressionEvaluator(labelCol=label, predictionCol=model.getPredictionCol(), **extra)
+            return {m: ev.evaluate(pred, {ev.metricName: m}) for m in ("rmse", "r2", "mae")}
+        mc = MulticlassClassificationEvaluator(labelCol=label, predictionCol=model.getPredictionCol(), **extra)
+        metrics = {}
+        if model.numClasses == 2:
+            auc = BinaryClassificationEvaluator(labelCol=label, rawPredictionCol=model.getRawPredictionCol(),
+                                                metricName="areaUnderROC", **extra)
+            metrics["areaUnderROC"] = auc.evaluate(pred)
+        metrics["accuracy"] = mc.evaluate(pred, {mc.metricName: "accuracy"})
+        metrics["f1"] = mc.evaluate(pred, {mc.metricName: "f1"})
+        if model.numClasses > 2 and model.hasParam("probabilityCol"):
+            mc.setProbabilityCol(model.getOrDefault("probabilityCol"))
+            metrics["logLoss"] = mc.evaluate(pred, {mc.metricName: "logLoss"})
+        return metrics
+    finally:
+        pred.unpersist()
+
+
+def _json_value(v):
+    if hasattr(v, "toArray"):  # pyspark Vector / Matrix
+        v = v.toArray()
+    if hasattr(v, "tolist"):  # numpy array or scalar
+        v = v.tolist()
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    return str(v)
+
+
+def training_summary(model):
+    """(objectiveHistory, totalIterations) from model.summary, or (None, None) without one."""
+    try:
+        if not getattr(model, "hasSummary", False):
+            return None, None
+        s = model.summary
+        history = [float(x) for x in s.objectiveHistory] if hasattr(s, "objectiveHistory") else None
+        return history, int(s.totalIterations) if hasattr(s, "totalIterations") else None
+    except Exception:  # a summary that cannot be computed must not fail the run
+        return None, None
+
+
+def objective_png(history, title):
+    """PNG bytes of the objective curve, or None (matplotlib not installed / nothing to plot)."""
+    if not history or len(history) < 2:
+        return None
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=100)
+    ax.plot(range(len(history)), history, marker=".")
+    ax.set(xlabel="iteration", ylabel="objective", title=title)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def run(cfg, spark):
+    """Run a validated config in `spark`; return the report dict written to metrics.json."""
+    t0 = time.perf_counter()
+    data, out, name = cfg["data"], cfg["output"], cfg["model"]["estimator"]
+    store = outputs.store_for(out["dir"], spark)
+    outputs.refuse_overwrite(store, out["dir"], out["overwrite"])
+    session.ship_packages(spark)
+    train, test, features_col = datasets.load(spark, data)
+    if test is None:
+        train, test = datasets.split(train, data["holdout_fraction"], data["seed"])
+    rows = {"train": train.count(), "test": test.count()}
+    if rows["train"] == 0:
+        raise config.ConfigError("data.train", f"no training rows in {data['train']}")
+    if rows["test"] == 0:
+        raise config.ConfigError("data.test" if data["test"] else "data.holdout_fraction", "the holdout is empty")
+    t_read = time.perf_counter()
+    model = build_estimator(cfg, features_col).fit(train)
+    t_fit = time.perf_counter()
+    metrics = evaluate(model, test, config.task_of(name), data["label"], data["weight"])
+    t_eval = time.perf_counter()
+    history, iterations = training_summary(model)
+    model_dir = store.join(out["dir"], "model")
+    report = {
+        "estimator": name, "model": os.path.abspath(model_dir) if config.is_local_path(model_dir) else model_dir,
+        "metrics": metrics, "rows": rows, "objectiveHistory": history, "totalIterations": iterations,
+        "params": {p.name: _json_value(v) for p, v in model.extractParamMap().items()},
+        "seconds": {"read": t_read - t0, "fit": t_fit - t_read, "evaluate": t_eval - t_fit},
+        "config": cfg,
+    }
+    staging = outputs.Staging(store, out["dir"])
+    try:
+        model.save(staging.path("model"))
+        names = ["model"]
+        png = objective_png(history, f"{name} objective")
+        if png is not None:
+            store.write_bytes(staging.path("objective.png"), png)
+            names.append("objective.png")
+        report["seconds"]["total"] = time.perf_counter() - t0
+        store.write_bytes(staging.path("metrics.json"), json.dumps(report, indent=2, default=str).encode())
+        staging.publish(names + ["metrics.json"], out["overwrite"])
+    finally:
+        staging.cleanup()
+    return report
+
+
+def summary_text(report):
+    """A few human lines: what was trained, the holdout metrics, where the outputs went."""
+    iters = f", {report['totalIterations']} iterations" if report.get("totalIterations") is not None else ""
+    metrics = "   ".join(f"{k} {v:.4f}" for k, v in report["metrics"].items())
+    return (f"{report['estimator']}: trained on {report['rows']['train']:,} rows in "
+            f"{report['seconds']['fit']:.1f} s{iters}; holdout of {report['rows']['test']:,} rows\n"
+            f"  {metrics}\n  model   -> {report['model']}\n"
+            f"  metrics -> {report['model'].rsplit('/', 1)[0]}/metrics.json")
+
+
+def main(argv=None, spark=None):
+    """Command-line entry point; returns the exit code (0 ok, 2 config error). `spark`: a session to use."""
+    args = parse_args(argv)
+    try:
+        cfg = config.load(args.config, args.set)
+        if args.check:
+            print(json.dumps(cfg, indent=2))
+            return 0
+        if config.is_local_path(cfg["output"]["dir"]):  # fail before Spark starts when we can
+            outputs.refuse_overwrite(outputs.LocalStore(), cfg["output"]["dir"], cfg["output"]["overwrite"])
+        spark, created = session.get_or_create(cfg["spark"], spark)
+        try:
+            report = run(cfg, spark)
+        finally:
+            if created:
+                spark.stop()
+    except config.ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
+    print(summary_text(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
