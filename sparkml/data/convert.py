@@ -120,7 +120,8 @@ def convert_partition(batches, dataset_id, sparse, dtype):
             sx, sxx = _moments(x, w)
             sx, sxx = np.pad(sx, (0, d - len(sx))), np.pad(sxx, (0, d - len(sxx)))
             hist = np.zeros(0)
-            if info["label_integral"] and 0 <= info["label_min"] and info["label_max"] < MAX_CLASSES:
+            if (not info["nonfinite_labels"] and info["label_integral"] and 0 <= info["label_min"]
+                    and info["label_max"] < MAX_CLASSES):  # NaN labels are reported, not histogrammed
                 hist = np.bincount(y.astype(np.int64), w, int(info["label_max"]) + 1)
             info["n_classes_hist"] = len(hist)
             moments = np.concatenate([sx, sxx, hist]).astype(np.float64).tobytes()
