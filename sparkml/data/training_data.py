@@ -99,7 +99,9 @@ class TrainingData:
         weight_col = weight_col or None
         _check_schema(df, features_col, label_col, weight_col)
         sparse = _is_sparse(df, features_col)
-        x = F.col(features_col) if sparse else vector_to_array(F.col(features_col), dtype)
+        feats = F.col(features_col)
+        # vector_to_array fails on a null vector: keep nulls null so the conversion pass reports them
+        x = feats if sparse else F.when(feats.isNotNull(), vector_to_array(feats, dtype))
         w = F.col(weight_col).cast("double") if weight_col else F.lit(1.0)
         selected = df.select(x.alias("x"), F.col(label_col).cast("double").alias("y"), w.alias("w"))
         dataset_id = block_store.new_dataset_id()
