@@ -110,10 +110,15 @@ class TrainingData:
             return convert_partition(batches, dataset_id, sparse, dtype)
 
         handles = selected.mapInArrow(convert, STATS_SCHEMA).rdd.map(tuple).cache()
-        rows = handles.collect()
         data = cls(handles, dataset_id, None, sparse, dtype)
-        infos = [json.loads(r[2]) for r in rows]
         try:
+            rows = handles.collect()
+        except Exception:
+            # the conversion job failed: the partitions that did convert have written blocks
+            data.release(best_effort=True)
+            raise
+        try:
+            infos = [json.loads(r[2]) for r in rows]
             for key in PROBLEM_KEYS:
                 values = [i[key] for i in infos if i.get(key)]
                 if values:
@@ -129,18 +134,26 @@ class TrainingData:
     def n_partitions(self):
         return self.handles.getNumPartitions()
 
-    def release(self):
-        """Delete the blocks on every executor that holds some, and drop the cached handles."""
+    def release(self, best_effort=False):
+        """Delete the blocks on every executor that holds some, and drop the cached handles.
+
+        ``best_effort``: after a failed conversion job, whose failing partitions fail again when
+        the drop job recomputes them; the drop is then attempted and its own failure ignored.
+        """
         dataset_id = self.dataset_id
 
         def drop(rows):
+            block_store.drop(dataset_id)  # before the input: it may fail to compute
             for _ in rows:
                 pass
-            block_store.drop(dataset_id)
+            block_store.drop(dataset_id)  # after: an evicted handle recomputed writes its block again
             return iter(())
 
         try:
             self.handles.mapPartitions(drop).count()
+        except Exception:
+            if not best_effort:
+                raise
         finally:
             self.handles.unpersist(blocking=False)
 
