@@ -1,0 +1,307 @@
+"""Bad input is refused before any iteration, with a ValueError naming the column and the problem,
+and the executor-resident training blocks of the failed fit are gone afterwards (DESIGN.md section 7)."""
+import logging
+import math
+import os
+
+import pytest
+from pyspark.ml.linalg import Vector, Vectors, VectorUDT
+from pyspark.sql.types import ArrayType, DoubleType, StringType, StructField, StructType
+
+from sparkml import block_store
+from sparkml.classification import LinearSVC, LogisticRegression
+from sparkml.regression import LinearRegression
+
+ESTIMATORS = {"LogisticRegression": LogisticRegression, "LinearSVC": LinearSVC,
+              "LinearRegression": LinearRegression}
+CLASSIFIERS = ("LogisticRegression", "LinearSVC")
+ROWS = 40  # two partitions of 20 rows; the bad rows go into partition 0 only
+
+
+def good_rows():
+    """(features, label, weight) rows with both classes and a little signal."""
+    rows = []
+    for i in range(ROWS):
+        x = [math.sin(i), math.cos(3 * i), (i % 7) / 7.0]
+        rows.append((x, float((i % 2) ^ (x[0] > 0.8)), 1.0))
+    return rows
+
+
+def frame(spark, rows, features_type="vector", label_type=DoubleType()):
+    """DataFrame (features, label, w) in 2 partitions, keeping the row order (rows 0..19 -> partition 0)."""
+    if features_type == "vector":
+        ftype, conv = VectorUDT(), (lambda x: x if x is None or isinstance(x, Vector) else Vectors.dense(x))
+    elif features_type == "sparse":
+        ftype = VectorUDT()
+        conv = (lambda x: x if x is None or isinstance(x, Vector)
+                else Vectors.sparse(len(x), {j: v for j, v in enumerate(x) if v}))
+    else:
+        ftype, conv = ArrayType(DoubleType()), (lambda x: x)
+    schema = StructType([StructField("features", ftype), StructField("label", label_type),
+                         StructField("w", DoubleType())])
+    data = [(conv(x), y, w) for x, y, w in rows]
+    return spark.createDataFrame(spark.sparkContext.parallelize(data, 2), schema)
+
+
+def executor_datasets(spark):
+    """Dataset directories under ``block_store.root_dir()`` as the executors' Python workers see it."""
+
+    def listing(items):
+        for _ in items:  # drain, so Spark may reuse the worker
+            pass
+        from sparkml import block_store as store
+
+        root = store.root_dir()
+        yield sorted(n for n in os.listdir(root) if not n.startswith(".")) if os.path.isdir(root) else []
+
+    found = spark.sparkContext.parallelize(range(2), 2).mapPartitions(listing).collect()
+    return {name for names in found for name in names}
+
+
+@pytest.fixture(scope="module")
+def baseline(spark):
+    return executor_datasets(spark)
+
+
+@pytest.fixture
+def created_ids(monkeypatch):
+    """Records every dataset id a fit asks the block store for."""
+    ids = []
+    original = block_store.new_dataset_id
+
+    def record():
+        ids.append(original())
+        return ids[-1]
+
+    monkeypatch.setattr(block_store, "new_dataset_id", record)
+    return ids
+
+
+def assert_refused(spark, caplog, created_ids, estimator, df, *fragments):
+    """fit raises ValueError containing every fragment; no iteration ran; no block directory is left."""
+    with caplog.at_level(logging.INFO, logger="sparkml"):
+        with pytest.raises(ValueError) as info:
+            estimator.fit(df)
+    message = str(info.value)
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in {message!r}"
+    iterations = [r.getMessage() for r in caplog.records if r.name.startswith("sparkml") and "iteration" in r.getMessage()]
+    assert not iterations, f"iterations ran before the error: {iterations}"
+    if created_ids:
+        left = executor_datasets(spark) & set(created_ids)
+        assert not left, f"training blocks left behind: {left}"
+    return message
+
+
+def replace(rows, index, features=..., label=..., weight=...):
+    x, y, w = rows[index]
+    rows[index] = (x if features is ... else features, y if label is ... else label, w if weight is ... else weight)
+    return rows
+
+
+# ---- problems every estimator must refuse -------------------------------------------------------------
+
+def _nan_features(rows):
+    return replace(rows, 3, features=[1.0, float("nan"), 0.0])
+
+
+def _inf_features(rows):
+    return replace(rows, 3, features=[float("inf"), 0.0, 0.0])
+
+
+def _neg_inf_features(rows):
+    return replace(rows, 3, features=[0.0, 0.0, float("-inf")])
+
+
+def _null_features(rows):
+    return replace(rows, 3, features=None)
+
+
+def _null_label(rows):
+    return replace(rows, 3, label=None)
+
+
+def _nan_label(rows):
+    return replace(rows, 3, label=float("nan"))
+
+
+def _ragged_in_partition(rows):
+    return replace(rows, 3, features=[1.0, 2.0])
+
+
+def _ragged_across_partitions(rows):  # every partition is consistent on its own
+    return [(x + [0.5], y, w) if i >= ROWS // 2 else (x, y, w) for i, (x, y, w) in enumerate(rows)]
+
+
+def _negative_weight(rows):
+    return replace(rows, 3, weight=-1.0)
+
+
+GENERIC_CASES = {
+    "nan_features": (_nan_features, {}, ("'features'", "NaN")),
+    "inf_features": (_inf_features, {}, ("'features'", "infinite")),
+    "neg_inf_features": (_neg_inf_features, {}, ("'features'", "infinite")),
+    "null_features": (_null_features, {}, ("'features'", "null")),
+    "null_label": (_null_label, {}, ("'label'", "null")),
+    "nan_label": (_nan_label, {}, ("'label'", "NaN")),
+    "ragged_in_partition": (_ragged_in_partition, {}, ("'features'", "different sizes")),
+    "ragged_across_partitions": (_ragged_across_partitions, {}, ("'features'", "different sizes")),
+    "negative_weight": (_negative_weight, {"weightCol": "w"}, ("'w'", "negative")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GENERIC_CASES))
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_generic_bad_values(spark, caplog, created_ids, baseline, name, case):
+    mutate, params, fragments = GENERIC_CASES[case]
+    df = frame(spark, mutate(good_rows()))
+    assert_refused(spark, caplog, created_ids, ESTIMATORS[name](**params), df, *fragments)
+    assert created_ids, "the check should run in the conversion pass"
+
+
+SPARSE_CASES = {
+    "nan_features": (Vectors.sparse(11, {9: float("nan")}), "NaN"),
+    "inf_features": (Vectors.sparse(11, {2: float("inf")}), "infinite"),
+    "null_features": (None, "null"),
+    "ragged_in_partition": (Vectors.sparse(7, {1: 1.0}), "different sizes"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPARSE_CASES))
+def test_sparse_features_bad_values(spark, caplog, created_ids, baseline, case):
+    bad, problem = SPARSE_CASES[case]
+    rows = [([0.0] * 8 + x, y, w) for x, y, w in good_rows()]  # 11 features, at most 3 non-zero: CSR path
+    df = frame(spark, replace(rows, 3, features=bad), "sparse")
+    assert_refused(spark, caplog, created_ids, LogisticRegression(), df, "'features'", problem)
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_empty_dataset(spark, caplog, created_ids, baseline, name):
+    no_rows = frame(spark, [])
+    assert_refused(spark, caplog, created_ids, ESTIMATORS[name](), no_rows, "empty")
+    filtered = frame(spark, good_rows()).where("label > 100")  # partitions exist, rows do not
+    assert_refused(spark, caplog, created_ids, ESTIMATORS[name](), filtered, "empty")
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+@pytest.mark.parametrize("role,params,missing", [
+    ("features", {"featuresCol": "feats"}, "'feats'"),
+    ("label", {"labelCol": "target"}, "'target'"),
+    ("weight", {"weightCol": "weight"}, "'weight'"),
+])
+def test_missing_column(spark, caplog, created_ids, baseline, name, role, params, missing):
+    df = frame(spark, good_rows())
+    message = assert_refused(spark, caplog, created_ids, ESTIMATORS[name](**params), df, missing, role)
+    assert "not in the DataFrame" in message
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_features_not_a_vector(spark, caplog, created_ids, baseline, name):
+    arrays = frame(spark, good_rows(), features_type="array")
+    assert_refused(spark, caplog, created_ids, ESTIMATORS[name](), arrays, "'features'", "Vector")
+    doubles = frame(spark, good_rows()).selectExpr("label AS features", "label", "w")
+    assert_refused(spark, caplog, created_ids, ESTIMATORS[name](), doubles, "'features'", "Vector")
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_string_label_column(spark, caplog, created_ids, baseline, name):
+    rows = [(x, "yes" if y else "no", w) for x, y, w in good_rows()]
+    df = frame(spark, rows, label_type=StringType())
+    assert_refused(spark, caplog, created_ids, ESTIMATORS[name](), df, "'label'", "numeric")
+
+
+# ---- label problems of the classifiers --------------------------------------------------------------
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+@pytest.mark.parametrize("label", [0.0, 1.0])
+def test_single_class(spark, caplog, created_ids, baseline, name, label):
+    df = frame(spark, [(x, label, w) for x, _, w in good_rows()])
+    assert_refused(spark, caplog, created_ids, ESTIMATORS[name](), df, "'label'", "single class")
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_single_class_with_positive_weight(spark, caplog, created_ids, baseline, name):
+    df = frame(spark, [(x, y, 0.0 if y == 1 else 1.0) for x, y, _ in good_rows()])
+    assert_refused(spark, caplog, created_ids, ESTIMATORS[name](weightCol="w"), df, "'label'", "single class")
+
+
+@pytest.mark.parametrize("label,problem", [(0.5, "non-integer"), (-1.0, "negative")])
+def test_logistic_labels_not_class_indices(spark, caplog, created_ids, baseline, label, problem):
+    df = frame(spark, replace(good_rows(), 25, label=label))
+    assert_refused(spark, caplog, created_ids, LogisticRegression(), df, "'label'", problem)
+
+
+def test_logistic_binomial_labels_outside_0_1(spark, caplog, created_ids, baseline):
+    df = frame(spark, replace(good_rows(), 25, label=2.0))
+    assert_refused(spark, caplog, created_ids, LogisticRegression(family="binomial"), df, "'label'", "binomial")
+
+
+@pytest.mark.parametrize("label", [2.0, -1.0, 0.5])
+def test_linear_svc_labels_outside_0_1(spark, caplog, created_ids, baseline, label):
+    df = frame(spark, replace(good_rows(), 25, label=label))
+    assert_refused(spark, caplog, created_ids, LinearSVC(), df, "'label'", "0 or 1")
+
+
+def test_failed_conversion_job_leaves_no_blocks(spark, created_ids, baseline):
+    """A DataFrame whose computation fails in one partition while the other converts: Spark's error
+    comes through unmasked and the converted partition's blocks are deleted."""
+    from pyspark.sql import functions as F
+
+    def poison(features, weight):
+        if weight == 7.0:
+            import time
+
+            time.sleep(3)  # let the healthy partition write its blocks first
+            raise RuntimeError("poisoned row")
+        return features
+
+    rows = replace(good_rows(), ROWS - 3, weight=7.0)  # partition 1; partition 0 converts fine
+    df = frame(spark, rows).withColumn("features", F.udf(poison, VectorUDT())("features", "w"))
+    with pytest.raises(Exception, match="poisoned row"):
+        LinearRegression().fit(df)
+    assert created_ids
+    assert not executor_datasets(spark) & set(created_ids)
+
+
+def test_no_block_directory_survives_the_module(spark, baseline):
+    # runs last in this module: every failed fit above cleaned up after itself
+    assert executor_datasets(spark) - baseline == set()
+
+
+# ---- bad Params ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,params,param", [
+    ("LogisticRegression", {"elasticNetParam": 2.0}, "elasticNetParam"),
+    ("LinearRegression", {"elasticNetParam": 2.0}, "elasticNetParam"),
+    ("LogisticRegression", {"elasticNetParam": -0.5}, "elasticNetParam"),
+    ("LogisticRegression", {"maxIter": -1}, "maxIter"),
+    ("LinearSVC", {"maxIter": -1}, "maxIter"),
+    ("LinearRegression", {"maxIter": -1}, "maxIter"),
+    ("LogisticRegression", {"regParam": -0.1}, "regParam"),
+    ("LinearSVC", {"regParam": -0.1}, "regParam"),
+    ("LinearSVC", {"tol": -1.0}, "tol"),
+    ("LinearRegression", {"aggregationDepth": 1}, "aggregationDepth"),
+])
+def test_bad_param_values_refused_before_the_data_is_touched(spark, caplog, created_ids, name, params, param):
+    df = frame(spark, good_rows())
+    message = assert_refused(spark, caplog, created_ids, ESTIMATORS[name](**params), df, param)
+    assert str(list(params.values())[0]).lstrip("-") in message
+    assert created_ids == [], "the Params must be checked before the conversion pass"
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+@pytest.mark.parametrize("param,value", [("strategy", "nope"), ("device", "tpu"), ("dtype", "float16")])
+def test_bad_torch_params_raise_when_set(name, param, value):
+    cls = ESTIMATORS[name]
+    with pytest.raises(ValueError, match=rf"{param}.*{value}"):
+        cls(**{param: value})
+    est = cls()
+    setter = getattr(est, "set" + param[0].upper() + param[1:])
+    with pytest.raises(ValueError, match=rf"{param}.*{value}"):
+        setter(value)
+    assert est.getOrDefault(param) != value
+
+
+def test_cuda_device_names_are_accepted():
+    assert LogisticRegression(device="cuda:1").getDevice() == "cuda:1"
+    assert LinearSVC(device="cpu").getDevice() == "cpu"
