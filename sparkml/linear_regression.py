@@ -116,8 +116,14 @@ class LinearRegression(Predictor, _Params):
         start = initial_coefficients(self._initial_model, s.n_features, 1)
         if start is None:
             start = (np.zeros((1, s.n_features)), np.array([s.label_mean if self.getFitIntercept() else 0.0]))
-        theta, summary = run_optimizer(objective, objective.from_original(*start), max_iter=self.getMaxIter(),
-                                       tol=self.getTol(), name="LinearRegression")
+        theta0 = objective.from_original(*start)
+        if self.getFitIntercept():
+            # As MLlib: on centered data the intercept is closed form (b = mean(y) - mean(x).beta),
+            # so only the coefficients are optimized; the scaled intercept stays at mean(y)/sigma_y.
+            objective = _ClosedFormIntercept(objective, s.label_mean / sigma_y)
+            theta0 = theta0[:-1]
+        theta, summary = run_optimizer(objective, theta0, max_iter=self.getMaxIter(), tol=self.getTol(),
+                                       name="LinearRegression")
         beta, b = objective.to_original(theta)
         return beta[0], b[0], summary
 
@@ -154,6 +160,28 @@ class LinearRegression(Predictor, _Params):
                                                   s.label_var_population + s.label_mean**2)
         objective = 0.5 * r2 + 0.5 * np.sum(l2 * beta**2) + lam * a * np.sum(scale * np.abs(beta))
         return beta, b, TrainingSummary([objective], 0)
+
+
+class _ClosedFormIntercept:
+    """A ``LinearObjective`` restricted to the coefficients, its last coordinate held at ``c0``."""
+
+    def __init__(self, objective, c0):
+        self.objective, self.c0 = objective, c0
+        self.size = objective.size - 1
+
+    def _full(self, theta):
+        return np.append(theta, self.c0)
+
+    def fun_grad(self, theta):
+        f, g = self.objective.fun_grad(self._full(theta))
+        return f, g[:-1]
+
+    def l1_weights(self):
+        w = self.objective.l1_weights()
+        return None if w is None else w[:-1]
+
+    def to_original(self, theta):
+        return self.objective.to_original(self._full(theta))
 
 
 class LinearRegressionModel(PredictionModel, _Params, LinearModelIO):

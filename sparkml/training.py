@@ -22,6 +22,10 @@ class TrainingSummary:
         self.message = message
         self.seconds = seconds
 
+    def __call__(self):
+        """pyspark's ``LinearSVCModel.summary`` is a method, the other models' a property: both work."""
+        return self
+
     def __repr__(self):
         return (f"TrainingSummary(totalIterations={self.totalIterations}, "
                 f"objective={self.objectiveHistory[-1] if self.objectiveHistory else None})")

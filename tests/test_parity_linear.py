@@ -1,0 +1,172 @@
+"""Side-by-side parity with pyspark.ml on the same data, across the Param grid of issue 2.
+
+Every combination of regParam x elasticNetParam x fitIntercept x standardization x weightCol x
+dense/sparse is generated; the ones in ``COVER`` (every axis value at least once) run in
+``make test``, the rest are marked ``full`` and run in ``make test-full``.
+"""
+import itertools
+
+import numpy as np
+import pytest
+from pyspark.ml import classification as stock_cls
+from pyspark.ml import regression as stock_reg
+
+import parity_data
+from sparkml.classification import LinearSVC, LogisticRegression
+from sparkml.regression import LinearRegression
+
+REG = (0.0, 0.01, 0.1)
+NET = (0.0, 0.5, 1.0)
+BOOL = (True, False)
+
+
+def grid(with_net=True):
+    for reg, net, fit, std, weighted, sparse in itertools.product(REG, NET if with_net else (0.0,), BOOL, BOOL, BOOL, BOOL):
+        if reg == 0.0 and net != 0.0:
+            continue  # elasticNetParam has no effect without regularization
+        yield reg, net, fit, std, weighted, sparse
+
+
+# (reg, net, fitIntercept, standardization, weighted, sparse): each value of each axis at least once.
+COVER = {
+    (0.0, 0.0, True, True, False, False),
+    (0.01, 0.0, False, False, True, True),
+    (0.1, 0.5, True, False, True, False),
+    (0.01, 1.0, True, True, False, True),
+    (0.1, 0.0, False, True, True, False),
+}
+
+
+def cases(with_net=True):
+    return [pytest.param(*c, marks=() if c in COVER else pytest.mark.full, id="reg{}-net{}-fit{}-std{}-w{}-{}".format(
+        c[0], c[1], int(c[2]), int(c[3]), int(c[4]), "sparse" if c[5] else "dense")) for c in grid(with_net)]
+
+
+_DATA = {}
+
+
+def data(spark, kind, sparse):
+    key = (kind, sparse)
+    if key not in _DATA:
+        _DATA[key] = getattr(parity_data, kind)(spark, sparse)
+    return _DATA[key]
+
+
+def params(reg, net, fit, std, weighted):
+    p = dict(regParam=reg, elasticNetParam=net, fitIntercept=fit, standardization=std)
+    if weighted:
+        p["weightCol"] = "weight"
+    return p
+
+
+def rel_diff(ours, ref):
+    """Norm of the difference of (coefficients, intercepts) relative to the reference's norm."""
+    a, b = np.concatenate([np.ravel(x) for x in ours]), np.concatenate([np.ravel(x) for x in ref])
+    return np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-12)
+
+
+@pytest.mark.parametrize("reg,net,fit,std,weighted,sparse", cases())
+def test_binary_logistic_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
+    df = data(spark, "binary", sparse)
+    p = params(reg, net, fit, std, weighted)
+    ours = LogisticRegression(**p).fit(df)
+    ref = stock_cls.LogisticRegression(**p).fit(df)
+    diff = rel_diff((ours.coefficients.toArray(), [ours.intercept]), (ref.coefficients.toArray(), [ref.intercept]))
+    assert diff < 1e-4, f"coefficients differ by {diff:.2e} relative"
+    assert ours.summary.objectiveHistory[-1] <= ref.summary.objectiveHistory[-1] * (1 + 1e-9) + 1e-12
+
+
+@pytest.mark.parametrize("reg,net,fit,std,weighted,sparse", cases())
+def test_multinomial_logistic_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
+    df = data(spark, "multiclass", sparse)
+    p = params(reg, net, fit, std, weighted)
+    ours = LogisticRegression(**p).fit(df)
+    ref = stock_cls.LogisticRegression(**p).fit(df)
+    assert ours.numClasses == ref.numClasses == 3
+    if reg > 0:
+        diff = rel_diff((ours.coefficientMatrix.toArray(), ours.interceptVector.toArray()),
+                        (ref.coefficientMatrix.toArray(), ref.interceptVector.toArray()))
+        assert diff < 1e-4, f"coefficients differ by {diff:.2e} relative"
+    else:  # not unique without regularization: compare what the model predicts
+        p_ours = np.array([r[0].toArray() for r in ours.transform(df).select("probability").collect()])
+        p_ref = np.array([r[0].toArray() for r in ref.transform(df).select("probability").collect()])
+        assert np.abs(p_ours - p_ref).max() < 1e-4
+
+
+def linear_regression_reference(df, reg, net, fit, std, weighted):
+    """Tight minimizer of MLlib's documented LinearRegression objective (scipy, unbiased stds):
+    (1/2W) sum w r^2 + lambda (1-a)/(2 sigma_y) sum (s_j b_j)^2 + lambda a sum s_j |b_j|.
+    The L1 term is smoothed away by splitting b = b+ - b- with bounds b+-, >= 0."""
+    from scipy.optimize import minimize
+
+    rows = df.collect()
+    x = np.array([r.features.toArray() for r in rows])
+    y = np.array([r.label for r in rows])
+    w = np.array([r.weight for r in rows]) if weighted else np.ones(len(y))
+    W, V = w.sum(), (w * w).sum()
+
+    def std_of(v):
+        m = w @ v / W
+        return np.sqrt((w @ (v - m) ** 2) / (W - V / W))
+
+    s = np.array([std_of(x[:, j]) for j in range(x.shape[1])]) if std else np.ones(x.shape[1])
+    sy, d = std_of(y), x.shape[1]
+
+    def f(z):
+        bp, bm, b0 = z[:d], z[d:2 * d], (z[-1] if fit else 0.0)
+        beta = bp - bm
+        r = x @ beta + b0 - y
+        val = 0.5 * w @ (r * r) / W + reg * (1 - net) / (2 * sy) * np.sum((s * beta) ** 2) + reg * net * np.sum(s * (bp + bm))
+        g_beta = x.T @ (w * r) / W + reg * (1 - net) / sy * s * s * beta
+        grad = np.concatenate([g_beta + reg * net * s, -g_beta + reg * net * s] + ([[w @ r / W]] if fit else []))
+        return val, grad
+
+    z0 = np.zeros(2 * d + fit)
+    bounds = [(0, None)] * (2 * d) + [(None, None)] * fit
+    z = minimize(f, z0, jac=True, method="L-BFGS-B", bounds=bounds, options=dict(maxiter=20000, ftol=1e-15, gtol=1e-12)).x
+    return z[:d] - z[d:2 * d], (z[-1] if fit else 0.0)
+
+
+@pytest.mark.parametrize("reg,net,fit,std,weighted,sparse", cases())
+def test_linear_regression_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
+    df = data(spark, "regression", sparse)
+    p = params(reg, net, fit, std, weighted)
+    ours = LinearRegression(**p).fit(df)
+    ref = stock_reg.LinearRegression(**p).fit(df)
+    diff = rel_diff((ours.coefficients.toArray(), [ours.intercept]), (ref.coefficients.toArray(), [ref.intercept]))
+    if 0 < net < 1 and reg > 0:
+        # Mixed elastic net: MLlib's OWL-QN run stops up to ~6e-4 away from the minimizer of its own
+        # documented objective (a tight scipy solve finds it; ours is within 1e-6 of it). Hold ours to
+        # the scipy reference and MLlib to a looser bound. See the issue note.
+        beta, b0 = linear_regression_reference(df, reg, net, fit, std, weighted)
+        exact = rel_diff((ours.coefficients.toArray(), [ours.intercept]), (beta, [b0]))
+        assert exact < 1e-5, f"coefficients differ from the exact minimizer by {exact:.2e} relative"
+        assert diff < 2e-3, f"coefficients differ from MLlib by {diff:.2e} relative"
+    else:
+        assert diff < 1e-4, f"coefficients differ by {diff:.2e} relative"
+
+
+@pytest.mark.parametrize("solver", ["l-bfgs", "normal"])
+def test_linear_regression_solvers_match_mllib(spark, solver):
+    df = data(spark, "regression", False)
+    p = dict(regParam=0.1, elasticNetParam=0.0, standardization=False, weightCol="weight", solver=solver)
+    ours = LinearRegression(**p).fit(df)
+    ref = stock_reg.LinearRegression(**p).fit(df)
+    diff = rel_diff((ours.coefficients.toArray(), [ours.intercept]), (ref.coefficients.toArray(), [ref.intercept]))
+    assert diff < 1e-4, f"{solver}: coefficients differ by {diff:.2e} relative"
+
+
+@pytest.mark.parametrize("reg,net,fit,std,weighted,sparse", cases(with_net=False))
+def test_linear_svc_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
+    df = data(spark, "binary", sparse)
+    p = params(reg, net, fit, std, weighted)
+    del p["elasticNetParam"]
+    ours = LinearSVC(**p).fit(df)
+    ref = stock_cls.LinearSVC(**p).fit(df)
+    # pyspark's LinearSVCModel.summary is a method (its other models' a property)
+    assert ours.summary().objectiveHistory[-1] <= ref.summary().objectiveHistory[-1] * (1 + 1e-9) + 1e-12
+    tight = dict(p, maxIter=2000, tol=1e-12)
+    ours_t = LinearSVC(**tight).fit(df)
+    ref_t = stock_cls.LinearSVC(**tight).fit(df)
+    diff = rel_diff((ours_t.coefficients.toArray(), [ours_t.intercept]), (ref_t.coefficients.toArray(), [ref_t.intercept]))
+    assert diff < 1e-4, f"tightly converged coefficients differ by {diff:.2e} relative"
