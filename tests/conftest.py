@@ -20,6 +20,7 @@ def spark():
         SparkSession.builder.master("local[2]")
         .appName("sparkml-tests")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.default.parallelism", "4")
         .config("spark.driver.memory", "4g")
