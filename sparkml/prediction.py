@@ -5,6 +5,8 @@ scores a whole batch with ``gpu.prediction`` and returns a struct of the output 
 vector outputs come back as ``VectorUDT`` through ``array_to_vector``. The output columns, their
 names and types are MLlib's: ``rawPrediction`` and ``probability`` (vectors), ``prediction`` (double).
 """
+import warnings
+
 import numpy as np
 import pyarrow as pa
 from pyspark.ml.functions import array_to_vector, vector_to_array
@@ -23,7 +25,9 @@ def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features
     n, d = len(features), coef.shape[1]
     if n and (np.asarray(features.value_lengths()) != d).any():
         raise ValueError(f"features column {features_col!r} has vectors whose size is not {d}")
-    x = torch.from_numpy(features.flatten().to_numpy(zero_copy_only=False).reshape(n, d))
+    with warnings.catch_warnings():  # Arrow's buffer is read-only; the scores never write to it
+        warnings.simplefilter("ignore", UserWarning)
+        x = torch.from_numpy(features.flatten().to_numpy(zero_copy_only=False).reshape(n, d))
     margins = linear_margins(x, torch.from_numpy(coef), torch.from_numpy(intercept))
     prob = None
     if kind == "regression":
