@@ -74,11 +74,14 @@ class Counting:
         return self.fg(x)
 
 
-def _check_history(res: OptimResult):
+def _check_history(res: OptimResult, monotone: bool = True):
     h = np.asarray(res.objective_history)
     assert len(h) == res.n_iter + 1
     assert np.all(np.isfinite(h)) and np.all(np.isfinite(res.x))
-    assert np.all(np.diff(h) <= 0), "objective history must be non-increasing"
+    if monotone:
+        # OWL-QN's backtracking (as Breeze's) may return an unchecked step, so near the optimum
+        # the history can rise by rounding; on these well-behaved problems by no more than that.
+        assert np.all(np.diff(h) <= 1e-12 * np.abs(h[:-1])), "objective history must not increase"
     assert h[-1] == pytest.approx(res.fun, abs=0)
 
 
@@ -353,3 +356,21 @@ def test_building_blocks():
     assert backtracking(phi, 4.0, -4.0, 0.1) == pytest.approx(0.21)   # slope too steep: grow
     with pytest.raises(LineSearchError):
         strong_wolfe(phi, 4.0, 4.0, 1.0)
+
+
+def test_degenerate_memory_gives_a_null_owlqn_step_as_in_breeze():
+    """s'y == 0 is not one of Breeze's NaNHistory cases: the two-loop result is NaN, OWL-QN's
+    direction correction zeroes it, and the backtracking accepts the (null) step at once; the
+    zero pair then makes the next direction fail (0/0), which resets the memory."""
+    from sparkml.optim.lbfgs import _make_evaluator, _owlqn_step
+
+    f = Counting(lambda x: (float(x @ x), 2.0 * x))
+    evaluate, _ = _make_evaluator(f, np.zeros(2))
+    cur = evaluate(np.array([1.0, 1.0]))
+    h = InverseHessian(10)
+    h.update(np.array([1.0, 0.0]), np.array([0.0, 1.0]))          # s'y == 0
+    assert not np.any(np.isfinite(h.direction(cur.pg)))
+    assert _owlqn_step(cur, h, 3, evaluate) is cur and f.calls == 1
+    h.update(np.zeros(2), np.zeros(2))
+    with pytest.raises(CurvatureError):
+        h.direction(cur.pg)

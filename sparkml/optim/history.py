@@ -39,28 +39,31 @@ class InverseHessian:
     def direction(self, g: np.ndarray) -> np.ndarray:
         """``-H g`` by the two-loop recursion, with ``H_0 = (s'y / y'y) I`` from the newest pair.
 
-        Raises :class:`CurvatureError` if a pair has ``s'y <= 0`` or a result is not finite.
+        Raises :class:`CurvatureError` exactly where Breeze throws ``NaNHistory``: the newest
+        pair has ``s'y < 0`` or NaN, or a two-loop coefficient is NaN.  Anything else is
+        computed as Breeze does, so a degenerate memory (e.g. ``s'y == 0`` after a null step)
+        can give a non-finite direction; the caller deals with that as Breeze's line search /
+        OWL-QN direction correction would.
         """
         n = len(self._s)
         q = np.array(g, dtype=np.float64, copy=True)
         if n == 0:
             return -q
+        sy0 = np.float64(np.dot(self._s[0], self._y[0]))
+        if sy0 < 0 or math.isnan(sy0):
+            raise CurvatureError(f"non-positive curvature s'y = {sy0:.3g}")
         rho = np.empty(n)
         alpha = np.empty(n)
-        for i in range(n):                       # newest to oldest
-            sy = float(np.dot(self._s[i], self._y[i]))
-            if not (sy > 0.0 and math.isfinite(sy)):
-                raise CurvatureError(f"non-positive curvature s'y = {sy:.3g}")
-            rho[i] = sy
-            alpha[i] = float(np.dot(self._s[i], q)) / sy
-            if not math.isfinite(alpha[i]):
-                raise CurvatureError("non-finite two-loop coefficient")
-            q -= alpha[i] * self._y[i]
-        yy = float(np.dot(self._y[0], self._y[0]))
-        q *= rho[0] / yy
-        for i in range(n - 1, -1, -1):           # oldest to newest
-            beta = float(np.dot(self._y[i], q)) / rho[i]
-            q += (alpha[i] - beta) * self._s[i]
-        if not np.all(np.isfinite(q)):
-            raise CurvatureError("non-finite direction")
+        with np.errstate(all="ignore"):
+            diag = sy0 / np.float64(np.dot(self._y[0], self._y[0]))
+            for i in range(n):                       # newest to oldest
+                rho[i] = np.dot(self._s[i], self._y[i])
+                alpha[i] = np.float64(np.dot(self._s[i], q)) / rho[i]
+                if math.isnan(alpha[i]):
+                    raise CurvatureError("NaN two-loop coefficient")
+                q -= alpha[i] * self._y[i]
+            q *= diag
+            for i in range(n - 1, -1, -1):           # oldest to newest
+                beta = np.float64(np.dot(self._y[i], q)) / rho[i]
+                q += (alpha[i] - beta) * self._s[i]
         return -q

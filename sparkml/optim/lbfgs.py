@@ -73,6 +73,8 @@ def _lbfgs_step(cur: _Point, memory: InverseHessian, it: int, evaluate) -> _Poin
     d = memory.direction(cur.g)
     dnorm = float(np.linalg.norm(d))
     if not 0 < dnorm < math.inf:
+        # Breeze would run its line search on NaN/inf points and fail after 10 trials; fail
+        # now (same reset-then-stop handling, without the wasted evaluations).
         raise LineSearchError("degenerate search direction")
     init = 1.0 / dnorm if it == 0 else 1.0
     new, alpha = _search(evaluate, lambda a: cur.x + a * d, d, strong_wolfe,
@@ -83,10 +85,13 @@ def _lbfgs_step(cur: _Point, memory: InverseHessian, it: int, evaluate) -> _Poin
 
 
 def _owlqn_step(cur: _Point, memory: InverseHessian, it: int, evaluate) -> _Point:
-    d = constrain_direction(memory.direction(cur.pg), cur.pg)
+    d = constrain_direction(memory.direction(cur.pg), cur.pg)   # NaN components become 0
+    if not np.any(d):
+        # Nothing left after the orthant correction: Breeze's backtracking accepts its first
+        # step at once (zero slope), the trial point is the current one (a cache hit), so the
+        # "step" is a null step; the next direction then finds s'y = 0 and resets the memory.
+        return cur
     d0 = float(np.dot(cur.pg, d))
-    if not d0 < 0:
-        raise LineSearchError("no descent direction left after the orthant correction")
     orth = orthant(cur.x, cur.pg)
     if it < 1:                                    # Breeze: 0.5 / ||grad of smooth part||
         gnorm = float(np.linalg.norm(cur.g))
@@ -109,7 +114,9 @@ def minimize_lbfgs(fun_grad: FunGrad, x0, *, max_iter: int = 100, tol: float = 1
     fun_grad : ``x -> (f, g)`` for the smooth part (data loss + L2), float64.  Called once per
         line-search trial; never with the same point twice in a row.
     x0 : 1-D initial point.
-    max_iter : iteration cap (MLlib ``maxIter``); 0 returns ``x0`` evaluated; negative means none.
+    max_iter : cap on accepted steps (MLlib ``maxIter``, Breeze's ``state.iter``); a memory reset
+        after a failed search adds a history entry but no step. 0 returns ``x0`` evaluated;
+        negative means no cap.
     tol : convergence tolerance of Breeze's default check (MLlib ``tol``).
     m : number of correction pairs kept (MLlib uses 10).
     l1 : None or per-coordinate L1 strengths (>= 0, 0 for intercepts).
@@ -170,7 +177,8 @@ def minimize_lbfgs(fun_grad: FunGrad, x0, *, max_iter: int = 100, tol: float = 1
             cur, accepted, failed_once = new, accepted + 1, False
         elif not failed_once:
             # Breeze: on the first failure drop the curvature memory and retry from the same
-            # point (steepest descent); the unchanged state still counts as an iteration.
+            # point (steepest descent); the unchanged state is emitted (objectiveHistory gets
+            # its value again) but is not a step, so it does not count towards max_iter.
             memory.reset()
             resets += 1
             failed_once = True
@@ -181,7 +189,9 @@ def minimize_lbfgs(fun_grad: FunGrad, x0, *, max_iter: int = 100, tol: float = 1
         if give_up:
             reason = f"line search failed: {failure}"
         else:
-            reason = check.reason(n_iter, cur.F, cur.pg_norm)
+            # Breeze's iteration cap counts accepted steps (state.iter), not emitted states:
+            # a history reset after a failed search is emitted but does not count.
+            reason = check.reason(accepted, cur.F, cur.pg_norm)
 
     if resets:
         reason += f" ({resets} memory reset{'s' if resets > 1 else ''} after failed steps)"

@@ -16,11 +16,14 @@ which trial steps are tried and in which order decide how many Spark jobs an ite
     Armijo condition fails or the slope is too positive, by ``grow`` when the slope is still too
     negative, and stop when both strong-Wolfe conditions hold.  Used by OWL-QN.
 
-Deviations from Breeze, each only where Breeze would take a NaN step or raise the objective:
+Deviations from Breeze, each only where Breeze would step to a NaN or infinite value:
 non-finite trial values shrink the step, a NaN cubic interpolant falls back to bisection, and a
-step Breeze would accept unchecked (see ``stale_value`` and the trial cap below) is taken only if
-it does not increase the objective.  A search that cannot find a step raises
-:class:`LineSearchError`, which the optimizer handles as Breeze does (reset memory once, then stop).
+step Breeze would return unchecked at the trial cap is refused if its value is not finite.
+Otherwise ``backtracking`` returns exactly Breeze's step, including a step Breeze accepts
+without checking its value (see ``stale_value`` and the trial cap below), even when that step
+raises the objective: MLlib's LinearSVC takes such steps, and refusing them sends the iterates
+down another path.  A search that cannot find a step raises :class:`LineSearchError`, which the
+optimizer handles as Breeze does (reset memory once, then stop).
 """
 from __future__ import annotations
 
@@ -119,14 +122,19 @@ def backtracking(phi: Phi, f0: float, d0: float, init: float, *,
                  min_alpha: float = 1e-10, max_alpha: float = 1e10) -> float:
     """Breeze's ``BacktrackingLineSearch`` with strong-Wolfe checks.
 
-    ``stale_value`` reproduces a Breeze detail that changes iteration counts: its first Armijo
-    test compares the *initial* step against a value passed in by OWL-QN (the smooth objective
-    at the current point) instead of ``phi(init)``.  When that stale test fails, Breeze shrinks
-    without looking at ``phi(init)``, so we skip that evaluation (same steps, one job fewer);
-    when it passes, the step is judged on its slope only, and we accept it only if
-    ``phi(init) <= f0`` (Breeze would accept an objective increase here).
+    ``stale_value`` reproduces a Breeze detail (scalanlp/breeze#697) that changes the path: its
+    first Armijo test compares the *initial* step against a value passed in by OWL-QN (the
+    smooth objective at the current point) instead of ``phi(init)``.  When that stale test
+    fails (always, without an L1 term, unless ``init * d0 * c1`` is lost in rounding), Breeze
+    shrinks without looking at ``phi(init)``, so we skip that evaluation (same steps, one job
+    fewer); when it passes, the step is judged on its slope only and may raise the objective,
+    as in Breeze.
 
-    Returns the accepted step; its ``phi`` was the last one evaluated.
+    After ``max_iter - 1`` trials without an acceptable step Breeze evaluates one more trial,
+    drops it and returns the last step unchecked; we return the same step without that wasted
+    evaluation (or raise if its value is not finite).
+
+    Returns the step; its ``phi`` was the last one evaluated.
     """
 
     def multiplier(alpha: float, value: float, fa: float, da: float) -> float:
@@ -148,8 +156,6 @@ def backtracking(phi: Phi, f0: float, d0: float, init: float, *,
         fa, da = phi(alpha)
         value = fa if stale_value is None else stale_value
         mult = multiplier(alpha, value, fa, da)
-        if mult == 1.0 and not fa <= f0:
-            mult = shrink
 
     trial = 0
     while mult != 1.0:
@@ -159,8 +165,11 @@ def backtracking(phi: Phi, f0: float, d0: float, init: float, *,
         if new_alpha > max_alpha:
             raise LineSearchError(f"step size overflow ({new_alpha:.3g})")
         if trial + 1 >= max_iter:
-            # Breeze gives up here and returns the current (unchecked) step.
-            if fa is not None and math.isfinite(fa) and fa <= f0:
+            # Breeze evaluates one more trial, drops it and returns the current step unchecked
+            # (even if it raised the objective); we skip that wasted evaluation.
+            if fa is None:                  # only with max_iter == 1 after the stale test
+                fa, _ = phi(alpha)
+            if math.isfinite(fa):
                 return alpha
             raise LineSearchError(f"no acceptable step in {max_iter} trials")
         alpha = new_alpha

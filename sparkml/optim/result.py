@@ -17,7 +17,9 @@ class OptimResult:
     n_iter : iterations taken; always ``len(objective_history) - 1``, like MLlib's
         ``summary.totalIterations``.
     objective_history : objective at the initial point and after each iteration (MLlib's
-        ``objectiveHistory``). Never increases.
+        ``objectiveHistory``); a memory reset after a failed search repeats the last value.
+        L-BFGS never increases it; OWL-QN, like Breeze's, can take a step that does (its
+        backtracking returns some steps without checking their value).
     converged : True when Breeze's function-value or gradient criterion holds at ``x``.
     message : why the optimizer stopped ("gradient converged", "function values converged",
         "max iterations reached", "line search failed: ...", ...).
