@@ -13,6 +13,7 @@ soon as a fit is over.
 """
 import os
 import shutil
+import socket
 import tempfile
 import uuid
 
@@ -36,6 +37,11 @@ def root_dir():
     """The executor's local directory (set by Spark for Python workers), else the system temp dir."""
     local = os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0]
     return os.path.join(local or tempfile.gettempdir(), "sparkml-blocks")
+
+
+def store_key():
+    """Where this process's blocks live: processes with the same key can open each other's blocks."""
+    return f"{socket.gethostname()}:{root_dir()}"
 
 
 def new_dataset_id():

@@ -5,12 +5,11 @@ s_j = std_j if standardization else 1, r_i = y_i - x_i.beta - b):
 
     (1/(2W)) sum_i w_i r_i^2 + lambda (1 - a) / (2 sigma_y) sum_j (s_j beta_j)^2 + lambda a sum_j s_j |beta_j|
 
-Two solvers, chosen as MLlib chooses them (``solver='auto'``: normal when elasticNetParam == 0 and
-d <= 4096, else l-bfgs):
+Two solvers, chosen as MLlib chooses them (``solver='auto'``: normal when d <= 4096, else l-bfgs):
 
-* ``normal``: one pass returns the weighted Gram matrix X~^T W X~ and X~^T W y (``gpu`` Hessian
-  block of the squared loss); the driver solves the regularized normal equations (OWL-QN on that
-  quadratic when there is an L1 term). Population stds, as MLlib's WeightedLeastSquares.
+* ``normal``: one pass returns the weighted Gram matrix X^T W X and X^T W y (``gpu`` Hessian
+  block of the squared loss); the driver solves MLlib's WeightedLeastSquares problem
+  (``normal_equations``: Cholesky, or OWL-QN for an elastic net). Population stds.
 * ``l-bfgs``: the distributed L-BFGS / OWL-QN of the other models on the label scaled by 1/sigma_y,
   with unbiased stds.
 """
@@ -24,12 +23,12 @@ from pyspark.sql.types import DoubleType, StructField, StructType
 from gpu import SquaredLoss
 from sparkml.data.training_data import TrainingData
 from sparkml.linear_model import LinearModelIO, initial_coefficients
+from sparkml.normal_equations import solve_normal_equations
 from sparkml.objective import LinearObjective
-from sparkml.optim import minimize_lbfgs
 from sparkml.params import HasTorchTrainingParams, with_setters
 from sparkml.prediction import transform_linear
 from sparkml.strategies import make_strategy
-from sparkml.training import TrainingSummary, check_common_params, logger, run_optimizer
+from sparkml.training import TrainingSummary, check_common_params, logger
 
 MAX_NORMAL_FEATURES = 4096  # MLlib's WeightedLeastSquares.MAX_NUM_FEATURES
 
@@ -47,7 +46,8 @@ class LinearRegression(Predictor, _Params):
     def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction", maxIter=100,
                  regParam=0.0, elasticNetParam=0.0, tol=1e-6, fitIntercept=True, standardization=True,
                  solver="auto", weightCol=None, aggregationDepth=2, loss="squaredError", epsilon=1.35,
-                 maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float64"):
+                 maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float64",
+                 numWorkers=0, localIter=10):
         super().__init__()
         self._initial_model = None
         self._set(**self._input_kwargs)
@@ -71,12 +71,12 @@ class LinearRegression(Predictor, _Params):
         data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype())
         try:
             s = data.summary
-            strategy = make_strategy(self.getStrategy(), data, SquaredLoss(fit_intercept=self.getFitIntercept()),
-                                     self.getDevice(), self.getAggregationDepth())
+            loss = SquaredLoss(fit_intercept=self.getFitIntercept())
+            strategy = make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth(),
+                                     self.getNumWorkers(), self.getLocalIter())
             solver = self.getSolver()
             if solver == "auto":
-                normal = self.getElasticNetParam() == 0 and s.n_features <= MAX_NORMAL_FEATURES
-                solver = "normal" if normal else "l-bfgs"
+                solver = "normal" if s.n_features <= MAX_NORMAL_FEATURES else "l-bfgs"
             constant = self._constant_label(s, solver)
             if constant is not None:
                 beta, b, summary = constant
@@ -122,44 +122,21 @@ class LinearRegression(Predictor, _Params):
             # so only the coefficients are optimized; the scaled intercept stays at mean(y)/sigma_y.
             objective = _ClosedFormIntercept(objective, s.label_mean / sigma_y)
             theta0 = theta0[:-1]
-        theta, summary = run_optimizer(objective, theta0, max_iter=self.getMaxIter(), tol=self.getTol(),
-                                       name="LinearRegression")
+        theta, summary = strategy.minimize(objective, theta0, max_iter=self.getMaxIter(), tol=self.getTol(),
+                                           name="LinearRegression")
         beta, b = objective.to_original(theta)
         return beta[0], b[0], summary
 
     def _normal(self, strategy, s):
-        """Regularized weighted normal equations from one distributed pass (Gram matrix)."""
+        """MLlib's WeightedLeastSquares on the Gram matrix from one distributed pass."""
         d, fit_intercept = s.n_features, self.getFitIntercept()
         _, grad0, gram = strategy.loss_gradient_hessian(np.zeros(d + fit_intercept))
-        W = s.weight_sum
-        xtx, xty = gram[:d, :d] / W, -grad0[:d] / W
-        mean = s.mean if fit_intercept else np.zeros(d)
-        y_mean = s.label_mean if fit_intercept else 0.0
-        A = xtx - np.outer(mean, mean)
-        c = xty - mean * y_mean
-        std = np.sqrt(s.var_population)
-        live = std > 0
-        sigma_y = self._label_scale(s, s.label_var_population)
-        lam, a = self.getRegParam(), self.getElasticNetParam()
-        scale = std if self.getStandardization() else np.ones(d)
-        l2 = lam * (1 - a) / sigma_y * scale**2
-        A_live, c_live = A[np.ix_(live, live)], c[live]
-        beta = np.zeros(d)
-        if lam * a > 0:
-            def quad(x):
-                g = A_live @ x - c_live + l2[live] * x
-                return 0.5 * x @ (A_live @ x) - c_live @ x + 0.5 * np.sum(l2[live] * x * x), g
-
-            res = minimize_lbfgs(quad, np.zeros(int(live.sum())), max_iter=max(self.getMaxIter(), 1000),
-                                 tol=min(self.getTol(), 1e-12), l1=lam * a * scale[live])
-            beta[live] = res.x
-        else:
-            beta[live] = np.linalg.solve(A_live + np.diag(l2[live]), c_live)
-        b = y_mean - mean @ beta
-        r2 = beta @ (A @ beta) - 2 * c @ beta + (s.label_var_population if fit_intercept else
-                                                  s.label_var_population + s.label_mean**2)
-        objective = 0.5 * r2 + 0.5 * np.sum(l2 * beta**2) + lam * a * np.sum(scale * np.abs(beta))
-        return beta, b, TrainingSummary([objective], 0)
+        sol = solve_normal_equations(
+            gram, -grad0, weight_sum=s.weight_sum, mean=s.mean, var=s.var_population, label_mean=s.label_mean,
+            label_var=s.label_var_population, fit_intercept=fit_intercept, reg_param=self.getRegParam(),
+            elastic_net=self.getElasticNetParam(), standardization=self.getStandardization(),
+            max_iter=self.getMaxIter(), tol=self.getTol())
+        return sol.coefficients, sol.intercept, TrainingSummary(sol.objective_history, sol.iterations)
 
 
 class _ClosedFormIntercept:
@@ -168,6 +145,15 @@ class _ClosedFormIntercept:
     def __init__(self, objective, c0):
         self.objective, self.c0 = objective, c0
         self.size = objective.size - 1
+
+    def with_data_sum(self, data_sum, weight_sum=None):
+        return _ClosedFormIntercept(self.objective.with_data_sum(data_sum, weight_sum), self.c0)
+
+    def value(self, theta):
+        return self.objective.value(self._full(theta))
+
+    def loss_coef(self, theta):
+        return self.objective.loss_coef(self._full(theta))
 
     def _full(self, theta):
         return np.append(theta, self.c0)

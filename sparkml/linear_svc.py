@@ -21,7 +21,7 @@ from sparkml.objective import LinearObjective
 from sparkml.params import HasTorchTrainingParams, with_setters
 from sparkml.prediction import transform_linear
 from sparkml.strategies import make_strategy
-from sparkml.training import check_common_params, run_optimizer
+from sparkml.training import check_common_params
 from sparkml.validation import binary_labels
 
 
@@ -38,7 +38,8 @@ class LinearSVC(Classifier, _Params):
     def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction", maxIter=100,
                  regParam=0.0, tol=1e-6, rawPredictionCol="rawPrediction", fitIntercept=True,
                  standardization=True, threshold=0.0, weightCol=None, aggregationDepth=2,
-                 maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float64"):
+                 maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float64",
+                 numWorkers=0, localIter=10):
         super().__init__()
         self._initial_model = None
         self._set(**self._input_kwargs)
@@ -60,13 +61,14 @@ class LinearSVC(Classifier, _Params):
             s = data.summary
             binary_labels(s, self.getLabelCol())
             loss = HingeLoss(fit_intercept=self.getFitIntercept())
-            strategy = make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth())
+            strategy = make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth(),
+                                 self.getNumWorkers(), self.getLocalIter())
             objective = LinearObjective(
                 strategy.loss_gradient, n_features=s.n_features, n_outputs=1, fit_intercept=self.getFitIntercept(),
                 mean=s.mean, std=np.sqrt(s.var_unbiased), weight_sum=s.weight_sum,
                 reg_l2=self.getRegParam(), reg_l1=0.0, standardization=self.getStandardization())
             start = initial_coefficients(self._initial_model, s.n_features, 1) or (np.zeros((1, s.n_features)), np.zeros(1))
-            theta, summary = run_optimizer(objective, objective.from_original(*start), max_iter=self.getMaxIter(),
+            theta, summary = strategy.minimize(objective, objective.from_original(*start), max_iter=self.getMaxIter(),
                                            tol=self.getTol(), name="LinearSVC", owlqn=True)
         finally:
             data.release()

@@ -24,7 +24,7 @@ from sparkml.objective import LinearObjective
 from sparkml.params import HasTorchTrainingParams, with_setters
 from sparkml.prediction import transform_linear
 from sparkml.strategies import make_strategy
-from sparkml.training import check_common_params, run_optimizer
+from sparkml.training import check_common_params
 from sparkml.validation import classification_labels
 
 
@@ -49,7 +49,7 @@ class LogisticRegression(ProbabilisticClassifier, _Params):
                  aggregationDepth=2, family="auto", lowerBoundsOnCoefficients=None,
                  upperBoundsOnCoefficients=None, lowerBoundsOnIntercepts=None,
                  upperBoundsOnIntercepts=None, maxBlockSizeInMB=0.0, strategy="sync", device="auto",
-                 dtype="float64"):
+                 dtype="float64", numWorkers=0, localIter=10):
         super().__init__()
         self._setDefault(maxIter=100, regParam=0.0, tol=1e-6, threshold=0.5, family="auto",
                          maxBlockSizeInMB=0.0, elasticNetParam=0.0, fitIntercept=True,
@@ -90,7 +90,8 @@ class LogisticRegression(ProbabilisticClassifier, _Params):
         k = num_classes if multinomial else 1
         fit_intercept = self.getFitIntercept()
         loss = SoftmaxLoss(n_classes=k, fit_intercept=fit_intercept) if multinomial else LogisticLoss(fit_intercept=fit_intercept)
-        strategy = make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth())
+        strategy = make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth(),
+                                 self.getNumWorkers(), self.getLocalIter())
         lam, a = self.getRegParam(), self.getElasticNetParam()
         objective = LinearObjective(
             strategy.loss_gradient, n_features=s.n_features, n_outputs=k, fit_intercept=fit_intercept,
@@ -106,7 +107,7 @@ class LogisticRegression(ProbabilisticClassifier, _Params):
                 else:
                     b = np.array([np.log(hist[1] / hist[0])])
             start = (beta, b)
-        theta, summary = run_optimizer(objective, objective.from_original(*start), max_iter=self.getMaxIter(),
+        theta, summary = strategy.minimize(objective, objective.from_original(*start), max_iter=self.getMaxIter(),
                                        tol=self.getTol(), name="LogisticRegression")
         beta, b = objective.to_original(theta)
         if multinomial:

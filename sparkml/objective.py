@@ -15,6 +15,8 @@ so that in the user's coefficients the penalty is lambda (1-a)/2 sum (s_j b_j)^2
 (s_j = sigma_j or 1). The intercept is never penalized. This module only maps between the two
 parametrizations and adds the penalty; the data sums come from a strategy.
 """
+import copy
+
 import numpy as np
 
 
@@ -39,6 +41,15 @@ class LinearObjective:
         self.r = np.where(live, 1.0 if standardization else 1.0 / safe**2, 0.0)
         self.q = np.where(live, 1.0 if standardization else 1.0 / safe, 0.0)
         self.reg_l2, self.reg_l1 = reg_l2, reg_l1
+
+    def with_data_sum(self, data_sum, weight_sum=None):
+        """A copy evaluating its data term with ``data_sum`` (e.g. inside a barrier task), optionally
+        normalized by another ``weight_sum`` (one partition's objective, for model averaging)."""
+        other = copy.copy(self)
+        other.data_sum = data_sum
+        if weight_sum is not None:
+            other.weight_sum = weight_sum
+        return other
 
     @property
     def size(self):

@@ -5,7 +5,7 @@ pyspark.ml's own Param mixins, so names, defaults and documentation match MLlib 
 """
 from pyspark.ml.param import Param, Params, TypeConverters
 
-STRATEGIES = ("sync",)
+STRATEGIES = ("sync", "allreduce", "averaging")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
 
@@ -28,7 +28,11 @@ class HasTorchTrainingParams(Params):
         "strategy",
         "How training is distributed. 'sync': every iteration broadcasts the coefficients, "
         "each partition computes its loss and gradient, treeAggregate sums them and a "
-        "driver-side L-BFGS / OWL-QN takes the step. Supported: " + ", ".join(STRATEGIES),
+        "driver-side L-BFGS / OWL-QN takes the step. 'allreduce': one barrier stage for the "
+        "whole fit; every task runs the same optimizer and the partition sums are added with "
+        "torch.distributed (gloo on CPU, NCCL on GPU). 'averaging': model averaging, each round every "
+        "partition runs localIter L-BFGS iterations on its own objective from the broadcast model "
+        "and the driver averages them weighted by rows (maxIter rounds). Supported: " + ", ".join(STRATEGIES),
         typeConverter=_one_of("strategy", STRATEGIES),
     )
     device = Param(
@@ -47,9 +51,36 @@ class HasTorchTrainingParams(Params):
         typeConverter=_one_of("dtype", DTYPES),
     )
 
+    numWorkers = Param(
+        Params._dummy(),
+        "numWorkers",
+        "Barrier tasks of the 'allreduce' strategy (0 = as many as there are partitions, capped at the "
+        "cluster's free task slots). The partitions' blocks are split among that many tasks.",
+        typeConverter=TypeConverters.toInt,
+    )
+
+    localIter = Param(
+        Params._dummy(),
+        "localIter",
+        "Local L-BFGS / OWL-QN iterations per partition and round of the 'averaging' strategy (>= 1).",
+        typeConverter=TypeConverters.toInt,
+    )
+
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(strategy="sync", device="auto", dtype="float64")
+        self._setDefault(strategy="sync", device="auto", dtype="float64", numWorkers=0, localIter=10)
+
+    def getLocalIter(self):
+        return self.getOrDefault(self.localIter)
+
+    def setLocalIter(self, value):
+        return self._set(localIter=value)
+
+    def getNumWorkers(self):
+        return self.getOrDefault(self.numWorkers)
+
+    def setNumWorkers(self, value):
+        return self._set(numWorkers=value)
 
     def getStrategy(self):
         return self.getOrDefault(self.strategy)
@@ -71,7 +102,7 @@ class HasTorchTrainingParams(Params):
 
 
 # Params that stock MLlib does not know: kept out of the MLlib-format metadata's paramMap.
-TORCH_PARAM_NAMES = ("strategy", "device", "dtype")
+TORCH_PARAM_NAMES = ("strategy", "device", "dtype", "numWorkers", "localIter")
 
 
 def with_setters(*names):

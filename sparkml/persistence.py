@@ -5,7 +5,7 @@
     path/data/part-*.parquet   one row with the model's numbers, columns exactly as MLlib writes them
 
 Only Params MLlib knows go into paramMap/defaultParamMap (its reader rejects unknown ones); the
-Params this library adds (strategy, device, dtype) live under the "sparkml" key, which MLlib ignores.
+Params this library adds (strategy, device, dtype, ...) that are set live under the "sparkml" key, which MLlib ignores.
 Everything is JSON and Parquet: no pickle anywhere.
 """
 import json
@@ -44,7 +44,8 @@ class MLlibModelWriter(MLWriter):
             "defaultParamMap": _param_json(inst, inst._defaultParamMap),
             "sparkml": {
                 "class": f"{type(inst).__module__}.{type(inst).__name__}",
-                "paramMap": {n: inst.getOrDefault(n) for n in TORCH_PARAM_NAMES if inst.hasParam(n)},
+                "paramMap": {n: inst.getOrDefault(n) for n in TORCH_PARAM_NAMES
+                             if inst.hasParam(n) and inst.isSet(n)},
             },
         }
         line = json.dumps(metadata, separators=(",", ":"))

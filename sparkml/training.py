@@ -15,8 +15,11 @@ logger = logging.getLogger("sparkml")
 class TrainingSummary:
     """The optimizer's record of a fit, as MLlib's training summaries expose it."""
 
-    def __init__(self, objective_history, total_iterations, converged=True, message="", seconds=0.0):
+    def __init__(self, objective_history, total_iterations, converged=True, message="", seconds=0.0,
+                 iteration_seconds=()):
         self.objectiveHistory = list(objective_history)
+        # seconds from the optimizer's start to the end of each iteration (objectiveHistory[1:])
+        self.iterationSeconds = list(iteration_seconds)
         self.totalIterations = int(total_iterations)
         self.converged = converged
         self.message = message
@@ -47,8 +50,11 @@ def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False):
     start = time.perf_counter()
     last = [start]
 
+    elapsed = []
+
     def progress(iteration, f, grad_norm, seconds):
         now = time.perf_counter()
+        elapsed.append(now - start)
         logger.info("%s iteration %d: objective %.10g, gradient norm %.3e, %.3f s",
                     name, iteration, f, grad_norm, now - last[0])
         last[0] = now
@@ -58,5 +64,6 @@ def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False):
     seconds = time.perf_counter() - start
     logger.info("%s finished: %d iterations, objective %.10g, %.2f s (%s)",
                 name, result.n_iter, result.fun, seconds, result.message)
-    summary = TrainingSummary(result.objective_history, result.n_iter, result.converged, result.message, seconds)
+    summary = TrainingSummary(result.objective_history, result.n_iter, result.converged, result.message, seconds,
+                              elapsed)
     return result.x, summary

@@ -96,7 +96,7 @@ def convert_partition(batches, dataset_id, sparse, dtype):
 
     partition = TaskContext.get().partitionId()
     batches = [b for b in batches if b.num_rows]
-    info = {"partition": partition, "rows": 0}
+    info = {"partition": partition, "rows": 0, "store": block_store.store_key()}
     moments = b""
     if batches:
         column = _concat(batches, "x")

@@ -91,6 +91,7 @@ class TrainingData:
         self.handles, self.dataset_id, self.summary = handles, dataset_id, summary
         self.sparse, self.dtype = sparse, dtype
         self.sc = handles.context
+        self.blocks = []  # (partition, rows, store key) of every non-empty partition
 
     @classmethod
     def prepare(cls, df, features_col, label_col, weight_col=None, dtype="float64"):
@@ -125,6 +126,7 @@ class TrainingData:
                     value = sorted({s for v in values for s in v}) if key == "feature_sizes" else sum(values)
                     raise ValueError(_problem_message(key, value, features_col, label_col, weight_col))
             data.summary = _summarize(rows, infos, features_col)
+            data.blocks = [(i["partition"], i["rows"], i["store"]) for i in infos if i["rows"]]
         except Exception:
             data.release()
             raise

@@ -1,10 +1,21 @@
-"""How one evaluation of the data loss is distributed. ``sync``: one Spark job per evaluation."""
+"""How the data term of a fit is distributed.
+
+* ``sync``: one Spark job per evaluation, the optimizer on the driver.
+* ``allreduce``: one barrier stage for the whole fit, the optimizer on every task.
+* ``averaging``: model averaging, one Spark job per round of local solves.
+"""
+from sparkml.strategies.allreduce import AllReduceStrategy
+from sparkml.strategies.averaging import AveragingStrategy
 from sparkml.strategies.sync import SyncStrategy
 
-__all__ = ["SyncStrategy", "make_strategy"]
+__all__ = ["AllReduceStrategy", "AveragingStrategy", "SyncStrategy", "make_strategy"]
 
 
-def make_strategy(name, data, loss, device, aggregation_depth=2):
+def make_strategy(name, data, loss, device, aggregation_depth=2, num_workers=0, local_iter=10):
     if name == "sync":
         return SyncStrategy(data, loss, device, aggregation_depth)
-    raise ValueError(f"strategy must be 'sync'; got {name!r}")
+    if name == "allreduce":
+        return AllReduceStrategy(data, loss, device, aggregation_depth, num_workers)
+    if name == "averaging":
+        return AveragingStrategy(data, loss, device, aggregation_depth, local_iter)
+    raise ValueError(f"strategy must be one of sync, allreduce, averaging; got {name!r}")

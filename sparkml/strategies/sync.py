@@ -7,54 +7,16 @@ loss and gradient (or its Hessian block) computed by the ``gpu`` loss on the req
 (``sparkml.objective``). Lost tasks are recomputed by Spark; the sums do not depend on which
 executor or worker computes them.
 """
-import os
-
 import numpy as np
 
-from sparkml import block_store
-
-_THREADS_SET = False
-
-
-def _set_torch_threads(torch):
-    """One intra-op thread per task core: Spark already runs one task per core in parallel."""
-    global _THREADS_SET
-    if not _THREADS_SET:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        cpus = int(os.environ.get("SPARKML_TORCH_THREADS", ctx.cpus() if ctx else 1))
-        torch.set_num_threads(max(1, cpus))
-        _THREADS_SET = True
+from sparkml.strategies.partition_sums import PartitionSums
+from sparkml.training import run_optimizer
 
 
 def _partition_sums(rows, dataset_id, loss, coef_bc, device, dtype, kind):
-    """Sum of ``kind`` ('loss_gradient' or 'hessian') over the blocks of the handle rows given."""
-    import torch
-
-    from gpu import resolve_device, resolve_dtype
-
-    _set_torch_threads(torch)
-    dev, dt = resolve_device(device), resolve_dtype(dtype)
-    coef = None
-    total = None
-    for row in rows:  # always drain the handles so Spark can reuse this Python worker
-        partition, n_rows = row[0], row[1]
-        if n_rows == 0:
-            continue
-        data = block_store.open_partition(dataset_id, partition, dev, dt)
-        if coef is None:
-            coef = torch.from_numpy(np.asarray(coef_bc.value)).to(dev)
-        if kind == "loss_gradient":
-            f, g = loss.loss_gradient(coef, data.block, data.y, data.w)
-            part = (float(f), g.double().cpu().numpy())
-        else:
-            f, g = loss.loss_gradient(coef, data.block, data.y, data.w)
-            h = loss.hessian_block(coef, data.block, data.y, data.w)
-            part = (float(f), g.double().cpu().numpy(), h.double().cpu().numpy())
-        total = part if total is None else tuple(a + b for a, b in zip(total, part))
-    if total is not None:
-        yield total
+    sums = PartitionSums(rows, dataset_id, loss, device, dtype)
+    if sums:
+        yield getattr(sums, kind)(np.asarray(coef_bc.value))
 
 
 def _add(a, b):
@@ -97,4 +59,8 @@ class SyncStrategy:
 
     def loss_gradient_hessian(self, coef):
         """The sums above plus the Hessian block sum_i w_i h_i x~_i x~_i^T (one pass)."""
-        return self._run(coef, "hessian")
+        return self._run(coef, "loss_gradient_hessian")
+
+    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False):
+        """Driver-side L-BFGS / OWL-QN over ``objective`` (whose data sum is ``self.loss_gradient``)."""
+        return run_optimizer(objective, theta0, max_iter=max_iter, tol=tol, name=name, owlqn=owlqn)

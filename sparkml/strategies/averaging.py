@@ -1,0 +1,109 @@
+"""The ``averaging`` strategy: model averaging with DANE's gradient correction, per-round Spark jobs.
+
+Round r broadcasts theta_r and the gradient g_r of the smooth global objective f at theta_r (one
+``sync`` pass, which also gives the objective history). Every partition p, from theta_r, runs
+``localIter`` iterations of the same L-BFGS / OWL-QN on its own objective, corrected so that its
+gradient at theta_r is the global one (Shamir, Srebro & Zhang 2014, "DANE"):
+
+    f_p(theta) = sum_{i in p} w_i l_i(theta) / (W_p * label_scale^2) + the same penalty
+                 + (g_r - grad f_p(theta_r)) . theta
+
+and the driver averages the local solutions weighted by the partitions' weight sums W_p:
+
+    theta_{r+1} = sum_p W_p theta_p / sum_p W_p.
+
+Without the correction (``corrected=False``) this is plain iterative parameter mixing, whose fixed
+point is biased towards the partitions' own optima (on the tests' data: objective 1e-4 above the
+optimum, coefficients 2.5% away, however many rounds); with it the global optimum is a fixed point
+and the rounds converge to it. ``maxIter`` caps the rounds; it stops when the relative change of
+theta falls below ``tol``.
+"""
+import time
+
+import numpy as np
+
+from sparkml.optim import minimize_lbfgs
+from sparkml.strategies.partition_sums import PartitionSums
+from sparkml.strategies.sync import SyncStrategy, _add
+from sparkml.training import TrainingSummary, logger
+
+
+class _Corrected:
+    """f_p(theta) + c . theta: a partition's objective with DANE's gradient correction."""
+
+    def __init__(self, local, c):
+        self.local, self.c = local, c
+
+    def fun_grad(self, theta):
+        f, g = self.local.fun_grad(theta)
+        return f + float(self.c @ theta), g + self.c
+
+
+def _round_task(rows, dataset_id, loss, device, dtype, objective, bc, local_iter, method):
+    sums = PartitionSums(rows, dataset_id, loss, device, dtype)
+    if not sums:
+        return
+    theta, global_grad = (np.asarray(a) for a in bc.value)
+    w_p = float(sum(float(p.w.double().sum()) for p in sums.parts))
+    local = objective.with_data_sum(sums.loss_gradient, weight_sum=w_p)
+    fun = local.fun_grad
+    if global_grad is not None and global_grad.size:
+        fun = _Corrected(local, global_grad - local.fun_grad(theta)[1]).fun_grad
+    res = minimize_lbfgs(fun, theta, max_iter=local_iter, tol=0.0, l1=local.l1_weights(), method=method)
+    yield w_p * res.x, w_p
+
+
+class AveragingStrategy(SyncStrategy):
+    """Iterative parameter mixing over the ``sync`` transport (one Spark job per round)."""
+
+    name = "averaging"
+
+    def __init__(self, data, loss, device, aggregation_depth=2, local_iter=10, corrected=True):
+        super().__init__(data, loss, device, aggregation_depth)
+        if local_iter < 1:
+            raise ValueError(f"localIter must be >= 1; got {local_iter}")
+        self.local_iter, self.corrected = int(local_iter), corrected
+
+    def _round(self, objective, theta, global_grad, method):
+        sc = self.data.sc
+        theta_bc = sc.broadcast((np.ascontiguousarray(theta, dtype=np.float64), global_grad))
+        dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.dtype
+        task_objective, local_iter = objective.with_data_sum(None), self.local_iter
+        try:
+            total = (self.data.handles
+                     .mapPartitions(lambda rows: _round_task(rows, dataset_id, loss, device, dtype, task_objective,
+                                                             theta_bc, local_iter, method))
+                     .treeAggregate(None, _add, _add, depth=self.depth))
+        finally:
+            theta_bc.unpersist(blocking=False)
+        weighted, w_sum = total
+        return weighted / w_sum
+
+    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False):
+        method = "owlqn" if owlqn else "auto"
+        start = time.perf_counter()
+        theta = np.asarray(theta0, dtype=np.float64)
+        rounds, converged, ends = 0, False, []
+        distributed = objective.with_data_sum(self.loss_gradient)
+        f, grad = distributed.fun_grad(theta)   # one pass: the objective and the correction's gradient
+        history = [f + _l1(distributed, theta)]
+        while rounds < max_iter:
+            tic = time.perf_counter()
+            new = self._round(objective, theta, grad if self.corrected else None, method)
+            change = np.linalg.norm(new - theta) / max(np.linalg.norm(new), 1.0)
+            theta, rounds = new, rounds + 1
+            f, grad = distributed.fun_grad(theta)
+            history.append(f + _l1(distributed, theta))
+            ends.append(time.perf_counter() - start)
+            logger.info("%s round %d: objective %.10g, relative change %.3e, %.3f s",
+                        name, rounds, history[-1], change, time.perf_counter() - tic)
+            if change <= tol:
+                converged = True
+                break
+        message = "relative change of the averaged model below tol" if converged else "maxIter rounds reached"
+        return theta, TrainingSummary(history, rounds, converged, message, time.perf_counter() - start, ends)
+
+
+def _l1(objective, theta):
+    w = objective.l1_weights()
+    return 0.0 if w is None else float(np.sum(w * np.abs(theta)))
