@@ -30,7 +30,7 @@ test-full: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m "" tests
 
 bench: $(STAMP)
-	$(PY) benchmarks/bench_logistic.py
+	$(PY) benchmarks/bench_linear.py
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info

@@ -1,31 +1,32 @@
-"""Binary LogisticRegression: pyspark.ml (MLlib) vs sparkml (PyTorch on the executors), same data, same session.
+"""Binary LogisticRegression or LinearSVC: pyspark.ml (MLlib) vs sparkml's strategies, same data, one session.
 
 What it measures, on a synthetic dense problem (rows x features, `--partitions` partitions):
 
 * generation: the data is made on the executors (spark.range + mapInArrow seeded by row id, then
   array_to_vector), cached as a `VectorUDT` column and counted. Timed apart; in neither fit.
-* MLlib: wall seconds of `fit()`, iterations, seconds per iteration (fit / iterations, fixed costs
-  included), final objective (summary.objectiveHistory[-1]); from Spark's REST API (job times):
-  setup s = fit start -> first loss-evaluation job (summarizer pass, blocks), iter s = first ->
+* MLlib: wall seconds of `fit()`, iterations, final objective (summary.objectiveHistory[-1]); from
+  Spark's REST API (job times): setup s = fit start -> first loss-evaluation job, iter s = first ->
   last loss job's end / iterations.
-* sparkml (`strategy="sync"`, float64 and float32): the same, plus, from its per-iteration INFO log
-  lines on logger "sparkml" (timestamped relative to the start of `fit()`):
-    - setup s: fit start -> first iteration line, minus the optimizer time that line reports
-      (the one-off JVM -> Python conversion and statistics pass);
-    - iter s: mean seconds per iteration after the first (first -> last iteration line);
-    - time to MLlib's objective: first iteration line whose objective (summary.objectiveHistory[k])
-      is <= MLlib's final objective * (1 + 1e-9); the whole fit, flagged "*", when never reached.
+* sparkml, each `--configs` entry (strategy:dtype): the same, plus, from the model summary's
+  `iterationSeconds` (optimizer start -> end of each iteration):
+    - setup s: fit time before the optimizer's first iteration ended, minus that iteration
+      (conversion + statistics pass; for allreduce also the barrier stage's launch and rendezvous);
+    - iter s: mean seconds per iteration;
+    - time to MLlib's objective: fit time minus the optimizer time after the first iteration whose
+      objective is <= MLlib's final objective * (1 + 1e-9); the whole fit, flagged "*", when never
+      reached. Everything after the optimizer (model, block release) is counted in, so it is an
+      upper bound.
   ratio = that time / MLlib's fit time; |coef diff| = ||(coef, b) - MLlib's|| / ||MLlib's||.
 
 Prints a table and writes a JSON with every number and the environment. `--repeats N` runs the
-three fits N times in rotation and tabulates the median-time run of each. Usage:
+fits N times in rotation and tabulates the median-time run of each. Usage:
 
-    .venv/bin/python benchmarks/bench_logistic.py --quick           # 100k rows, smoke run
-    .venv/bin/python benchmarks/bench_logistic.py                   # 1M x 100, local[2]
+    .venv/bin/python benchmarks/bench_linear.py --quick                  # 100k rows, smoke run
+    .venv/bin/python benchmarks/bench_linear.py                          # LogisticRegression 1M x 100
+    .venv/bin/python benchmarks/bench_linear.py --model svc              # LinearSVC at MLlib's defaults
 """
 import argparse
 import json
-import logging
 import os
 import platform
 import sys
@@ -34,7 +35,7 @@ import time
 import numpy as np
 
 REL_TOL = 1e-9
-LOG_LINE = "LogisticRegression iteration"
+DEFAULT_CONFIGS = "sync:float64,allreduce:float64,allreduce:float32,sync:float32"
 
 
 def parse_args(argv=None):
@@ -42,18 +43,23 @@ def parse_args(argv=None):
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--features", type=int, default=100)
     p.add_argument("--partitions", type=int, default=4)
-    p.add_argument("--reg-param", type=float, default=0.01)
+    p.add_argument("--model", default="logistic", choices=["logistic", "svc"])
+    p.add_argument("--reg-param", type=float, default=None,
+                   help="default 0.01 for logistic, MLlib's default 0.0 for svc")
     p.add_argument("--master", default="local[2]")
     p.add_argument("--driver-memory", default="8g")
     p.add_argument("--repeats", type=int, default=1)
-    p.add_argument("--dtype", default="float64", choices=["float64", "float32"],
-                   help="dtype of sparkml's first row; a float32 row is always added")
+    p.add_argument("--configs", default=DEFAULT_CONFIGS, help="sparkml runs, strategy:dtype,...")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--out", default="benchmarks/results/logistic.json")
+    p.add_argument("--out", default=None, help="default benchmarks/results/<model>.json")
     p.add_argument("--quick", action="store_true", help="100k rows: a smoke run")
     args = p.parse_args(argv)
     if args.quick:
         args.rows = 100_000
+    if args.reg_param is None:
+        args.reg_param = 0.01 if args.model == "logistic" else 0.0
+    args.out = args.out or f"benchmarks/results/{args.model}.json"
+    args.configs = [tuple(c.split(":")) for c in args.configs.split(",")]
     return args
 
 
@@ -62,7 +68,7 @@ def make_session(args):
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(args.master).appName("bench_logistic")
+    spark = (SparkSession.builder.master(args.master).appName("bench_linear")
              .config("spark.driver.memory", args.driver_memory)
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", str(args.partitions))
@@ -107,24 +113,6 @@ def generate(spark, rows, d, partitions, seed):
     return df, beta, b
 
 
-class IterationLog(logging.Handler):
-    """Records (seconds since `start`, iteration, reported seconds) of each sparkml iteration line."""
-
-    def __init__(self):
-        super().__init__(logging.INFO)
-        self.start, self.lines = time.perf_counter(), []
-
-    def reset(self):
-        self.start, self.lines = time.perf_counter(), []
-
-    def emit(self, record):
-        msg = record.getMessage()
-        if msg.startswith(LOG_LINE):  # "... iteration k: objective F, gradient norm G, S s"
-            k = int(msg[len(LOG_LINE):].split(":")[0])
-            seconds = float(msg.rsplit(",", 1)[1].split()[0])
-            self.lines.append((time.perf_counter() - self.start, k, seconds))
-
-
 def coef_vector(model):
     return np.append(model.coefficients.toArray(), model.intercept)
 
@@ -149,21 +137,31 @@ def spark_jobs(spark, epoch0):
             if a >= epoch0 - 0.01]
 
 
-def fit(spark, df, estimator, impl, dtype):
-    """Fit once; the common record (wall time, iterations, objective, Spark jobs) and (coef, b)."""
+def summary_of(model):
+    return model.summary() if callable(model.summary) else model.summary  # LinearSVC's is a method
+
+
+def fit(spark, df, estimator, impl, strategy, dtype):
+    """Fit once; the common record (wall time, iterations, objective, Spark jobs), (coef, b), summary."""
     t0, epoch0 = time.perf_counter(), time.time()
     model = estimator.fit(df)
     fit_s = time.perf_counter() - t0
-    it, hist = model.summary.totalIterations, list(model.summary.objectiveHistory)
-    return {"impl": impl, "strategy": "sync" if impl == "sparkml" else "-", "dtype": dtype, "fit_s": fit_s,
+    summary = summary_of(model)
+    it, hist = summary.totalIterations, list(summary.objectiveHistory)
+    return {"impl": impl, "strategy": strategy, "dtype": dtype, "fit_s": fit_s,
             "iterations": it, "s_per_iter": fit_s / max(it, 1), "final_objective": hist[-1],
-            "objective_history": hist, "jobs": spark_jobs(spark, epoch0)}, coef_vector(model)
+            "objective_history": hist, "jobs": spark_jobs(spark, epoch0)}, coef_vector(model), summary
 
 
-def fit_mllib(spark, df, reg):
-    from pyspark.ml.classification import LogisticRegression
+def estimator_class(package, model):
+    import importlib
 
-    r, coef = fit(spark, df, LogisticRegression(regParam=reg), "pyspark.ml", "float64")
+    module = importlib.import_module(f"{package}.classification")
+    return getattr(module, "LogisticRegression" if model == "logistic" else "LinearSVC")
+
+
+def fit_mllib(spark, df, model, reg):
+    r, coef, _ = fit(spark, df, estimator_class("pyspark.ml", model)(regParam=reg), "pyspark.ml", "-", "float64")
     loss = [j for j in r["jobs"] if "RDDLossFunction" in j["name"]]  # one job per L-BFGS evaluation
     if loss:
         r["setup_s"] = loss[0]["start_s"]  # summarizer pass + standardized, cached blocks
@@ -173,22 +171,18 @@ def fit_mllib(spark, df, reg):
     return r, coef
 
 
-def fit_ours(spark, df, reg, dtype, log, target):
-    from sparkml.classification import LogisticRegression
-
-    log.reset()
-    r, coef = fit(spark, df, LogisticRegression(regParam=reg, strategy="sync", dtype=dtype), "sparkml", dtype)
-    hist, lines = r["objective_history"], list(log.lines)
-    r["log_lines"] = [{"t": t, "iteration": k, "seconds": s} for t, k, s in lines]
-    if lines:
-        t1, _, s1 = lines[0]
-        r["first_iteration_line_s"] = t1
-        r["setup_s"] = t1 - s1  # before the optimizer's first evaluation: conversion + statistics
-        r["iteration_s"] = (lines[-1][0] - t1) / (len(lines) - 1) if len(lines) > 1 else s1
-        r["after_optimizer_s"] = r["fit_s"] - lines[-1][0]  # last line -> fit returns: model, block release
-    reached = [t for t, k, _ in lines if k < len(hist) and hist[k] <= target]
+def fit_ours(spark, df, model, reg, strategy, dtype, target):
+    est = estimator_class("sparkml", model)(regParam=reg, strategy=strategy, dtype=dtype)
+    r, coef, summary = fit(spark, df, est, "sparkml", strategy, dtype)
+    hist, ends = r["objective_history"], list(summary.iterationSeconds)  # ends[k-1]: end of iteration k
+    r["iteration_ends_s"] = ends
+    if ends:
+        first = ends[1] - ends[0] if len(ends) > 1 else ends[0]
+        r["setup_s"] = r["fit_s"] - ends[-1] - first  # everything but the iterations (upper bound)
+        r["iteration_s"] = ends[-1] / len(ends)
+    reached = [k for k in range(1, len(hist)) if hist[k] <= target and k <= len(ends)]
     r["reached_mllib_objective"] = bool(reached)
-    r["time_to_mllib_objective_s"] = reached[0] if reached else r["fit_s"]
+    r["time_to_mllib_objective_s"] = r["fit_s"] - (ends[-1] - ends[reached[0] - 1]) if reached else r["fit_s"]
     return r, coef
 
 
@@ -232,57 +226,53 @@ def main(argv=None):
     args = parse_args(argv)
     spark = make_session(args)
     env = environment(spark, args)
-    print(f"{args.rows} x {args.features}, {args.partitions} partitions, {args.master}, regParam={args.reg_param}, "
+    print(f"{args.model}: {args.rows} x {args.features}, {args.partitions} partitions, {args.master}, "
+          f"regParam={args.reg_param}, "
           f"load {env['load_avg_at_start'][0]:.2f}", flush=True)
     t0 = time.perf_counter()
     df, true_beta, true_b = generate(spark, args.rows, args.features, args.partitions, args.seed)
     gen_s = time.perf_counter() - t0
     print(f"generated and cached in {gen_s:.2f} s", flush=True)
 
-    log = IterationLog()
-    sparkml_logger = logging.getLogger("sparkml")
-    sparkml_logger.setLevel(logging.INFO)
-    sparkml_logger.addHandler(log)
-    configs = [("mllib", None), ("sparkml", args.dtype), ("sparkml", "float32" if args.dtype == "float64" else "float64")]
+    configs = [("mllib", "-", "float64")] + [("sparkml", st, dt) for st, dt in args.configs]
     runs = {c: [] for c in configs}
-    mllib_coef = None
-    try:
-        for rep in range(args.repeats):
-            for impl, dtype in configs:
-                if impl == "mllib":
-                    r, coef = fit_mllib(spark, df, args.reg_param)
-                    mllib_coef, target = coef, r["final_objective"] * (1 + REL_TOL)
-                else:
-                    r, coef = fit_ours(spark, df, args.reg_param, dtype, log, target)
-                r["coef_rel_diff"] = float(np.linalg.norm(coef - mllib_coef) / np.linalg.norm(mllib_coef))
-                r["coef"] = coef.tolist()
-                r["repeat"] = rep
-                runs[(impl, dtype)].append(r)
-                print(f"  repeat {rep}: {r['impl']} {r['dtype']}: fit {r['fit_s']:.2f} s, "
-                      f"{r['iterations']} iterations", flush=True)
-    finally:
-        sparkml_logger.removeHandler(log)
-
-    mllib = median_run(runs[configs[0]])
-    rows = [median_run(runs[c]) for c in configs]
-    mllib["time_to_mllib_objective_s"] = mllib["fit_s"]
+    for rep in range(args.repeats):
+        for impl, strategy, dtype in configs:
+            if impl == "mllib":
+                r, coef = fit_mllib(spark, df, args.model, args.reg_param)
+                mllib_coef, target = coef, r["final_objective"] * (1 + REL_TOL)
+            else:
+                r, coef = fit_ours(spark, df, args.model, args.reg_param, strategy, dtype, target)
+            r["coef_rel_diff"] = float(np.linalg.norm(coef - mllib_coef) / np.linalg.norm(mllib_coef))
+            r.update(coef=coef.tolist(), repeat=rep)
+            runs[(impl, strategy, dtype)].append(r)
+            print(f"  repeat {rep}: {impl} {strategy} {dtype}: fit {r['fit_s']:.2f} s, "
+                  f"{r['iterations']} iterations", flush=True)
+            rows = save(args.out, env, gen_s, true_beta, true_b, [runs[c] for c in configs])  # after every fit
     print(f"\ngeneration (not in any fit): {gen_s:.2f} s; MLlib target objective "
-          f"{mllib['final_objective']:.12f} * (1 + {REL_TOL:g}); * = never reached (whole fit)\n")
-    print(table(rows, mllib["fit_s"]))
-    env["load_avg_at_end"] = os.getloadavg()
-    result = {"environment": env, "generation_s": gen_s, "rel_tol": REL_TOL,
-              "true_coef": true_beta.tolist(), "true_intercept": true_b,
-              "summary": [{k: v for k, v in r.items() if k not in ("coef", "objective_history", "log_lines", "jobs")}
-                          for r in rows],
-              "runs": {f"{i}/{d or 'float64'}": rs for (i, d), rs in runs.items()}}
-    for r in result["summary"]:
-        r["ratio_vs_mllib"] = r["time_to_mllib_objective_s"] / mllib["fit_s"]
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1)
+          f"{rows[0]['final_objective']:.12f} * (1 + {REL_TOL:g}); * = never reached (whole fit)\n")
+    print(table(rows, rows[0]["fit_s"]))
     print(f"\nwrote {args.out}")
     df.unpersist()
     spark.stop()
+
+
+def save(path, env, gen_s, true_beta, true_b, runs):
+    """Write the JSON (every run so far, and a summary of each config's median run); the summary rows."""
+    rows = [dict(median_run(rs)) for rs in runs if rs]
+    rows[0]["time_to_mllib_objective_s"] = rows[0]["fit_s"]
+    for r in rows:
+        r["ratio_vs_mllib"] = r["time_to_mllib_objective_s"] / rows[0]["fit_s"]
+    env["load_avg_at_end"] = os.getloadavg()
+    result = {"environment": env, "generation_s": gen_s, "rel_tol": REL_TOL,
+              "true_coef": true_beta.tolist(), "true_intercept": true_b,
+              "summary": [{k: v for k, v in r.items() if k not in ("coef", "objective_history", "iteration_ends_s", "jobs")}
+                          for r in rows],
+              "runs": {f"{rs[0]['impl']}/{rs[0]['strategy']}/{rs[0]['dtype']}": rs for rs in runs if rs}}
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    return rows
 
 
 if __name__ == "__main__":
