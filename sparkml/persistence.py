@@ -15,6 +15,7 @@ from pyspark.ml.util import MLReader, MLWriter
 from pyspark.sql import SparkSession
 
 from sparkml.params import TORCH_PARAM_NAMES
+from sparkml.session_kind import is_connect
 
 
 def _jsonable(value):
@@ -49,8 +50,15 @@ class MLlibModelWriter(MLWriter):
             },
         }
         line = json.dumps(metadata, separators=(",", ":"))
-        spark.createDataFrame([(line,)], "value string").coalesce(1).write.text(f"{path}/metadata")
-        inst._data_frame(spark).repartition(1).write.parquet(f"{path}/data")
+        mode = "overwrite" if self.shouldOverwrite else "errorifexists"
+        spark.createDataFrame([(line,)], "value string").coalesce(1).write.mode(mode).text(f"{path}/metadata")
+        inst._data_frame(spark).repartition(1).write.mode(mode).parquet(f"{path}/data")
+
+    def _handleOverwrite(self, path):
+        # Spark Connect has no JVM handle to delete the directory with; each part is then written
+        # with mode("overwrite") instead (saveImpl).
+        if not is_connect(self.sparkSession or SparkSession.active()):
+            super()._handleOverwrite(path)
 
 
 class MLlibModelReader(MLReader):

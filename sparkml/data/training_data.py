@@ -17,6 +17,7 @@ from pyspark.sql.types import NumericType
 
 from sparkml import block_store
 from sparkml.data.convert import STATS_SCHEMA, convert_partition
+from sparkml.session_kind import is_connect
 
 SPARSE_DENSITY = 0.5  # first row sparser than this -> CSR blocks
 
@@ -87,10 +88,13 @@ def _problem_message(key, value, features_col, label_col, weight_col):
 class TrainingData:
     """A DataFrame converted once into blocks held on the executors, plus its summary."""
 
-    def __init__(self, handles, dataset_id, summary, sparse, dtype):
+    def __init__(self, handles, dataset_id, summary, sparse, dtype, spark):
+        # handles: one row (partition, rows, info, moments) per partition; a cached RDD in a classic
+        # session, a cached DataFrame in a Spark Connect session (no RDD API there)
         self.handles, self.dataset_id, self.summary = handles, dataset_id, summary
-        self.sparse, self.dtype = sparse, dtype
-        self.sc = handles.context
+        self.sparse, self.dtype, self.spark = sparse, dtype, spark
+        self.connect = is_connect(spark)
+        self.sc = None if self.connect else handles.context
         self.blocks = []  # (partition, rows, store key) of every non-empty partition
 
     @classmethod
@@ -110,8 +114,10 @@ class TrainingData:
         def convert(batches):
             return convert_partition(batches, dataset_id, sparse, dtype)
 
-        handles = selected.mapInArrow(convert, STATS_SCHEMA).rdd.map(tuple).cache()
-        data = cls(handles, dataset_id, None, sparse, dtype)
+        converted = selected.mapInArrow(convert, STATS_SCHEMA)
+        spark = df.sparkSession
+        handles = converted.cache() if is_connect(spark) else converted.rdd.map(tuple).cache()
+        data = cls(handles, dataset_id, None, sparse, dtype, spark)
         try:
             rows = handles.collect()
         except Exception:
@@ -132,9 +138,6 @@ class TrainingData:
             raise
         return data
 
-    @property
-    def n_partitions(self):
-        return self.handles.getNumPartitions()
 
     def release(self, best_effort=False):
         """Delete the blocks on every executor that holds some, and drop the cached handles.
@@ -152,7 +155,10 @@ class TrainingData:
             return iter(())
 
         try:
-            self.handles.mapPartitions(drop).count()
+            if self.connect:
+                self.handles.mapInArrow(drop, STATS_SCHEMA).collect()
+            else:
+                self.handles.mapPartitions(drop).count()
         except Exception:
             if not best_effort:
                 raise

@@ -5,6 +5,8 @@ its tasks at once). The tasks exchange where they run through ``allGather`` and 
 blocks among the tasks that can read them (``assign_blocks``). Each task opens its blocks once,
 joins a ``torch.distributed`` process group (gloo on CPU, NCCL on CUDA; rank 0's address is shared
 through ``BarrierTaskContext.allGather``) and runs the same driver-free L-BFGS / OWL-QN as ``sync``.
+The stage is ``spark.range(n).mapInArrow(..., barrier=True)``, so classic and Spark Connect
+sessions run it alike.
 Every evaluation sums the tasks' partial (loss, gradient) with a reduce to rank 0 followed by a
 broadcast from it, so every rank sees bit-identical values, takes identical steps and stops at the
 same iteration: no rank can wait on a collective the others never enter. Rank 0 returns the
@@ -19,32 +21,58 @@ from datetime import timedelta
 
 import numpy as np
 
+from sparkml.session_kind import is_connect
 from sparkml.strategies.partition_sums import PartitionSums
 from sparkml.strategies.sync import SyncStrategy
-from sparkml.training import run_optimizer
+from sparkml.training import TrainingSummary, run_optimizer
 
 _TIMEOUT = timedelta(minutes=30)
 
 
-def task_slots(sc):
-    """Tasks the cluster can run at once, as Spark's own barrier check counts them."""
-    try:
-        jsc = sc._jsc.sc()
-        n = int(jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile()))
-        if n > 0:
-            return n
-    except Exception:  # a JVM without that (private) method: estimate from the conf
-        pass
-    cpus = int(sc.getConf().get("spark.task.cpus", "1"))
-    return max(1, sc.defaultParallelism // cpus)
+def task_slots(spark):
+    """Tasks the cluster can run at once (None when a Spark Connect client cannot tell)."""
+    if not is_connect(spark):
+        sc = spark.sparkContext
+        try:  # what Spark's own barrier check counts
+            jsc = sc._jsc.sc()
+            n = int(jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile()))
+            if n > 0:
+                return n
+        except Exception:  # a JVM without that (private) method: estimate from the conf
+            pass
+        return max(1, sc.defaultParallelism // int(sc.getConf().get("spark.task.cpus", "1")))
+    return slots_from_conf(lambda key: spark.conf.get(key, None))
+
+
+def slots_from_conf(get):
+    """Task slots from the master URL and executor settings, or None."""
+    import os
+    import re
+
+    cpus = int(get("spark.task.cpus") or 1)
+    master = get("spark.master") or ""
+    m = re.fullmatch(r"local\[(\d+|\*)(?:,\d+)?\]", master)
+    if master == "local":
+        return 1
+    if m:
+        return (os.cpu_count() or 1) if m.group(1) == "*" else int(m.group(1))
+    m = re.fullmatch(r"local-cluster\[(\d+),\s*(\d+),\s*\d+\]", master)
+    if m:
+        return int(m.group(1)) * int(m.group(2)) // cpus
+    instances, cores = get("spark.executor.instances"), get("spark.executor.cores")
+    if instances and cores:
+        return int(instances) * int(cores) // cpus
+    return None
 
 
 def plan_workers(requested, n_partitions, slots):
-    """How many barrier tasks to run; a clear error when the cluster cannot run them at once."""
+    """How many barrier tasks to run; a clear error when the cluster cannot run them at once.
+    ``slots`` None (unknown): trust ``requested``, else one task per partition, and let Spark's
+    own barrier check speak."""
     if requested < 0:
         raise ValueError(f"numWorkers must be >= 0; got {requested}")
-    n = requested or min(n_partitions, slots)
-    if n > slots:
+    n = requested or (n_partitions if slots is None else min(n_partitions, slots))
+    if slots is not None and n > slots:
         raise ValueError(
             f"strategy='allreduce' runs {n} barrier tasks at once but the cluster has {slots} free task "
             f"slot(s) (cores / spark.task.cpus). Set numWorkers <= {slots}, or use strategy='sync'.")
@@ -102,10 +130,13 @@ class _ProcessGroup:
         self.dist.destroy_process_group()
 
 
-def _train_task(_, blocks, dataset_id, loss, device, dtype, objective, theta0, options):
+def _train_task(batches, blocks, dataset_id, loss, device, dtype, objective, theta0, options):
+    import pyarrow as pa
     import torch
     from pyspark import BarrierTaskContext
 
+    for _ in batches:  # drain the input (one id per task)
+        pass
     from sparkml import block_store
 
     ctx = BarrierTaskContext.get()
@@ -131,7 +162,11 @@ def _train_task(_, blocks, dataset_id, loss, device, dtype, objective, theta0, o
     finally:
         group.close()
     if rank == 0:
-        yield theta, summary
+        record = {"history": summary.objectiveHistory, "iterations": summary.totalIterations,
+                  "converged": summary.converged, "message": summary.message,
+                  "iteration_seconds": summary.iterationSeconds}
+        yield pa.RecordBatch.from_pydict({"theta": [np.asarray(theta, dtype=np.float64).tobytes()],
+                                          "summary": [json.dumps(record)]})
 
 
 def loss_shape(objective):
@@ -146,7 +181,7 @@ class AllReduceStrategy(SyncStrategy):
 
     def __init__(self, data, loss, device, aggregation_depth=2, num_workers=0):
         super().__init__(data, loss, device, aggregation_depth)
-        self.n_workers = plan_workers(num_workers, max(1, len(data.blocks)), task_slots(data.sc))
+        self.n_workers = plan_workers(num_workers, max(1, len(data.blocks)), task_slots(data.spark))
 
     def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False):
         dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.dtype
@@ -155,11 +190,15 @@ class AllReduceStrategy(SyncStrategy):
         theta0 = np.asarray(theta0, dtype=np.float64)
         start = time.perf_counter()
         blocks, n = self.data.blocks, self.n_workers
-        out = (self.data.sc.parallelize(range(n), n).barrier()
-               .mapPartitions(lambda it: _train_task(list(it), blocks, dataset_id, loss, device, dtype,
-                                                     task_objective, theta0, options))
+        out = (self.data.spark.range(0, n, 1, n)
+               .mapInArrow(lambda batches: _train_task(batches, blocks, dataset_id, loss, device, dtype,
+                                                       task_objective, theta0, options),
+                           "theta binary, summary string", barrier=True)
                .collect())
-        theta, summary = out[0]
+        record = json.loads(out[0]["summary"])
+        theta = np.frombuffer(out[0]["theta"], dtype=np.float64).copy()
+        summary = TrainingSummary(record["history"], record["iterations"], record["converged"], record["message"],
+                                  0.0, record["iteration_seconds"])
         # the stage's wall time: task launch, rendezvous and block loading included
         summary.seconds = time.perf_counter() - start
         return theta, summary

@@ -24,7 +24,7 @@ import numpy as np
 
 from sparkml.optim import minimize_lbfgs
 from sparkml.strategies.partition_sums import PartitionSums
-from sparkml.strategies.sync import SyncStrategy, _add
+from sparkml.strategies.sync import SyncStrategy
 from sparkml.training import TrainingSummary, logger
 
 
@@ -65,15 +65,12 @@ class AveragingStrategy(SyncStrategy):
         self.local_iter, self.corrected = int(local_iter), corrected
 
     def _round(self, objective, theta, global_grad, method):
-        sc = self.data.sc
-        theta_bc = sc.broadcast((np.ascontiguousarray(theta, dtype=np.float64), global_grad))
+        theta_bc = self.transport.share((np.ascontiguousarray(theta, dtype=np.float64), global_grad))
         dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.dtype
         task_objective, local_iter = objective.with_data_sum(None), self.local_iter
         try:
-            total = (self.data.handles
-                     .mapPartitions(lambda rows: _round_task(rows, dataset_id, loss, device, dtype, task_objective,
-                                                             theta_bc, local_iter, method))
-                     .treeAggregate(None, _add, _add, depth=self.depth))
+            total = self.transport.sum(lambda rows: _round_task(rows, dataset_id, loss, device, dtype,
+                                                                task_objective, theta_bc, local_iter, method))
         finally:
             theta_bc.unpersist(blocking=False)
         weighted, w_sum = total

@@ -3,13 +3,14 @@
 Each evaluation broadcasts the coefficients (original feature space, the ``gpu`` loss layout);
 every partition opens its resident block (``block_store``) and returns the weighted SUMS of its
 loss and gradient (or its Hessian block) computed by the ``gpu`` loss on the requested device;
-``treeAggregate`` adds the parts. The driver divides by the total weight and adds regularization
+``treeAggregate`` adds the parts (in a Spark Connect session: ``transport``). The driver divides by the total weight and adds regularization
 (``sparkml.objective``). Lost tasks are recomputed by Spark; the sums do not depend on which
 executor or worker computes them.
 """
 import numpy as np
 
 from sparkml.strategies.partition_sums import PartitionSums
+from sparkml.strategies.transport import Transport
 from sparkml.training import run_optimizer
 
 
@@ -19,14 +20,6 @@ def _partition_sums(rows, dataset_id, loss, coef_bc, device, dtype, kind):
         yield getattr(sums, kind)(np.asarray(coef_bc.value))
 
 
-def _add(a, b):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return tuple(x + y for x, y in zip(a, b))
-
-
 class SyncStrategy:
     """Distributed sums of a ``gpu`` loss over ``TrainingData``, one Spark job per call."""
 
@@ -34,18 +27,15 @@ class SyncStrategy:
 
     def __init__(self, data, loss, device, aggregation_depth=2):
         self.data, self.loss, self.device = data, loss, device
-        self.depth = max(2, int(aggregation_depth))
+        self.transport = Transport(data, aggregation_depth)
         self.evaluations = 0
 
     def _run(self, coef, kind):
-        sc = self.data.sc
-        coef_bc = sc.broadcast(np.ascontiguousarray(coef, dtype=np.float64))
+        coef_bc = self.transport.share(np.ascontiguousarray(coef, dtype=np.float64))
         dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.dtype
         try:
-            parts = self.data.handles.mapPartitions(
-                lambda rows: _partition_sums(rows, dataset_id, loss, coef_bc, device, dtype, kind)
-            )
-            total = parts.treeAggregate(None, _add, _add, depth=self.depth)
+            total = self.transport.sum(lambda rows: _partition_sums(rows, dataset_id, loss, coef_bc, device, dtype,
+                                                                    kind))
         finally:
             coef_bc.unpersist(blocking=False)
         self.evaluations += 1

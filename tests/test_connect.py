@@ -1,0 +1,47 @@
+"""Every estimator fits and transforms in a Spark Connect session (no SparkContext, no RDDs).
+
+The Connect session runs in a subprocess (tests/connect_fits.py: a local Connect server is its
+own JVM); its coefficients and predictions are compared with the same fits in the classic session.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import connect_fits
+
+pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect] (grpcio)")
+
+
+@pytest.fixture(scope="module")
+def connect_results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("connect")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    done = subprocess.run([sys.executable, connect_fits.__file__, str(out)], env=env, capture_output=True,
+                          text=True, timeout=900)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULTS ")]
+    assert done.returncode == 0 and lines, done.stdout[-2000:] + done.stderr[-4000:]
+    return json.loads(lines[-1][len("RESULTS "):])
+
+
+@pytest.fixture(scope="module")
+def classic_frame(spark):
+    return connect_fits.make_frame(spark).cache()
+
+
+@pytest.mark.parametrize("name,est,params", connect_fits.FITS, ids=[f[0] for f in connect_fits.FITS])
+def test_connect_fit_and_transform_match_classic(connect_results, classic_frame, name, est, params):
+    got = connect_results[name]
+    model = connect_fits.estimator(est, params).fit(classic_frame)
+    ref = np.array(connect_fits.coefficients(model))
+    np.testing.assert_allclose(got["coef"], ref, rtol=0, atol=1e-8 * max(1.0, np.linalg.norm(ref)))
+    preds = [r[0] for r in model.transform(classic_frame).orderBy("id").select("prediction").limit(20).collect()]
+    np.testing.assert_allclose(got["predictions"], preds, rtol=0, atol=1e-8)
+
+
+def test_connect_save_and_load(connect_results):
+    np.testing.assert_allclose(connect_results["saved_and_loaded"], connect_results["logistic-sync"]["coef"],
+                               rtol=0, atol=0)
