@@ -21,11 +21,11 @@ FITS = [  # (name, estimator, params)
     ("logistic-averaging", "LogisticRegression", {"regParam": 0.01, "strategy": "averaging", "maxIter": 5,
                                                   "localIter": 5, "tol": 0.0}),
     ("multinomial-allreduce", "LogisticRegression", {"labelCol": "label3", "regParam": 0.02, "strategy": "allreduce"}),
-    ("svc-sync", "LinearSVC", {"regParam": 0.01, "maxIter": 30}),
     ("svc-allreduce", "LinearSVC", {"regParam": 0.01, "maxIter": 30, "strategy": "allreduce"}),
     ("linreg-normal", "LinearRegression", {"labelCol": "y", "regParam": 0.1, "elasticNetParam": 0.5}),
-    ("linreg-lbfgs-allreduce", "LinearRegression", {"labelCol": "y", "regParam": 0.1, "solver": "l-bfgs",
-                                                    "strategy": "allreduce"}),
+    ("linreg-lbfgs-averaging", "LinearRegression", {"labelCol": "y", "regParam": 0.1, "solver": "l-bfgs",
+                                                    "strategy": "averaging", "maxIter": 5, "localIter": 5,
+                                                    "tol": 0.0}),
 ]
 
 

@@ -202,11 +202,13 @@ def coefficient_array(model):
     return np.hstack([model.coefficients.toArray(), [model.intercept]])
 
 
-WARM = {  # estimator factory from converged settings
-    "lr_binary": lambda: LogisticRegression(regParam=0.01, tol=1e-10, maxIter=500),
-    "lr_multinomial": lambda: LogisticRegression(regParam=0.01, labelCol="label3", tol=1e-10, maxIter=500),
-    "svc": lambda: LinearSVC(regParam=0.5, tol=1e-8, maxIter=500),
-    "linreg": lambda: LinearRegression(regParam=0.01, labelCol="y", solver="l-bfgs", tol=1e-10, maxIter=500),
+WARM = {  # estimator factory from converged settings (allreduce: one Spark job per fit, same iterates)
+    "lr_binary": lambda: LogisticRegression(regParam=0.01, tol=1e-10, maxIter=500, strategy="allreduce"),
+    "lr_multinomial": lambda: LogisticRegression(regParam=0.01, labelCol="label3", tol=1e-10, maxIter=500,
+                                                 strategy="allreduce"),
+    "svc": lambda: LinearSVC(regParam=0.5, tol=1e-8, maxIter=500, strategy="allreduce"),
+    "linreg": lambda: LinearRegression(regParam=0.01, labelCol="y", solver="l-bfgs", tol=1e-10, maxIter=500,
+                                       strategy="allreduce"),
 }
 
 

@@ -163,11 +163,13 @@ def test_linear_regression_solvers_match_mllib(spark, solver, net):
 @pytest.mark.parametrize("reg,net,fit,std,weighted,sparse", cases(with_net=False))
 def test_linear_svc_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
     """At MLlib's defaults (maxIter=100) MLlib may stop short of the optimum; the optimizer follows
-    Breeze's OWL-QN step for step, so the objective is no higher and the coefficients are MLlib's."""
+    Breeze's OWL-QN step for step, so the objective is no higher and the coefficients are MLlib's.
+    Ours runs as ``allreduce`` (one Spark job instead of ~200: LinearSVC takes all 100 iterations);
+    tests/test_strategies.py shows ``sync`` and ``allreduce`` return the same model."""
     df = data(spark, "binary", sparse)
     p = params(reg, net, fit, std, weighted)
     del p["elasticNetParam"]
-    ours = LinearSVC(**p).fit(df)
+    ours = LinearSVC(strategy="allreduce", **p).fit(df)
     ref = stock_cls.LinearSVC(**p).fit(df)
     # pyspark's LinearSVCModel.summary is a method (its other models' a property)
     assert ours.summary().objectiveHistory[-1] <= ref.summary().objectiveHistory[-1] * (1 + 1e-9) + 1e-12
@@ -179,7 +181,7 @@ def test_linear_svc_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
 def test_linear_svc_tightly_converged_matches_mllib(spark, fit, sparse):
     df = data(spark, "binary", sparse)
     tight = dict(regParam=0.01, fitIntercept=fit, weightCol="weight", maxIter=1000, tol=1e-10)
-    ours = LinearSVC(**tight).fit(df)
+    ours = LinearSVC(strategy="allreduce", **tight).fit(df)
     ref = stock_cls.LinearSVC(**tight).fit(df)
     diff = rel_diff((ours.coefficients.toArray(), [ours.intercept]), (ref.coefficients.toArray(), [ref.intercept]))
     assert diff < 1e-4, f"tightly converged coefficients differ by {diff:.2e} relative"

@@ -14,25 +14,34 @@ from sparkml import block_store
 
 STATS_SCHEMA = "partition int, rows long, info string, moments binary"
 MAX_CLASSES = 10_000  # a label above this is reported, not histogrammed
+_MOMENT_ROWS = 8192
+
+
+def _chunks(batches, name):
+    return [c for b in batches for c in (lambda col: col.chunks if hasattr(col, "chunks") else [col])(b.column(name))]
 
 
 def _concat(batches, name):
-    chunks = [b.column(name) for b in batches]
-    return pa.concat_arrays([c for chunk in chunks for c in (chunk.chunks if hasattr(chunk, "chunks") else [chunk])])
+    return pa.concat_arrays(_chunks(batches, name))
 
 
-def _dense_rows(column, dtype):
-    """A list<float> column -> (n, d) array; reports null rows and ragged sizes instead of raising."""
-    lengths = np.asarray(column.value_lengths().fill_null(-1), dtype=np.int64)
-    problems = {"null_features": int(column.null_count)}
+def _dense_rows(chunks, dtype):
+    """list<float> chunks -> one (n, d) array, filled chunk by chunk (no concatenated Arrow copy);
+    reports null rows and ragged sizes instead of raising."""
+    lengths = np.concatenate([np.asarray(c.value_lengths().fill_null(-1), dtype=np.int64) for c in chunks])
+    nulls = sum(c.null_count for c in chunks)
+    problems = {"null_features": int(nulls)}
     sizes = np.unique(lengths[lengths >= 0])
     if len(sizes) > 1:
         problems["feature_sizes"] = [int(s) for s in sizes[:5]]
-    if column.null_count or len(sizes) > 1 or len(lengths) == 0:
+    if nulls or len(sizes) > 1 or len(lengths) == 0:
         return None, problems, int(sizes[0]) if len(sizes) else 0
     d = int(sizes[0])
-    values = column.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False)
-    return values.reshape(len(lengths), d), problems, d
+    out, at = np.empty((len(lengths), d), dtype=dtype), 0
+    for c in chunks:
+        out[at:at + len(c)] = c.flatten().to_numpy(zero_copy_only=False).reshape(len(c), d)
+        at += len(c)
+    return out, problems, d
 
 
 def _sparse_rows(column, dtype):
@@ -81,8 +90,12 @@ def _moments(x, w):
         wv = w[rows] * values.astype(np.float64)
         d = int(indices.max()) + 1 if len(indices) else 0
         return np.bincount(indices, wv, d), np.bincount(indices, wv * values, d)
-    x64 = x.astype(np.float64, copy=False)
-    return w @ x64, w @ (x64 * x64)
+    s1, s2 = np.zeros(x.shape[1]), np.zeros(x.shape[1])
+    for i in range(0, len(x), _MOMENT_ROWS):  # chunks: no (n, d) temporary for x * x
+        c, wc = x[i:i + _MOMENT_ROWS].astype(np.float64, copy=False), w[i:i + _MOMENT_ROWS]
+        s1 += wc @ c
+        s2 += wc @ (c * c)
+    return s1, s2
 
 
 def _nonfinite_count(x):
@@ -99,8 +112,10 @@ def convert_partition(batches, dataset_id, sparse, dtype):
     info = {"partition": partition, "rows": 0, "store": block_store.store_key()}
     moments = b""
     if batches:
-        column = _concat(batches, "x")
-        x, problems, d = (_sparse_rows if sparse else _dense_rows)(column, np.dtype(dtype))
+        if sparse:
+            x, problems, d = _sparse_rows(_concat(batches, "x"), np.dtype(dtype))
+        else:
+            x, problems, d = _dense_rows(_chunks(batches, "x"), np.dtype(dtype))
         y_col = _concat(batches, "y")
         w_col = _concat(batches, "w")
         info.update(problems)
@@ -111,13 +126,15 @@ def convert_partition(batches, dataset_id, sparse, dtype):
         info.update(rows=len(y), n_features=d, nonfinite_labels=int(np.sum(~np.isfinite(y))),
                     negative_weights=int(np.sum(w < 0)), nonfinite_weights=int(np.sum(~np.isfinite(w))))
         if x is not None:
-            info["nonfinite_features"] = _nonfinite_count(x)
+            sx, sxx = _moments(x, w)
+            # NaN/inf in x always reaches the weighted sums (0 * inf is NaN): count only then
+            finite = bool(np.all(np.isfinite(sx)) and np.all(np.isfinite(sxx)))
+            info["nonfinite_features"] = 0 if finite else _nonfinite_count(x)
             finite_y = y[np.isfinite(y)]
             info.update(label_min=float(finite_y.min(initial=np.inf)), label_max=float(finite_y.max(initial=-np.inf)),
                         label_integral=bool(np.all(finite_y == np.round(finite_y))),
                         w_sum=float(w.sum()), w_sq_sum=float((w * w).sum()),
                         wy_sum=float(w @ y), wy_sq_sum=float(w @ (y * y)))
-            sx, sxx = _moments(x, w)
             sx, sxx = np.pad(sx, (0, d - len(sx))), np.pad(sxx, (0, d - len(sxx)))
             hist = np.zeros(0)
             if (not info["nonfinite_labels"] and info["label_integral"] and 0 <= info["label_min"]
