@@ -222,6 +222,20 @@ def environment(spark, args):
             "partitions": args.partitions, "reg_param": args.reg_param, "repeats": args.repeats, "seed": args.seed}
 
 
+def time_conversion(df, rows, features):
+    """Seconds and MB/s (float64 feature bytes) of the one-off conversion, per block dtype."""
+    from sparkml.data.training_data import TrainingData
+
+    out = {}
+    for dtype in ("float64", "float32"):
+        t0 = time.perf_counter()
+        data = TrainingData.prepare(df, "features", "label", None, dtype)
+        seconds = time.perf_counter() - t0
+        data.release()
+        out[dtype] = {"seconds": seconds, "mb_per_s": rows * features * 8 / 1e6 / seconds}
+    return out
+
+
 def main(argv=None):
     args = parse_args(argv)
     spark = make_session(args)
@@ -233,6 +247,9 @@ def main(argv=None):
     df, true_beta, true_b = generate(spark, args.rows, args.features, args.partitions, args.seed)
     gen_s = time.perf_counter() - t0
     print(f"generated and cached in {gen_s:.2f} s", flush=True)
+    env["conversion"] = conversion = time_conversion(df, args.rows, args.features)
+    print("one-off DataFrame -> executor blocks (TrainingData.prepare, then release): "
+          + ", ".join(f"{k} {v['seconds']:.2f} s = {v['mb_per_s']:.0f} MB/s" for k, v in conversion.items()), flush=True)
 
     configs = [("mllib", "-", "float64")] + [("sparkml", st, dt) for st, dt in args.configs]
     runs = {c: [] for c in configs}
