@@ -77,10 +77,9 @@ def solve_normal_equations(gram, xty, *, weight_sum, mean, var, label_mean, labe
         x, history, iterations = res.x, list(res.objective_history), res.n_iter
     else:
         try:
-            x = np.linalg.solve(aa, ab) if _positive_definite(aa) else None
-        except np.linalg.LinAlgError:
-            x = None
-        if x is None:   # MLlib: singular A^T W A -> Quasi-Newton without L1
+            chol = np.linalg.cholesky(aa)
+            x = np.linalg.solve(chol.T, np.linalg.solve(chol, ab))
+        except np.linalg.LinAlgError:   # MLlib: singular A^T W A -> Quasi-Newton without L1
             res = minimize_lbfgs(cost, x0, max_iter=max_iter, tol=tol)
             x, history, iterations = res.x, list(res.objective_history), res.n_iter
 
@@ -88,10 +87,3 @@ def solve_normal_equations(gram, xty, *, weight_sum, mean, var, label_mean, labe
     intercept = float(x[-1] * delta) if fit_intercept else 0.0
     return NormalSolution(coefficients, intercept, history, iterations)
 
-
-def _positive_definite(a):
-    try:
-        np.linalg.cholesky(a)
-        return True
-    except np.linalg.LinAlgError:
-        return False

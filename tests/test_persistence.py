@@ -25,7 +25,7 @@ KINDS = {  # our estimator, our model, stock estimator, stock model, fit params,
     "linreg": (LinearRegression, LinearRegressionModel, stock_regression.LinearRegression,
                stock_regression.LinearRegressionModel, {"regParam": 0.01, "labelCol": "y"}, ["prediction"]),
 }
-TORCH_PARAMS = ("strategy", "device", "dtype")
+TORCH_PARAMS = ("strategy", "device", "dtype", "numWorkers", "localIter")
 
 
 @pytest.fixture(scope="module")

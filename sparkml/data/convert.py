@@ -18,7 +18,12 @@ _MOMENT_ROWS = 8192
 
 
 def _chunks(batches, name):
-    return [c for b in batches for c in (lambda col: col.chunks if hasattr(col, "chunks") else [col])(b.column(name))]
+    """The Arrow arrays of one column across the batches (a ChunkedArray contributes its chunks)."""
+    chunks = []
+    for b in batches:
+        col = b.column(name)
+        chunks.extend(col.chunks if hasattr(col, "chunks") else [col])
+    return chunks
 
 
 def _concat(batches, name):

@@ -113,7 +113,7 @@ def assign_blocks(blocks, task_stores):
 class _ProcessGroup:
     """A torch.distributed group over the tasks of the current barrier stage."""
 
-    def __init__(self, ctx, backend, rank, world, address):
+    def __init__(self, backend, rank, world, address):
         import torch.distributed as dist
 
         self.dist, self.rank = dist, rank
@@ -146,7 +146,7 @@ def _train_task(batches, blocks, dataset_id, loss, device, dtype, objective, the
     peers = [json.loads(m) for m in ctx.allGather(json.dumps({"store": block_store.store_key(), "port": port}))]
     mine = assign_blocks(blocks, [p["store"] for p in peers])[rank]
     sums = PartitionSums(mine, dataset_id, loss, device, dtype)
-    group = _ProcessGroup(ctx, "nccl" if sums.device.type == "cuda" else "gloo", rank, len(peers),
+    group = _ProcessGroup("nccl" if sums.device.type == "cuda" else "gloo", rank, len(peers),
                           f"{host}:{peers[0]['port']}")
     size = int(np.prod(loss_shape(objective)))
     try:
@@ -197,8 +197,7 @@ class AllReduceStrategy(SyncStrategy):
                .collect())
         record = json.loads(out[0]["summary"])
         theta = np.frombuffer(out[0]["theta"], dtype=np.float64).copy()
+        # seconds: the stage's wall time, task launch, rendezvous and block loading included
         summary = TrainingSummary(record["history"], record["iterations"], record["converged"], record["message"],
-                                  0.0, record["iteration_seconds"])
-        # the stage's wall time: task launch, rendezvous and block loading included
-        summary.seconds = time.perf_counter() - start
+                                  time.perf_counter() - start, record["iteration_seconds"])
         return theta, summary
