@@ -1,16 +1,17 @@
 """Training blocks resident on executors, converted once per fit and read by every iteration.
 
 Moving a partition from the JVM to Python costs 10x to 100x the arithmetic of one pass over it
-(shared/DESIGN.md section 3), so the conversion job writes each partition once, as raw ``.npy``
-arrays, into the executor's Spark local directory, and every later task reads it back through a
+(shared/DESIGN.md section 3), so the conversion job writes each partition once, as raw arrays
+(``<name>.bin`` plus their dtype and shape in ``meta.json``), into the executor's Spark local directory, and every later task reads it back through a
 memory map. The page cache is shared by all Python workers of an executor, so the training copy
 exists once per partition however many workers touch it; each worker additionally keeps the opened
 tensors (or their device copy) in a small per-process cache keyed by dataset and partition.
 
-Files are plain numpy arrays loaded with ``allow_pickle=False``. They live under Spark's own
+Files are plain numbers, never pickles. They live under Spark's own
 block-manager directory, which Spark deletes when the application ends; ``drop`` deletes them as
 soon as a fit is over.
 """
+import json
 import os
 import shutil
 import socket
@@ -52,21 +53,68 @@ def _partition_dir(dataset_id, partition):
     return os.path.join(root_dir(), dataset_id, str(partition))
 
 
+class PartitionWriter:
+    """Streams one partition's arrays into a staging directory; ``commit`` publishes them atomically.
+
+    Each array is a raw file grown by ``append`` (rows of a fixed trailing shape), so a partition
+    is written batch by batch as Arrow delivers it and never held whole in the worker's memory.
+    ``meta.json`` records each array's dtype and shape. A retried task overwrites cleanly.
+    """
+
+    def __init__(self, dataset_id, partition):
+        self.final = _partition_dir(dataset_id, partition)
+        self.key = (dataset_id, partition)
+        os.makedirs(os.path.dirname(self.final), exist_ok=True)
+        self.staging = tempfile.mkdtemp(prefix=f".{partition}-", dir=os.path.dirname(self.final))
+        self.files, self.meta = {}, {}
+
+    def append(self, name, rows):
+        rows = np.ascontiguousarray(rows)
+        meta = self.meta.get(name)
+        if meta is None:
+            self.files[name] = open(os.path.join(self.staging, name + ".bin"), "wb")
+            meta = self.meta[name] = {"dtype": rows.dtype.str, "shape": [0, *rows.shape[1:]]}
+        elif rows.dtype.str != meta["dtype"] or list(rows.shape[1:]) != meta["shape"][1:]:
+            raise ValueError(f"{name}: appending {rows.dtype}{rows.shape} to {meta}")
+        rows.tofile(self.files[name])
+        meta["shape"][0] += len(rows)
+
+    def commit(self):
+        for f in self.files.values():
+            f.close()
+        with open(os.path.join(self.staging, "meta.json"), "w") as f:
+            json.dump(self.meta, f)
+        shutil.rmtree(self.final, ignore_errors=True)
+        os.replace(self.staging, self.final)
+        _evict(lambda key: key[:2] == self.key)
+
+    def abort(self):
+        for f in self.files.values():
+            f.close()
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
 def write_partition(dataset_id, partition, arrays):
-    """Write ``{name: ndarray}`` for one partition atomically (a retried task overwrites cleanly)."""
-    final = _partition_dir(dataset_id, partition)
-    os.makedirs(os.path.dirname(final), exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f".{partition}-", dir=os.path.dirname(final))
+    """Write ``{name: ndarray}`` for one partition at once."""
+    writer = PartitionWriter(dataset_id, partition)
     for name, array in arrays.items():
-        np.save(os.path.join(staging, name + ".npy"), np.ascontiguousarray(array), allow_pickle=False)
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(staging, final)
-    _evict(lambda key: key[0] == dataset_id and key[1] == partition)
+        writer.append(name, np.reshape(array, (-1, *np.shape(array)[1:])))
+    writer.commit()
 
 
-def _load(directory, name):
-    # mode "c": copy-on-write map, writable for torch.from_numpy, pages shared until written.
-    return np.load(os.path.join(directory, name + ".npy"), mmap_mode="c", allow_pickle=False)
+def _load_all(directory):
+    """{name: ndarray} of a committed partition. Mode "c": a copy-on-write map, writable for
+    torch.from_numpy, its pages shared with every other process until written."""
+    with open(os.path.join(directory, "meta.json")) as f:
+        meta = json.load(f)
+    out = {}
+    for name, m in meta.items():
+        shape, dtype = tuple(m["shape"]), np.dtype(m["dtype"])
+        if np.prod(shape) == 0:
+            out[name] = np.zeros(shape, dtype)
+        else:
+            out[name] = np.memmap(os.path.join(directory, name + ".bin"), dtype=dtype, mode="c", shape=shape)
+    return out
 
 
 def open_partition(dataset_id, partition, device, dtype):
@@ -87,17 +135,30 @@ def open_partition(dataset_id, partition, device, dtype):
             f"executor ({directory}); the task ran away from the executor that converted it"
         )
 
-    def tensor(name):
-        return torch.from_numpy(_load(directory, name)).to(device)
+    arrays = _load_all(directory)
 
-    if os.path.exists(os.path.join(directory, "x.npy")):
+    def tensor(name):
+        return torch.from_numpy(arrays[name]).to(device)
+
+    if "x" in arrays:
         block = DenseBlock(tensor("x").to(dtype))
     else:
-        shape = tuple(int(v) for v in _load(directory, "shape"))
+        shape = tuple(int(v) for v in arrays["shape"])
         block = CsrBlock(tensor("indptr"), tensor("indices"), tensor("values").to(dtype), shape)
     data = PartitionData(block, tensor("y"), tensor("w"))
     _OPEN[key] = data
     return data
+
+
+def drop_partitions(dataset_id, partitions):
+    """Delete some partitions' blocks on this executor (the last pass over them is done)."""
+    for p in partitions:
+        shutil.rmtree(_partition_dir(dataset_id, p), ignore_errors=True)
+    try:
+        os.rmdir(os.path.join(root_dir(), dataset_id))  # the last one out removes the dataset's directory
+    except OSError:
+        pass
+    _evict(lambda key: key[0] == dataset_id and key[1] in set(partitions))
 
 
 def drop(dataset_id):

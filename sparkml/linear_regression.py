@@ -123,7 +123,7 @@ class LinearRegression(Predictor, _Params):
             objective = _ClosedFormIntercept(objective, s.label_mean / sigma_y)
             theta0 = theta0[:-1]
         theta, summary = strategy.minimize(objective, theta0, max_iter=self.getMaxIter(), tol=self.getTol(),
-                                           name="LinearRegression")
+                                           name="LinearRegression", last_pass=True)
         beta, b = objective.to_original(theta)
         return beta[0], b[0], summary
 

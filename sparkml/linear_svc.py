@@ -69,7 +69,7 @@ class LinearSVC(Classifier, _Params):
                 reg_l2=self.getRegParam(), reg_l1=0.0, standardization=self.getStandardization())
             start = initial_coefficients(self._initial_model, s.n_features, 1) or (np.zeros((1, s.n_features)), np.zeros(1))
             theta, summary = strategy.minimize(objective, objective.from_original(*start), max_iter=self.getMaxIter(),
-                                           tol=self.getTol(), name="LinearSVC", owlqn=True)
+                                           tol=self.getTol(), name="LinearSVC", owlqn=True, last_pass=True)
         finally:
             data.release()
         beta, b = objective.to_original(theta)

@@ -108,7 +108,7 @@ class LogisticRegression(ProbabilisticClassifier, _Params):
                     b = np.array([np.log(hist[1] / hist[0])])
             start = (beta, b)
         theta, summary = strategy.minimize(objective, objective.from_original(*start), max_iter=self.getMaxIter(),
-                                       tol=self.getTol(), name="LogisticRegression")
+                                       tol=self.getTol(), name="LogisticRegression", last_pass=True)
         beta, b = objective.to_original(theta)
         if multinomial:
             b = b - b.mean()  # intercepts are never penalized: MLlib reports the centered ones

@@ -30,30 +30,22 @@ def _concat(batches, name):
     return pa.concat_arrays(_chunks(batches, name))
 
 
-def _dense_rows(chunks, dtype):
-    """list<float> chunks -> one (n, d) array, filled chunk by chunk (no concatenated Arrow copy);
-    reports null rows and ragged sizes instead of raising."""
-    lengths = np.concatenate([np.asarray(c.value_lengths().fill_null(-1), dtype=np.int64) for c in chunks])
-    nulls = sum(c.null_count for c in chunks)
-    problems = {"null_features": int(nulls)}
-    sizes = np.unique(lengths[lengths >= 0])
-    if len(sizes) > 1:
-        problems["feature_sizes"] = [int(s) for s in sizes[:5]]
-    if nulls or len(sizes) > 1 or len(lengths) == 0:
-        return None, problems, int(sizes[0]) if len(sizes) else 0
-    d = int(sizes[0])
-    out, at = np.empty((len(lengths), d), dtype=dtype), 0
-    for c in chunks:
-        out[at:at + len(c)] = c.flatten().to_numpy(zero_copy_only=False).reshape(len(c), d)
-        at += len(c)
-    return out, problems, d
+def _dense_rows(column, dtype):
+    """A list<float> Arrow array -> ((n, d) array or None, sizes seen, null rows)."""
+    lengths = np.asarray(column.value_lengths().fill_null(-1), dtype=np.int64)
+    sizes = set(np.unique(lengths[lengths >= 0]).tolist())
+    if column.null_count or len(sizes) != 1:
+        return None, sizes, column.null_count
+    d = sizes.pop()
+    x = column.flatten().to_numpy(zero_copy_only=False).reshape(len(column), d).astype(dtype, copy=False)
+    return x, {d}, 0
 
 
 def _sparse_rows(column, dtype):
-    """A VectorUDT struct column -> CSR (indptr, indices, values); dense-typed rows are expanded."""
-    problems = {"null_features": int(column.null_count)}
+    """A VectorUDT struct column -> (CSR (indptr, indices, values) or None, sizes seen); dense-typed
+    rows are expanded. None when rows are null or of different sizes."""
     if column.null_count:
-        return None, problems, 0
+        return None, set()
     kind = column.field("type").to_numpy(zero_copy_only=False)
     sizes = column.field("size").to_numpy(zero_copy_only=False)
     value_lists = column.field("values")
@@ -65,9 +57,7 @@ def _sparse_rows(column, dtype):
         sizes = np.where(dense_rows, row_nnz, sizes)
     unique_sizes = np.unique(sizes)
     if len(unique_sizes) > 1:
-        problems["feature_sizes"] = [int(s) for s in unique_sizes[:5]]
-        return None, problems, 0
-    d = int(unique_sizes[0]) if n else 0
+        return None, set(unique_sizes.tolist())
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(row_nnz, out=indptr[1:])
     values = value_lists.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False)
@@ -84,7 +74,7 @@ def _sparse_rows(column, dtype):
                 indices[indptr[i]:indptr[i + 1]] = idx_flat[idx_off[i]:idx_off[i + 1]]
     else:
         indices = index_lists.flatten().to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
-    return (indptr, indices, values), problems, d
+    return (indptr, indices, values), set(unique_sizes.tolist())
 
 
 def _moments(x, w):
@@ -108,52 +98,141 @@ def _nonfinite_count(x):
     return int(values.size - np.count_nonzero(np.isfinite(values)))
 
 
+class PartitionStats:
+    """Statistics and input problems of one partition, accumulated batch by batch."""
+
+    def __init__(self):
+        self.rows, self.sizes = 0, set()
+        self.problems = dict.fromkeys(("null_features", "null_labels", "null_weights", "nonfinite_features",
+                                       "nonfinite_labels", "negative_weights", "nonfinite_weights"), 0)
+        self.sx = self.sxx = None
+        self.w_sum = self.w_sq_sum = self.wy_sum = self.wy_sq_sum = 0.0
+        self.label_min, self.label_max, self.label_integral = np.inf, -np.inf, True
+        self.hist = np.zeros(0)  # weighted label histogram, while every label is a class index
+
+    def labels(self, y_col, w_col):
+        """The batch's (y, w) as float64 (nulls filled), counting their problems."""
+        p = self.problems
+        p["null_labels"] += y_col.null_count
+        p["null_weights"] += w_col.null_count
+        y = np.asarray(y_col.fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
+        w = np.asarray(w_col.fill_null(1.0).to_numpy(zero_copy_only=False), dtype=np.float64)
+        finite = np.isfinite(y)
+        p["nonfinite_labels"] += int(len(y) - np.count_nonzero(finite))
+        p["negative_weights"] += int(np.count_nonzero(w < 0))
+        p["nonfinite_weights"] += int(len(w) - np.count_nonzero(np.isfinite(w)))
+        fy = y[finite]
+        if len(fy):
+            self.label_min, self.label_max = min(self.label_min, fy.min()), max(self.label_max, fy.max())
+            self.label_integral &= bool(np.all(fy == np.round(fy)))
+        self.rows += len(y)
+        self.w_sum += float(w.sum())
+        self.w_sq_sum += float(w @ w)
+        self.wy_sum += float(w @ y)
+        self.wy_sq_sum += float(w @ (y * y))
+        if self.hist is not None:
+            if len(fy) == len(y) and self.label_integral and self.label_min >= 0 and self.label_max < MAX_CLASSES:
+                h = np.bincount(y.astype(np.int64), w, len(self.hist))
+                h[:len(self.hist)] += self.hist
+                self.hist = h
+            elif len(y):
+                self.hist = None  # NaN, fractional, negative or huge labels: reported, not histogrammed
+        return y, w
+
+    def features(self, x, w, sizes, nulls):
+        """Add the batch's features (None when its rows are null or ragged)."""
+        self.problems["null_features"] += int(nulls)
+        self.sizes |= sizes
+        if x is None:
+            return
+        s1, s2 = _moments(x, w)
+        d = max(self.sizes)
+        if not (np.all(np.isfinite(s1)) and np.all(np.isfinite(s2))):
+            # NaN/inf in x always reaches the weighted sums (0 * inf is NaN): count only then
+            self.problems["nonfinite_features"] += _nonfinite_count(x)
+        if self.sx is None:
+            self.sx, self.sxx = np.zeros(d), np.zeros(d)
+        if len(s1) <= len(self.sx):
+            self.sx[:len(s1)] += s1
+            self.sxx[:len(s2)] += s2
+
+    def has_problems(self):
+        return any(self.problems.values()) or len(self.sizes) > 1
+
+    def info(self):
+        info = {k: int(v) for k, v in self.problems.items()}
+        if len(self.sizes) > 1:
+            info["feature_sizes"] = sorted(int(s) for s in self.sizes)[:5]
+        d = max(self.sizes) if self.sizes else 0
+        info.update(rows=self.rows, n_features=d, label_min=float(self.label_min), label_max=float(self.label_max),
+                    label_integral=bool(self.label_integral), w_sum=self.w_sum, w_sq_sum=self.w_sq_sum,
+                    wy_sum=self.wy_sum, wy_sq_sum=self.wy_sq_sum)
+        hist = self.hist if self.hist is not None else np.zeros(0)
+        info["n_classes_hist"] = len(hist)
+        sx = self.sx if self.sx is not None else np.zeros(d)
+        sxx = self.sxx if self.sxx is not None else np.zeros(d)
+        return info, np.concatenate([sx, sxx, hist]).astype(np.float64).tobytes()
+
+
+def _warm_torch():
+    """Import torch in the background while this task waits on Arrow batches: the next stage
+    (an iteration, or the allreduce barrier stage) then finds it loaded in this reused worker."""
+    import threading
+
+    def load():
+        try:
+            import torch  # noqa: F401
+        except Exception:  # the iteration's own import reports it
+            pass
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    return thread
+
+
 def convert_partition(batches, dataset_id, sparse, dtype):
-    """Validate one partition, write its blocks, and return its statistics row."""
+    """Validate one partition, write its blocks batch by batch, and return its statistics row."""
     from pyspark import TaskContext
 
     partition = TaskContext.get().partitionId()
-    batches = [b for b in batches if b.num_rows]
-    info = {"partition": partition, "rows": 0, "store": block_store.store_key()}
-    moments = b""
-    if batches:
-        if sparse:
-            x, problems, d = _sparse_rows(_concat(batches, "x"), np.dtype(dtype))
+    warm = _warm_torch()
+    stats, dtype = PartitionStats(), np.dtype(dtype)
+    writer = block_store.PartitionWriter(dataset_id, partition)
+    try:
+        if sparse:  # CSR needs the whole partition (row offsets); sparse partitions are small
+            batches = [b for b in batches if b.num_rows]
+            if batches:
+                y, w = stats.labels(_concat(batches, "y"), _concat(batches, "w"))
+                column = _concat(batches, "x")
+                x, sizes = _sparse_rows(column, dtype)
+                stats.features(x, w, sizes, column.null_count)
+                if not stats.has_problems():
+                    indptr, indices, values = x
+                    for name, array in (("indptr", indptr), ("indices", indices), ("values", values),
+                                        ("shape", np.array([len(y), max(sizes)])), ("y", y), ("w", w)):
+                        writer.append(name, array)
         else:
-            x, problems, d = _dense_rows(_chunks(batches, "x"), np.dtype(dtype))
-        y_col = _concat(batches, "y")
-        w_col = _concat(batches, "w")
-        info.update(problems)
-        info["null_labels"] = int(y_col.null_count)
-        info["null_weights"] = int(w_col.null_count)
-        y = y_col.fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64)
-        w = w_col.fill_null(1.0).to_numpy(zero_copy_only=False).astype(np.float64)
-        info.update(rows=len(y), n_features=d, nonfinite_labels=int(np.sum(~np.isfinite(y))),
-                    negative_weights=int(np.sum(w < 0)), nonfinite_weights=int(np.sum(~np.isfinite(w))))
-        if x is not None:
-            sx, sxx = _moments(x, w)
-            # NaN/inf in x always reaches the weighted sums (0 * inf is NaN): count only then
-            finite = bool(np.all(np.isfinite(sx)) and np.all(np.isfinite(sxx)))
-            info["nonfinite_features"] = 0 if finite else _nonfinite_count(x)
-            finite_y = y[np.isfinite(y)]
-            info.update(label_min=float(finite_y.min(initial=np.inf)), label_max=float(finite_y.max(initial=-np.inf)),
-                        label_integral=bool(np.all(finite_y == np.round(finite_y))),
-                        w_sum=float(w.sum()), w_sq_sum=float((w * w).sum()),
-                        wy_sum=float(w @ y), wy_sq_sum=float(w @ (y * y)))
-            sx, sxx = np.pad(sx, (0, d - len(sx))), np.pad(sxx, (0, d - len(sxx)))
-            hist = np.zeros(0)
-            if (not info["nonfinite_labels"] and info["label_integral"] and 0 <= info["label_min"]
-                    and info["label_max"] < MAX_CLASSES):  # NaN labels are reported, not histogrammed
-                hist = np.bincount(y.astype(np.int64), w, int(info["label_max"]) + 1)
-            info["n_classes_hist"] = len(hist)
-            moments = np.concatenate([sx, sxx, hist]).astype(np.float64).tobytes()
-            if not _has_problems(info):
-                arrays = {"y": y, "w": w}
-                if sparse:
-                    arrays.update(indptr=x[0], indices=x[1], values=x[2], shape=np.array([len(y), d]))
-                else:
-                    arrays["x"] = x
-                block_store.write_partition(dataset_id, partition, arrays)
+            for batch in batches:
+                if not batch.num_rows:
+                    continue
+                y, w = stats.labels(batch.column("y"), batch.column("w"))
+                x, sizes, nulls = _dense_rows(batch.column("x"), dtype)
+                stats.features(x, w, sizes, nulls)
+                if not stats.has_problems():  # after a problem: keep counting, stop writing
+                    writer.append("x", x)
+                    writer.append("y", y)
+                    writer.append("w", w)
+        if stats.rows and not stats.has_problems():
+            writer.commit()
+        else:
+            writer.abort()
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        warm.join()
+    info, moments = stats.info()
+    info.update(partition=partition, store=block_store.store_key())
     yield pa.RecordBatch.from_pydict(
         {"partition": [partition], "rows": [info["rows"]], "info": [json.dumps(info)], "moments": [moments]},
         schema=pa.schema([("partition", pa.int32()), ("rows", pa.int64()), ("info", pa.string()), ("moments", pa.binary())]),
@@ -164,5 +243,3 @@ PROBLEM_KEYS = ("null_features", "feature_sizes", "null_labels", "null_weights",
                 "nonfinite_labels", "negative_weights", "nonfinite_weights")
 
 
-def _has_problems(info):
-    return any(info.get(k) for k in PROBLEM_KEYS)

@@ -96,6 +96,7 @@ class TrainingData:
         self.connect = is_connect(spark)
         self.sc = None if self.connect else handles.context
         self.blocks = []  # (partition, rows, store key) of every non-empty partition
+        self.dropped_by_tasks = False  # the last pass (allreduce) deleted the blocks itself
 
     @classmethod
     def prepare(cls, df, features_col, label_col, weight_col=None, dtype="float64"):
@@ -155,6 +156,8 @@ class TrainingData:
             return iter(())
 
         try:
+            if self.dropped_by_tasks:
+                return
             if self.connect:
                 self.handles.mapInArrow(drop, STATS_SCHEMA).collect()
             else:

@@ -1,10 +1,11 @@
 """The ``allreduce`` strategy: the whole optimization inside one barrier stage.
 
 The stage has ``n`` barrier tasks (at most the cluster's free task slots: a barrier stage runs all
-its tasks at once). The tasks exchange where they run through ``allGather`` and split the resident
-blocks among the tasks that can read them (``assign_blocks``). Each task opens its blocks once,
-joins a ``torch.distributed`` process group (gloo on CPU, NCCL on CUDA; rank 0's address is shared
-through ``BarrierTaskContext.allGather``) and runs the same driver-free L-BFGS / OWL-QN as ``sync``.
+its tasks at once). The tasks meet at a ``torch.distributed`` key-value store (hosted by the driver in a classic
+session, by rank 0 in Spark Connect: ``_rendezvous``), exchange where they run and split the
+resident blocks among the tasks that can read them (``assign_blocks``). Each task opens its blocks
+once, joins a process group (gloo on CPU, NCCL on CUDA) over that store and runs the same
+driver-free L-BFGS / OWL-QN as ``sync``.
 The stage is ``spark.range(n).mapInArrow(..., barrier=True)``, so classic and Spark Connect
 sessions run it alike.
 Every evaluation sums the tasks' partial (loss, gradient) with a reduce to rank 0 followed by a
@@ -26,7 +27,8 @@ from sparkml.strategies.partition_sums import PartitionSums
 from sparkml.strategies.sync import SyncStrategy
 from sparkml.training import TrainingSummary, run_optimizer
 
-_TIMEOUT = timedelta(minutes=30)
+_TIMEOUT = timedelta(minutes=30)  # a collective (one evaluation) may take this long
+_RENDEZVOUS_TIMEOUT = timedelta(minutes=5)  # every task of the stage runs at once: they meet quickly
 
 
 def task_slots(spark):
@@ -79,12 +81,6 @@ def plan_workers(requested, n_partitions, slots):
     return max(1, min(n, n_partitions))
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
-
-
 def assign_blocks(blocks, task_stores):
     """Give each task the partitions whose blocks live where it runs, balancing rows.
 
@@ -110,15 +106,50 @@ def assign_blocks(blocks, task_stores):
     return mine
 
 
+def _store(address, world, is_master):
+    from torch.distributed import TCPStore
+
+    host, port = address
+    return TCPStore(host, port, world if not is_master else None, is_master, _RENDEZVOUS_TIMEOUT,
+                    wait_for_workers=False)
+
+
+def _rendezvous(ctx, rank, world, driver_store):
+    """A key-value store every rank of this stage attempt reaches, without a barrier call where possible.
+
+    Spark's ``allGather``/``barrier`` answer on a one-second poll (measured: 1.0 s per call here), so in a
+    classic session the driver hosts the store and passes its address in the task closure; a
+    Spark Connect client may not be reachable from the executors, so there rank 0 hosts it and
+    shares the port through one ``allGather``.
+    """
+    from torch.distributed import PrefixStore
+
+    if driver_store is None:  # a fresh store per stage attempt
+        host = ctx.getTaskInfos()[0].address.rsplit(":", 1)[0] or "127.0.0.1"
+        store = _store((host, 0), world, True) if rank == 0 else None
+        port = int(ctx.allGather(str(store.port if rank == 0 else 0))[0])
+        return PrefixStore("fit", store or _store((host, port), world, False))
+    # The driver's store outlives a failed stage attempt: a retry must not read the keys of the failed
+    # one, so each attempt's keys live under the count of tasks that arrived before it. (Spark does
+    # not tell Python tasks their stage attempt; an executor lost before its task arrived here would
+    # shift the count, and the retry then fails at this rendezvous after _RENDEZVOUS_TIMEOUT.)
+    store = _store(driver_store, world, False)
+    return PrefixStore(f"epoch-{(store.add('arrivals', 1) - 1) // world}", store)
+
+
+def _all_gather(store, rank, world, name, value):
+    store.set(f"{name}/{rank}", value)
+    return [store.get(f"{name}/{r}").decode() for r in range(world)]
+
+
 class _ProcessGroup:
     """A torch.distributed group over the tasks of the current barrier stage."""
 
-    def __init__(self, backend, rank, world, address):
+    def __init__(self, backend, rank, world, store):
         import torch.distributed as dist
 
         self.dist, self.rank = dist, rank
-        dist.init_process_group(backend, init_method=f"tcp://{address}", rank=rank, world_size=world,
-                                timeout=_TIMEOUT)
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=_TIMEOUT)
 
     def sum(self, tensor):
         """Sum over ranks; every rank receives rank 0's bits."""
@@ -130,7 +161,8 @@ class _ProcessGroup:
         self.dist.destroy_process_group()
 
 
-def _train_task(batches, blocks, dataset_id, loss, device, dtype, objective, theta0, options):
+def _train_task(batches, blocks, dataset_id, loss, device, dtype, objective, theta0, options, driver_store,
+                last_pass):
     import pyarrow as pa
     import torch
     from pyspark import BarrierTaskContext
@@ -140,14 +172,11 @@ def _train_task(batches, blocks, dataset_id, loss, device, dtype, objective, the
     from sparkml import block_store
 
     ctx = BarrierTaskContext.get()
-    rank = ctx.partitionId()
-    host = ctx.getTaskInfos()[0].address.rsplit(":", 1)[0] or "127.0.0.1"
-    port = _free_port() if rank == 0 else 0
-    peers = [json.loads(m) for m in ctx.allGather(json.dumps({"store": block_store.store_key(), "port": port}))]
-    mine = assign_blocks(blocks, [p["store"] for p in peers])[rank]
+    rank, world = ctx.partitionId(), len(ctx.getTaskInfos())
+    store = _rendezvous(ctx, rank, world, driver_store)
+    mine = assign_blocks(blocks, _all_gather(store, rank, world, "where", block_store.store_key()))[rank]
     sums = PartitionSums(mine, dataset_id, loss, device, dtype)
-    group = _ProcessGroup("nccl" if sums.device.type == "cuda" else "gloo", rank, len(peers),
-                          f"{host}:{peers[0]['port']}")
+    group = _ProcessGroup("nccl" if sums.device.type == "cuda" else "gloo", rank, world, store)
     size = int(np.prod(loss_shape(objective)))
     try:
         def data_sum(coef):
@@ -161,12 +190,19 @@ def _train_task(batches, blocks, dataset_id, loss, device, dtype, objective, the
         theta, summary = run_optimizer(objective.with_data_sum(data_sum), theta0, **options)
     finally:
         group.close()
+    if last_pass:  # the fit's last pass over these blocks: no separate job to delete them
+        block_store.drop_partitions(dataset_id, [p for p, _ in mine])
     if rank == 0:
         record = {"history": summary.objectiveHistory, "iterations": summary.totalIterations,
                   "converged": summary.converged, "message": summary.message,
                   "iteration_seconds": summary.iterationSeconds}
         yield pa.RecordBatch.from_pydict({"theta": [np.asarray(theta, dtype=np.float64).tobytes()],
                                           "summary": [json.dumps(record)]})
+
+
+def _driver_host(spark):
+    """The address executors reach the driver at (what Spark itself gives them)."""
+    return spark.sparkContext.getConf().get("spark.driver.host", None) or socket.gethostname()
 
 
 def loss_shape(objective):
@@ -183,18 +219,26 @@ class AllReduceStrategy(SyncStrategy):
         super().__init__(data, loss, device, aggregation_depth)
         self.n_workers = plan_workers(num_workers, max(1, len(data.blocks)), task_slots(data.spark))
 
-    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False):
+    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False):
+        """``last_pass``: the fit reads the blocks no more, so each task deletes its own when done."""
         dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.dtype
         task_objective = objective.with_data_sum(None)
         options = dict(max_iter=max_iter, tol=tol, name=name, owlqn=owlqn)
         theta0 = np.asarray(theta0, dtype=np.float64)
         start = time.perf_counter()
         blocks, n = self.data.blocks, self.n_workers
-        out = (self.data.spark.range(0, n, 1, n)
-               .mapInArrow(lambda batches: _train_task(batches, blocks, dataset_id, loss, device, dtype,
-                                                       task_objective, theta0, options),
-                           "theta binary, summary string", barrier=True)
-               .collect())
+        master = None if self.data.connect else _store((_driver_host(self.data.spark), 0), n, True)
+        driver_store = None if master is None else (_driver_host(self.data.spark), master.port)
+        try:
+            out = (self.data.spark.range(0, n, 1, n)
+                   .mapInArrow(lambda batches: _train_task(batches, blocks, dataset_id, loss, device, dtype,
+                                                           task_objective, theta0, options, driver_store, last_pass),
+                               "theta binary, summary string", barrier=True)
+                   .collect())
+        finally:
+            del master  # stops the driver's store
+        if last_pass:
+            self.data.dropped_by_tasks = True
         record = json.loads(out[0]["summary"])
         theta = np.frombuffer(out[0]["theta"], dtype=np.float64).copy()
         # seconds: the stage's wall time, task launch, rendezvous and block loading included

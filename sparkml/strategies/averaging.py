@@ -76,7 +76,7 @@ class AveragingStrategy(SyncStrategy):
         weighted, w_sum = total
         return weighted / w_sum
 
-    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False):
+    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False):
         method = "owlqn" if owlqn else "auto"
         start = time.perf_counter()
         theta = np.asarray(theta0, dtype=np.float64)

@@ -51,6 +51,7 @@ class SyncStrategy:
         """The sums above plus the Hessian block sum_i w_i h_i x~_i x~_i^T (one pass)."""
         return self._run(coef, "loss_gradient_hessian")
 
-    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False):
-        """Driver-side L-BFGS / OWL-QN over ``objective`` (whose data sum is ``self.loss_gradient``)."""
+    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False):
+        """Driver-side L-BFGS / OWL-QN over ``objective`` (whose data sum is ``self.loss_gradient``).
+        ``last_pass`` (no later pass reads the blocks) matters only to ``allreduce``."""
         return run_optimizer(objective, theta0, max_iter=max_iter, tol=tol, name=name, owlqn=owlqn)
