@@ -1,9 +1,10 @@
-"""PyTorch math for the linear models: devices, row blocks, losses.
+"""PyTorch math for the linear and kernel models: devices, row blocks, losses, kernels.
 
 Plain tensors in, tensors out; nothing here imports pyspark, sparkml or jobs.
 """
 from .blocks import CsrBlock, DenseBlock, make_block
 from .device import resolve_device, resolve_dtype
+from .kernels import KERNELS, kernel_diagonal, kernel_matrix
 from .losses import (
     HingeLoss,
     LinearLoss,
@@ -14,6 +15,9 @@ from .losses import (
 )
 
 __all__ = [
+    "KERNELS",
+    "kernel_matrix",
+    "kernel_diagonal",
     "resolve_device",
     "resolve_dtype",
     "DenseBlock",

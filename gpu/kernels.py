@@ -1,0 +1,120 @@
+"""Kernel functions K(A, B) between blocks of rows, tiled to a memory budget, on any device.
+
+For rows a of A (n, d) and b of B (m, d), with scikit-learn's parametrization and defaults
+(``gamma=None`` means 1 / d, ``coef0=1``, ``degree=3``):
+
+    linear:      K(a, b) = a . b
+    polynomial:  K(a, b) = (gamma a . b + coef0) ** degree
+    sigmoid:     K(a, b) = tanh(gamma a . b + coef0)
+    rbf:         K(a, b) = exp(-gamma ||a - b||_2^2)
+    laplacian:   K(a, b) = exp(-gamma ||a - b||_1)
+
+Precision. Inner products run as one matmul in the input dtype per tile. For rbf the squared
+distance is ||a - c||^2 + ||b - c||^2 - 2 (a - c).(b - c) with c the mean of B's rows: shifting
+both sides leaves the distance unchanged but removes the cancellation that a large common offset
+would cause, and the two squared norms and the sum are float64, so float32 inputs lose only the
+float32 rounding of the cross term. Laplacian sums |a_j - b_j| in the input dtype. Results are
+float64 for float64 inputs, else float32.
+
+Memory. Only the returned (n, m) matrix scales with n * m: the temporaries of each tile are held
+under ``budget_bytes`` (default 256 MiB) by processing A (and if needed B) in row tiles.
+"""
+from __future__ import annotations
+
+import torch
+
+__all__ = ["KERNELS", "kernel_matrix", "kernel_diagonal"]
+
+KERNELS = ("linear", "polynomial", "sigmoid", "rbf", "laplacian")
+DEFAULT_BUDGET_BYTES = 256 * 2**20
+_F64 = torch.float64
+
+
+def _as_rows(x, device=None):
+    x = torch.as_tensor(x)
+    if device is not None:
+        x = x.to(device)
+    if x.dim() != 2:
+        raise ValueError(f"kernel inputs must be 2-D (rows, features), got shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        x = x.to(_F64)
+    return x
+
+
+def _check(kind, a, b, gamma, degree):
+    if kind not in KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(KERNELS)}; got {kind!r}")
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"A has {a.shape[1]} features but B has {b.shape[1]}")
+    if gamma is not None and not gamma > 0:
+        raise ValueError(f"gamma must be > 0; got {gamma}")
+    if kind == "polynomial" and (int(degree) != degree or degree < 1):
+        raise ValueError(f"degree must be a positive integer; got {degree}")
+
+
+def _pair_bytes(kind, d, itemsize):
+    """Temporary bytes per (row of A, row of B) pair in one tile: the float64 product or distance
+    and two elementwise temporaries; laplacian's cdist may also hold |a - b| per pair."""
+    return 8 * 3 + (d * itemsize if kind == "laplacian" else 0)
+
+
+def _gram_tile(kind, a, b, b_sq, shift, gamma, degree, coef0):
+    if kind == "rbf":
+        a_s = a - shift
+        cross = (a_s @ (b - shift).T).to(_F64)
+        a_sq = (a_s.to(_F64) ** 2).sum(1)
+        dist = (a_sq[:, None] + b_sq[None, :] - 2 * cross).clamp_(min=0)
+        return torch.exp(-gamma * dist)
+    if kind == "laplacian":
+        return torch.exp(-gamma * torch.cdist(a, b, p=1).to(_F64))
+    dot = (a @ b.T).to(_F64)
+    if kind == "linear":
+        return dot
+    if kind == "polynomial":
+        return (gamma * dot + coef0) ** int(degree)
+    return torch.tanh(gamma * dot + coef0)
+
+
+def kernel_matrix(kind, A, B=None, *, gamma=None, degree=3, coef0=1.0, budget_bytes=DEFAULT_BUDGET_BYTES,
+                  device=None):
+    """K(A, B) as an (n, m) tensor on A's device (or ``device``); B defaults to A.
+
+    float64 when A is float64, else float32. See the module docstring for the formulas.
+    """
+    a = _as_rows(A, device)
+    b = a if B is None else _as_rows(B, a.device).to(a.dtype)
+    _check(kind, a, b, gamma, degree)
+    n, m, d = a.shape[0], b.shape[0], a.shape[1]
+    gamma = 1.0 / d if gamma is None else float(gamma)
+    out_dtype = _F64 if a.dtype == _F64 else torch.float32
+    out = torch.empty((n, m), dtype=out_dtype, device=a.device)
+    if n == 0 or m == 0:
+        return out
+    pair = _pair_bytes(kind, d, a.element_size())
+    col_tile = m if m * pair <= budget_bytes else max(1, budget_bytes // pair)
+    rows = max(1, budget_bytes // (col_tile * pair))
+    for j in range(0, m, col_tile):
+        bj = b[j:j + col_tile]
+        shift = b_sq = None
+        if kind == "rbf":
+            shift = bj.to(_F64).mean(0).to(a.dtype)
+            b_sq = ((bj - shift).to(_F64) ** 2).sum(1)
+        for i in range(0, n, rows):
+            out[i:i + rows, j:j + col_tile] = _gram_tile(kind, a[i:i + rows], bj, b_sq, shift, gamma, degree, coef0)
+    return out
+
+
+def kernel_diagonal(kind, A, *, gamma=None, degree=3, coef0=1.0):
+    """K(a_i, a_i) for every row, without the (n, n) matrix (1 for rbf and laplacian)."""
+    a = _as_rows(A)
+    _check(kind, a, a, gamma, degree)
+    gamma = 1.0 / a.shape[1] if gamma is None else float(gamma)
+    out_dtype = _F64 if a.dtype == _F64 else torch.float32
+    if kind in ("rbf", "laplacian"):
+        return torch.ones(a.shape[0], dtype=out_dtype, device=a.device)
+    sq = (a.to(_F64) ** 2).sum(1)
+    if kind == "linear":
+        return sq.to(out_dtype)
+    if kind == "polynomial":
+        return ((gamma * sq + coef0) ** int(degree)).to(out_dtype)
+    return torch.tanh(gamma * sq + coef0).to(out_dtype)

@@ -1,0 +1,94 @@
+"""gpu.kernels against scikit-learn's pairwise kernels and closed forms, tiled and untiled."""
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import pairwise
+
+from gpu.kernels import KERNELS, kernel_diagonal, kernel_matrix
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
+PARAMS = {"linear": {}, "polynomial": {"gamma": 0.3, "degree": 3, "coef0": 0.5}, "sigmoid": {"gamma": 0.05, "coef0": -0.2},
+          "rbf": {"gamma": 0.2}, "laplacian": {"gamma": 0.1}}
+SKLEARN = {"linear": pairwise.linear_kernel, "polynomial": pairwise.polynomial_kernel,
+           "sigmoid": pairwise.sigmoid_kernel, "rbf": pairwise.rbf_kernel, "laplacian": pairwise.laplacian_kernel}
+TOL = {np.float64: 1e-10, np.float32: 1e-5}
+
+
+def _data(dtype, offset=0.0):
+    rng = np.random.default_rng(3)
+    a = rng.normal(offset, 1.0, (57, 6)).astype(dtype)
+    b = rng.normal(offset, 1.0, (23, 6)).astype(dtype)
+    return a, b
+
+
+def _reference(kind, a, b, params):
+    return SKLEARN[kind](a.astype(np.float64), b.astype(np.float64), **params)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kind", KERNELS)
+@pytest.mark.parametrize("budget", [256 * 2**20, 700])  # 700 bytes: tiles of a few pairs in both directions
+def test_matches_sklearn(kind, dtype, device, budget):
+    a, b = _data(dtype)
+    got = kernel_matrix(kind, torch.from_numpy(a), torch.from_numpy(b), budget_bytes=budget, device=device,
+                        **PARAMS[kind])
+    assert got.dtype == (torch.float64 if dtype == np.float64 else torch.float32)
+    assert got.device.type == device
+    ref = _reference(kind, a, b, PARAMS[kind])
+    np.testing.assert_allclose(got.cpu().numpy(), ref, rtol=TOL[dtype], atol=TOL[dtype])
+
+
+@pytest.mark.parametrize("kind", KERNELS)
+def test_defaults_are_sklearns(kind):
+    a, b = _data(np.float64)
+    np.testing.assert_allclose(kernel_matrix(kind, a, b).numpy(), SKLEARN[kind](a, b), rtol=1e-10, atol=1e-12)
+
+
+def test_rbf_float32_survives_a_large_common_offset():
+    # ||a||^2 + ||b||^2 - 2 a.b in float32 at offset 1000 would lose every digit of the distance
+    a, b = _data(np.float32, offset=1000.0)
+    got = kernel_matrix("rbf", a, b, gamma=0.2).numpy()
+    np.testing.assert_allclose(got, _reference("rbf", a, b, {"gamma": 0.2}), rtol=1e-5, atol=1e-5)
+
+
+def test_closed_forms():
+    a = np.array([[1.0, 2.0], [0.0, -1.0]])
+    b = np.array([[3.0, 0.0]])
+    np.testing.assert_allclose(kernel_matrix("rbf", a, b, gamma=0.5).numpy()[:, 0],
+                               np.exp(-0.5 * np.array([4 + 4, 9 + 1])))
+    np.testing.assert_allclose(kernel_matrix("laplacian", a, b, gamma=0.5).numpy()[:, 0],
+                               np.exp(-0.5 * np.array([2 + 2, 3 + 1])))
+    np.testing.assert_allclose(kernel_matrix("polynomial", a, b, gamma=2.0, degree=2, coef0=1.0).numpy()[:, 0],
+                               (2.0 * np.array([3.0, 0.0]) + 1.0) ** 2)
+    np.testing.assert_allclose(kernel_matrix("sigmoid", a, b, gamma=0.1, coef0=0.0).numpy()[:, 0],
+                               np.tanh(0.1 * np.array([3.0, 0.0])))
+    k = kernel_matrix("rbf", a).numpy()  # B defaults to A: symmetric, unit diagonal
+    np.testing.assert_allclose(k, k.T)
+    np.testing.assert_allclose(np.diag(k), 1.0)
+
+
+@pytest.mark.parametrize("kind", KERNELS)
+def test_diagonal_matches_matrix(kind):
+    a, _ = _data(np.float64)
+    np.testing.assert_allclose(kernel_diagonal(kind, a, **PARAMS[kind]).numpy(),
+                               np.diag(kernel_matrix(kind, a, **PARAMS[kind]).numpy()), rtol=1e-12)
+
+
+def test_errors_name_the_problem():
+    a, b = _data(np.float64)
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        kernel_matrix("cosine", a, b)
+    with pytest.raises(ValueError, match="A has 6 features but B has 5"):
+        kernel_matrix("rbf", a, b[:, :5])
+    with pytest.raises(ValueError, match="gamma must be > 0"):
+        kernel_matrix("rbf", a, b, gamma=0.0)
+    with pytest.raises(ValueError, match="degree must be a positive integer"):
+        kernel_matrix("polynomial", a, b, degree=1.5)
+    with pytest.raises(ValueError, match="2-D"):
+        kernel_matrix("rbf", a[0], b)
+
+
+def test_empty_inputs():
+    a, b = _data(np.float64)
+    assert tuple(kernel_matrix("rbf", a[:0], b).shape) == (0, 23)
