@@ -92,3 +92,30 @@ def test_errors_name_the_problem():
 def test_empty_inputs():
     a, b = _data(np.float64)
     assert tuple(kernel_matrix("rbf", a[:0], b).shape) == (0, 23)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kind", KERNELS)
+def test_nystroem_matches_sklearn_on_the_same_landmarks(kind, dtype):
+    from sklearn.kernel_approximation import Nystroem
+
+    from gpu.nystroem import NystroemMap
+
+    a, _ = _data(np.float64)
+    # the linear kernel has rank 6 here: more landmarks than that leave a null space both maps
+    # fill with clipped-eigenvalue noise, so it gets 5
+    ref = Nystroem(kernel=kind, n_components=5 if kind == "linear" else 20, random_state=0, **PARAMS[kind]).fit(a)
+    phi = NystroemMap(kind, torch.from_numpy(ref.components_), **PARAMS[kind])
+    got = phi.transform(torch.from_numpy(a.astype(dtype)), budget_bytes=2000).numpy()
+    expected = ref.transform(a)
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(got, expected, rtol=0, atol=(1e-9 if dtype == np.float64 else 2e-4) * scale)
+
+
+def test_nystroem_with_all_rows_as_landmarks_reproduces_the_kernel():
+    from gpu.nystroem import NystroemMap
+
+    a, b = _data(np.float64)
+    phi = NystroemMap("rbf", torch.from_numpy(a), gamma=0.2)
+    approx = phi.transform(a) @ phi.transform(b).T  # exact on the landmarks' span, and a spans a
+    np.testing.assert_allclose(approx.numpy()[:, :5], pairwise.rbf_kernel(a, b[:5], gamma=0.2), atol=1e-6)

@@ -1,0 +1,59 @@
+"""Nystroem feature map: explicit features whose inner products approximate a kernel.
+
+With landmarks L (p rows) and K_LL = K(L, L), the map is
+
+    phi(x) = K(x, L) K_LL^{-1/2}        so that  phi(x) . phi(x') = K(x, L) K_LL^+ K(L, x') ~ K(x, x')
+
+(exact on the span of the landmarks). K_LL^{-1/2} comes from the SVD K_LL = U diag(s) V^T as
+(U diag(1 / sqrt(max(s, eps))) V^T)^T, singular values below ``eps`` clipped, exactly as
+scikit-learn's ``Nystroem`` (the SVD also keeps the non-PSD sigmoid kernel finite).
+The projection is computed in float64 on the landmarks' device; ``transform`` runs the kernel in
+tiles (``gpu.kernels``) and multiplies each tile by the projection, so only the (n, p) features
+are ever held, never a larger kernel matrix.
+"""
+from __future__ import annotations
+
+import torch
+
+from .kernels import DEFAULT_BUDGET_BYTES, kernel_matrix
+
+__all__ = ["NystroemMap"]
+
+_F64 = torch.float64
+
+
+class NystroemMap:
+    """phi(x) = K(x, L) K_LL^{-1/2} for one kernel and one set of landmarks."""
+
+    def __init__(self, kind, landmarks, *, gamma=None, degree=3, coef0=1.0, eps=1e-12, projection=None):
+        self.kind, self.gamma, self.degree, self.coef0 = kind, gamma, degree, coef0
+        self.landmarks = torch.as_tensor(landmarks)
+        if self.landmarks.dim() != 2 or self.landmarks.shape[0] == 0:
+            raise ValueError(f"landmarks must be a non-empty 2-D (rows, features) array; got {tuple(self.landmarks.shape)}")
+        if projection is None:
+            k_ll = kernel_matrix(kind, self.landmarks.to(_F64), gamma=gamma, degree=degree, coef0=coef0)
+            u, s, vh = torch.linalg.svd(k_ll)
+            projection = ((u / torch.sqrt(torch.clamp(s, min=eps))) @ vh).T
+        self.projection = torch.as_tensor(projection, dtype=_F64, device=self.landmarks.device)
+
+    @property
+    def n_components(self):
+        return int(self.landmarks.shape[0])
+
+    def to(self, device):
+        return NystroemMap(self.kind, self.landmarks.to(device), gamma=self.gamma, degree=self.degree,
+                           coef0=self.coef0, projection=self.projection.to(device))
+
+    def transform(self, x, budget_bytes=DEFAULT_BUDGET_BYTES):
+        """phi(X), (n, p), float64 for float64 X else float32, on the map's device."""
+        x = torch.as_tensor(x).to(self.landmarks.device)
+        dtype = _F64 if x.dtype == _F64 else torch.float32
+        landmarks, projection = self.landmarks.to(dtype), self.projection.to(dtype)
+        p = self.n_components
+        rows = max(1, budget_bytes // max(1, 8 * 4 * p))  # the kernel tile and its product, with headroom
+        out = torch.empty((x.shape[0], p), dtype=dtype, device=x.device)
+        for i in range(0, x.shape[0], rows):
+            k = kernel_matrix(self.kind, x[i:i + rows].to(dtype), landmarks, gamma=self.gamma, degree=self.degree,
+                              coef0=self.coef0, budget_bytes=budget_bytes)
+            out[i:i + rows] = k @ projection
+        return out
