@@ -17,6 +17,9 @@ What it measures, on a synthetic dense problem (rows x features, `--partitions` 
       reached. Everything after the optimizer (model, block release) is counted in, so it is an
       upper bound.
   ratio = that time / MLlib's fit time; |coef diff| = ||(coef, b) - MLlib's|| / ||MLlib's||.
+* memory, every fit (``memory.py``, sampled every 0.5 s): peak PSS of the JVM (driver and executors
+  in local mode, the cached input included) and of all its Python workers together, and the peak
+  bytes of sparkml's training blocks on disk (the one training copy, in the page cache).
 
 Prints a table and writes a JSON with every number and the environment. `--repeats N` runs the
 fits N times in rotation and tabulates the median-time run of each. Usage:
@@ -33,6 +36,9 @@ import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from memory import PeakMemory  # noqa: E402
 
 REL_TOL = 1e-9
 DEFAULT_CONFIGS = "sync:float64,allreduce:float64,allreduce:float32,sync:float32"
@@ -144,13 +150,15 @@ def summary_of(model):
 def fit(spark, df, estimator, impl, strategy, dtype):
     """Fit once; the common record (wall time, iterations, objective, Spark jobs), (coef, b), summary."""
     t0, epoch0 = time.perf_counter(), time.time()
-    model = estimator.fit(df)
+    with PeakMemory() as peak:
+        model = estimator.fit(df)
     fit_s = time.perf_counter() - t0
     summary = summary_of(model)
     it, hist = summary.totalIterations, list(summary.objectiveHistory)
     return {"impl": impl, "strategy": strategy, "dtype": dtype, "fit_s": fit_s,
             "iterations": it, "s_per_iter": fit_s / max(it, 1), "final_objective": hist[-1],
-            "objective_history": hist, "jobs": spark_jobs(spark, epoch0)}, coef_vector(model), summary
+            "objective_history": hist, "jobs": spark_jobs(spark, epoch0),
+            "peak_memory": peak.result()}, coef_vector(model), summary
 
 
 def estimator_class(package, model):
@@ -192,7 +200,7 @@ def median_run(runs):
 
 def table(rows, mllib_fit):
     head = ["impl", "strategy", "dtype", "iters", "fit s", "s/iter", "setup s", "iter s", "t->MLlib obj s",
-            "ratio", "final objective", "|coef diff| rel"]
+            "ratio", "final objective", "|coef diff| rel", "JVM GB", "workers GB", "blocks GB"]
 
     def fmt(r):
         t = r.get("time_to_mllib_objective_s")
@@ -202,7 +210,9 @@ def table(rows, mllib_fit):
                 f"{r['iteration_s']:.3f}" if "iteration_s" in r else "-",
                 f"{t:.2f}{flag}" if t is not None else "-",
                 f"{t / mllib_fit:.2f}{flag}" if t is not None else "-",
-                f"{r['final_objective']:.12f}", f"{r['coef_rel_diff']:.2e}" if "coef_rel_diff" in r else "-"]
+                f"{r['final_objective']:.12f}", f"{r['coef_rel_diff']:.2e}" if "coef_rel_diff" in r else "-",
+                f"{r['peak_memory']['jvm_gb']:.2f}", f"{r['peak_memory']['python_workers_gb']:.2f}",
+                f"{r['peak_memory']['blocks_gb']:.2f}"]
 
     cells = [head] + [fmt(r) for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
@@ -223,16 +233,18 @@ def environment(spark, args):
 
 
 def time_conversion(df, rows, features):
-    """Seconds and MB/s (float64 feature bytes) of the one-off conversion, per block dtype."""
+    """Seconds and MB/s (float64 feature bytes) of the one-off conversion, per block dtype. The first
+    call (a fresh JVM's first vector_to_array -> Arrow pass, Python workers importing torch) is
+    reported apart from the warm ones that follow."""
     from sparkml.data.training_data import TrainingData
 
     out = {}
-    for dtype in ("float64", "float32"):
+    for name, dtype in (("first call, float64", "float64"), ("float64", "float64"), ("float32", "float32")):
         t0 = time.perf_counter()
         data = TrainingData.prepare(df, "features", "label", None, dtype)
         seconds = time.perf_counter() - t0
         data.release()
-        out[dtype] = {"seconds": seconds, "mb_per_s": rows * features * 8 / 1e6 / seconds}
+        out[name] = {"seconds": seconds, "mb_per_s": rows * features * 8 / 1e6 / seconds}
     return out
 
 
