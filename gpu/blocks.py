@@ -7,6 +7,7 @@ Both classes expose the same products, which is all the losses need:
 * ``weighted_gram(h)`` X^T diag(h) X  h: (n,) -> (d, d)
 * ``column_sums(h)``   X^T h          h: (n,) -> (d,)   float64
 * ``weighted_moments(w)`` (sum_i w_i x_i, sum_i w_i x_i^2), both (d,) float64
+* ``rows(start, stop)`` rows [start, stop) as a dense (stop - start, d) tensor
 
 ``matmul``/``rmatmul``/``weighted_gram`` run in the block's dtype (arguments are
 cast to it); ``column_sums``/``weighted_moments`` accumulate in float64 because they
@@ -93,6 +94,9 @@ class DenseBlock(_Block):
         """X @ v."""
         return self.x @ self._vec(v)
 
+    def rows(self, start: int, stop: int) -> torch.Tensor:
+        return self.x[start:stop]
+
     def rmatmul(self, r: torch.Tensor) -> torch.Tensor:
         """X^T @ r, in float64 when the block is float32 (see ``_chunked_rmatmul``)."""
         r = self._vec(r)
@@ -101,9 +105,18 @@ class DenseBlock(_Block):
         return _chunked_rmatmul(self.x, r)
 
     def weighted_gram(self, h: torch.Tensor) -> torch.Tensor:
-        """X^T diag(h) X, (d, d), in the block dtype."""
+        """X^T diag(h) X, (d, d), in the block dtype, over the rows with h != 0 only (a squared
+        hinge's active set), in row chunks: temporaries stay bounded and the chunks' partial
+        products are added in float64."""
         h = self._vec(h)
-        return self.x.T @ (self.x * h[:, None])
+        rows = torch.nonzero(h, as_tuple=True)[0]
+        gram = torch.zeros((self.n_features, self.n_features), dtype=torch.float64, device=self.device)
+        step = max(1, _CHUNK_ELEMENTS // max(1, self.n_features))
+        for i in range(0, len(rows), step):
+            idx = rows[i:i + step]
+            xc = self.x[idx]
+            gram += (xc.T @ (xc * h[idx, None])).to(torch.float64)
+        return gram.to(self.dtype)
 
     def _moments(self, w, second):
         w = self._vec(w, torch.float64)
@@ -195,6 +208,9 @@ class CsrBlock(_Block):
         contrib = contrib * (self.values if r.dim() == 1 else self.values[:, None])
         out = torch.zeros((self.n_features,) + tuple(r.shape[1:]), dtype=self.dtype, device=self.device)
         return out.index_add_(0, self.col_indices, contrib)
+
+    def rows(self, start: int, stop: int) -> torch.Tensor:
+        return self._dense_rows(start, stop, self.dtype)
 
     def _dense_rows(self, start: int, stop: int, dtype) -> torch.Tensor:
         """Rows [start, stop) as a dense (stop-start, d) tensor."""

@@ -33,6 +33,7 @@ __all__ = [
     "SquaredLoss",
     "HingeLoss",
     "SquaredHingeLoss",
+    "OneVsRestLoss",
 ]
 
 _F64 = torch.float64
@@ -246,3 +247,39 @@ class SoftmaxLoss(LinearLoss):
         PU = P * U
         R = w[:, None] * (PU - P * PU.sum(1, keepdim=True))
         return self._grad_from_rows(X, R)
+
+
+class OneVsRestLoss:
+    """A binary loss of class ``k`` against the rest: the wrapped loss on labels 1[y == k].
+
+    Lets K one-vs-rest problems share one copy of the rows and their multi-class labels.
+    """
+
+    n_outputs = 1
+
+    def __init__(self, binary: LinearLoss, k: int):
+        if binary.n_outputs != 1:
+            raise ValueError(f"one-vs-rest needs a binary loss, got {binary!r}")
+        self.binary, self.k = binary, int(k)
+        self.fit_intercept = binary.fit_intercept
+
+    def __repr__(self) -> str:
+        return f"OneVsRestLoss({self.binary!r}, k={self.k})"
+
+    def coef_shape(self, n_features: int) -> tuple[int, ...]:
+        return self.binary.coef_shape(n_features)
+
+    def _labels(self, y):
+        return (torch.as_tensor(y) == self.k).to(_F64)
+
+    def loss_gradient(self, coef, X, y, w=None):
+        return self.binary.loss_gradient(coef, X, self._labels(y), w)
+
+    def loss(self, coef, X, y, w=None):
+        return self.binary.loss(coef, X, self._labels(y), w)
+
+    def hessian_block(self, coef, X, y, w=None):
+        return self.binary.hessian_block(coef, X, self._labels(y), w)
+
+    def hessp(self, coef, X, y, w, v):
+        return self.binary.hessp(coef, X, self._labels(y), w, v)

@@ -1,5 +1,7 @@
-"""Classifiers: ``from sparkml.classification import LogisticRegression, LinearSVC`` (and their models)."""
+"""Classifiers: ``from sparkml.classification import LogisticRegression, LinearSVC, KernelSVC`` (and models)."""
+from sparkml.kernel_svc import KernelSVC, KernelSVCModel
 from sparkml.linear_svc import LinearSVC, LinearSVCModel
 from sparkml.logistic_regression import LogisticRegression, LogisticRegressionModel
 
-__all__ = ["LogisticRegression", "LogisticRegressionModel", "LinearSVC", "LinearSVCModel"]
+__all__ = ["LogisticRegression", "LogisticRegressionModel", "LinearSVC", "LinearSVCModel", "KernelSVC",
+           "KernelSVCModel"]

@@ -5,7 +5,7 @@ pyspark.ml's own Param mixins, so names, defaults and documentation match MLlib 
 """
 from pyspark.ml.param import Param, Params, TypeConverters
 
-STRATEGIES = ("sync", "allreduce", "averaging")
+STRATEGIES = ("sync", "allreduce", "averaging", "allreduce-averaging")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
 
@@ -32,7 +32,9 @@ class HasTorchTrainingParams(Params):
         "whole fit; every task runs the same optimizer and the partition sums are added with "
         "torch.distributed (gloo on CPU, NCCL on GPU). 'averaging': model averaging, each round every "
         "partition runs localIter L-BFGS iterations on its own objective from the broadcast model "
-        "and the driver averages them weighted by rows (maxIter rounds). Supported: " + ", ".join(STRATEGIES),
+        "and the driver averages them weighted by rows (maxIter rounds). 'allreduce-averaging': the same "
+        "rounds inside one barrier stage, one local problem per task, averaged by all-reduce. "
+        "Supported: " + ", ".join(STRATEGIES),
         typeConverter=_one_of("strategy", STRATEGIES),
     )
     device = Param(
@@ -54,7 +56,7 @@ class HasTorchTrainingParams(Params):
     numWorkers = Param(
         Params._dummy(),
         "numWorkers",
-        "Barrier tasks of the 'allreduce' strategy (0 = as many as there are partitions, capped at the "
+        "Barrier tasks of the 'allreduce' strategies (0 = as many as there are partitions, capped at the "
         "cluster's free task slots). The partitions' blocks are split among that many tasks.",
         typeConverter=TypeConverters.toInt,
     )
@@ -62,7 +64,7 @@ class HasTorchTrainingParams(Params):
     localIter = Param(
         Params._dummy(),
         "localIter",
-        "Local L-BFGS / OWL-QN iterations per partition and round of the 'averaging' strategy (>= 1).",
+        "Local L-BFGS / OWL-QN iterations per local problem and round of the averaging strategies (>= 1).",
         typeConverter=TypeConverters.toInt,
     )
 

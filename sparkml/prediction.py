@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import arrow_udf
 
 
-def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col):
+def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col, feature_map=None):
     """Score one Arrow batch; returns a StructArray (raw, probability, prediction)."""
     import torch
 
@@ -22,12 +22,18 @@ def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features
 
     if features.null_count:
         raise ValueError(f"features column {features_col!r} has null rows; cannot score them")
-    n, d = len(features), coef.shape[1]
+    n, d = len(features), coef.shape[1] if feature_map is None else feature_map[1].shape[1]
     if n and (np.asarray(features.value_lengths()) != d).any():
         raise ValueError(f"features column {features_col!r} has vectors whose size is not {d}")
     with warnings.catch_warnings():  # Arrow's buffer is read-only; the scores never write to it
         warnings.simplefilter("ignore", UserWarning)
         x = torch.from_numpy(features.flatten().to_numpy(zero_copy_only=False).reshape(n, d))
+    if feature_map is not None:
+        from gpu.nystroem import NystroemMap
+
+        kernel, landmarks, projection, kernel_args = feature_map
+        x = NystroemMap(kernel, torch.from_numpy(landmarks), projection=torch.from_numpy(projection),
+                        **kernel_args).transform(x)
     margins = linear_margins(x, torch.from_numpy(coef), torch.from_numpy(intercept))
     prob = None
     if kind == "regression":
@@ -57,12 +63,14 @@ def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features
 _RESULT_TYPE = "struct<raw: array<double>, prob: array<double>, pred: double>"
 
 
-def transform_linear(dataset, features_col, outputs, kind, coef, intercept, raw_threshold=0.0, thresholds=None):
+def transform_linear(dataset, features_col, outputs, kind, coef, intercept, raw_threshold=0.0, thresholds=None,
+                     feature_map=None):
     """Add MLlib's output columns to ``dataset``.
 
     ``outputs`` maps 'raw' / 'prob' / 'pred' to output column names (empty names are skipped, as in
     MLlib). ``kind`` is 'logistic', 'svc' or 'regression'. ``coef`` (K, d) and ``intercept`` (K,)
-    are the model's; binary models have K = 1.
+    are the model's; binary models have K = 1. ``feature_map`` (kernel, landmarks, projection,
+    kernel args): score the Nystroem features of the rows (KernelSVC) instead of the rows.
     """
     coef = np.ascontiguousarray(np.atleast_2d(coef), dtype=np.float64)
     intercept = np.ascontiguousarray(np.atleast_1d(intercept), dtype=np.float64)
@@ -70,7 +78,7 @@ def transform_linear(dataset, features_col, outputs, kind, coef, intercept, raw_
 
     @arrow_udf(_RESULT_TYPE)
     def score(features):
-        return _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col)
+        return _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col, feature_map)
 
     tmp = "__sparkml_scores"
     out = dataset.withColumn(tmp, score(vector_to_array(F.col(features_col), "float64")))

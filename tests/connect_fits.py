@@ -20,6 +20,8 @@ FITS = [  # (name, estimator, params)
     ("logistic-allreduce", "LogisticRegression", {"regParam": 0.01, "strategy": "allreduce"}),
     ("logistic-averaging", "LogisticRegression", {"regParam": 0.01, "strategy": "averaging", "maxIter": 5,
                                                   "localIter": 5, "tol": 0.0}),
+    ("logistic-allreduce-averaging", "LogisticRegression", {"regParam": 0.01, "strategy": "allreduce-averaging",
+                                                            "maxIter": 5, "localIter": 5, "tol": 0.0}),
     ("multinomial-allreduce", "LogisticRegression", {"labelCol": "label3", "regParam": 0.02, "strategy": "allreduce"}),
     ("svc-allreduce", "LinearSVC", {"regParam": 0.01, "maxIter": 30, "strategy": "allreduce"}),
     ("linreg-normal", "LinearRegression", {"labelCol": "y", "regParam": 0.1, "elasticNetParam": 0.5}),

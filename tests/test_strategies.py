@@ -87,11 +87,13 @@ def test_assign_blocks_names_a_store_without_tasks():
 SMOOTH = CASES[:3]
 
 
+@pytest.mark.parametrize("strategy", ["averaging", "allreduce-averaging"])
 @pytest.mark.parametrize("name,make", SMOOTH, ids=[c[0] for c in SMOOTH])
-def test_averaging_reaches_the_sync_optimum(frame, name, make):
-    """Model averaging with DANE's correction: 5 rounds of 5 local iterations land on the optimum."""
+def test_averaging_reaches_the_sync_optimum(frame, name, make, strategy):
+    """Model averaging with DANE's correction: 5 rounds of 5 local iterations land on the optimum,
+    with per-round jobs (one local problem per partition) and inside one barrier stage (one per task)."""
     ref = make(strategy="sync", maxIter=500, tol=1e-12).fit(frame)
-    avg = make(strategy="averaging", maxIter=5, localIter=5, tol=0.0).fit(frame)
+    avg = make(strategy=strategy, maxIter=5, localIter=5, tol=0.0).fit(frame)
     f_ref, f_avg = _objective(ref), _objective(avg)
     assert avg.summary.totalIterations == 5
     assert abs(f_avg - f_ref) <= 1e-6 * abs(f_ref), (f_avg, f_ref)
@@ -108,6 +110,7 @@ def test_averaging_one_round_is_close_but_not_exact(frame):
     assert 1e-8 < gap < 1e-2, gap
 
 
-def test_averaging_rejects_local_iter_below_one(frame):
+@pytest.mark.parametrize("strategy", ["averaging", "allreduce-averaging"])
+def test_averaging_rejects_local_iter_below_one(frame, strategy):
     with pytest.raises(ValueError, match="localIter must be >= 1"):
-        LogisticRegression(strategy="averaging", localIter=0).fit(frame)
+        LogisticRegression(strategy=strategy, localIter=0).fit(frame)

@@ -233,10 +233,15 @@ def convert_partition(batches, dataset_id, sparse, dtype):
         warm.join()
     info, moments = stats.info()
     info.update(partition=partition, store=block_store.store_key())
-    yield pa.RecordBatch.from_pydict(
-        {"partition": [partition], "rows": [info["rows"]], "info": [json.dumps(info)], "moments": [moments]},
-        schema=pa.schema([("partition", pa.int32()), ("rows", pa.int64()), ("info", pa.string()), ("moments", pa.binary())]),
-    )
+    yield stats_batch(partition, info["rows"], json.dumps(info), moments)
+
+
+def stats_batch(partition, rows, info, moments):
+    """One handle row (``STATS_SCHEMA``) as an Arrow batch."""
+    schema = pa.schema([("partition", pa.int32()), ("rows", pa.int64()), ("info", pa.string()),
+                        ("moments", pa.binary())])
+    return pa.RecordBatch.from_pydict({"partition": [partition], "rows": [rows], "info": [info],
+                                       "moments": [moments]}, schema=schema)
 
 
 PROBLEM_KEYS = ("null_features", "feature_sizes", "null_labels", "null_weights", "nonfinite_features",

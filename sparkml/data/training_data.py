@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import NumericType
 
 from sparkml import block_store
-from sparkml.data.convert import STATS_SCHEMA, convert_partition
+from sparkml.data.convert import STATS_SCHEMA, convert_partition, stats_batch
 from sparkml.session_kind import is_connect
 
 SPARSE_DENSITY = 0.5  # first row sparser than this -> CSR blocks
@@ -139,6 +139,56 @@ class TrainingData:
             raise
         return data
 
+
+    def derive(self, features, device="cpu", chunk_rows=8192):
+        """A new ``TrainingData`` over the same rows whose features are ``features(rows)``.
+
+        ``features`` maps a dense (k, d) tensor of rows to a (k, m) tensor (a kernel feature map).
+        One Spark job computes it for every partition, on the executor that holds the partition's
+        blocks, ``chunk_rows`` rows at a time, and writes the result as new dense blocks (labels
+        and weights copied). The summary stays the input's. Release the derived data first.
+        """
+        source, target, dtype = self.dataset_id, block_store.new_dataset_id(), self.dtype
+
+        def run(pairs):
+            from gpu import resolve_device, resolve_dtype
+
+            dev = resolve_device(device)
+            out = []
+            for partition, rows in pairs:
+                if rows:
+                    part = block_store.open_partition(source, partition, dev, resolve_dtype(dtype))
+                    writer = block_store.PartitionWriter(target, partition)
+                    try:
+                        for i in range(0, part.n_rows, chunk_rows):
+                            writer.append("x", features(part.block.rows(i, i + chunk_rows)).cpu().numpy())
+                        writer.append("y", part.y.cpu().numpy())
+                        writer.append("w", part.w.cpu().numpy())
+                        writer.commit()
+                    except BaseException:
+                        writer.abort()
+                        raise
+                out.append((partition, rows, json.dumps({"store": block_store.store_key()}), b""))
+            return out
+
+        def run_arrow(batches):
+            from sparkml.strategies.transport import handle_rows
+
+            for row in run(handle_rows(batches)):
+                yield stats_batch(*row)
+
+        if self.connect:
+            handles = self.handles.mapInArrow(run_arrow, STATS_SCHEMA).cache()
+        else:
+            handles = self.handles.mapPartitions(lambda it: run([(r[0], r[1]) for r in it])).cache()
+        derived = TrainingData(handles, target, self.summary, False, dtype, self.spark)
+        try:
+            rows = handles.collect()
+        except Exception:
+            derived.release(best_effort=True)
+            raise
+        derived.blocks = [(r[0], r[1], json.loads(r[2])["store"]) for r in rows if r[1]]
+        return derived
 
     def release(self, best_effort=False):
         """Delete the blocks on every executor that holds some, and drop the cached handles.

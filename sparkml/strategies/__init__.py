@@ -3,12 +3,14 @@
 * ``sync``: one Spark job per evaluation, the optimizer on the driver.
 * ``allreduce``: one barrier stage for the whole fit, the optimizer on every task.
 * ``averaging``: model averaging, one Spark job per round of local solves.
+* ``allreduce-averaging``: the same rounds inside one barrier stage.
 """
-from sparkml.strategies.allreduce import AllReduceStrategy
+from sparkml.params import STRATEGIES
+from sparkml.strategies.allreduce import AllReduceAveragingStrategy, AllReduceStrategy
 from sparkml.strategies.averaging import AveragingStrategy
 from sparkml.strategies.sync import SyncStrategy
 
-__all__ = ["AllReduceStrategy", "AveragingStrategy", "SyncStrategy", "make_strategy"]
+__all__ = ["AllReduceAveragingStrategy", "AllReduceStrategy", "AveragingStrategy", "SyncStrategy", "make_strategy"]
 
 
 def make_strategy(name, data, loss, device, aggregation_depth=2, num_workers=0, local_iter=10):
@@ -18,4 +20,6 @@ def make_strategy(name, data, loss, device, aggregation_depth=2, num_workers=0, 
         return AllReduceStrategy(data, loss, device, aggregation_depth, num_workers)
     if name == "averaging":
         return AveragingStrategy(data, loss, device, aggregation_depth, local_iter)
-    raise ValueError(f"strategy must be one of sync, allreduce, averaging; got {name!r}")
+    if name == "allreduce-averaging":
+        return AllReduceAveragingStrategy(data, loss, device, aggregation_depth, num_workers, local_iter)
+    raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {name!r}")

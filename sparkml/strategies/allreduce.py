@@ -23,6 +23,7 @@ from datetime import timedelta
 import numpy as np
 
 from sparkml.session_kind import is_connect
+from sparkml.strategies.averaging import local_solve, run_rounds
 from sparkml.strategies.partition_sums import PartitionSums
 from sparkml.strategies.sync import SyncStrategy
 from sparkml.training import TrainingSummary, run_optimizer
@@ -162,7 +163,7 @@ class _ProcessGroup:
 
 
 def _train_task(batches, blocks, dataset_id, loss, device, dtype, objective, theta0, options, driver_store,
-                last_pass):
+                last_pass, local_iter):
     import pyarrow as pa
     import torch
     from pyspark import BarrierTaskContext
@@ -187,7 +188,22 @@ def _train_task(batches, blocks, dataset_id, loss, device, dtype, objective, the
             t = group.sum(torch.from_numpy(packed).to(sums.device)).cpu().numpy()
             return t[0], t[1:]
 
-        theta, summary = run_optimizer(objective.with_data_sum(data_sum), theta0, **options)
+        distributed = objective.with_data_sum(data_sum)
+        if local_iter is None:
+            theta, summary = run_optimizer(distributed, theta0, **options)
+        else:
+            method = "owlqn" if options["owlqn"] else "auto"
+
+            def average_round(theta, global_grad):
+                packed = np.zeros(theta.size + 1)
+                local = local_solve(sums, objective, theta, global_grad, local_iter, method)
+                if local is not None:
+                    packed[:-1], packed[-1] = local
+                t = group.sum(torch.from_numpy(packed).to(sums.device)).cpu().numpy()
+                return t[:-1] / t[-1]
+
+            theta, summary = run_rounds(distributed, average_round, theta0, max_iter=options["max_iter"],
+                                        tol=options["tol"], name=options["name"])
     finally:
         group.close()
     if last_pass:  # the fit's last pass over these blocks: no separate job to delete them
@@ -214,6 +230,7 @@ class AllReduceStrategy(SyncStrategy):
     """One barrier stage runs the optimizer on every task; ``torch.distributed`` adds the sums."""
 
     name = "allreduce"
+    local_iter = None  # exact optimization; model averaging in ``AllReduceAveragingStrategy``
 
     def __init__(self, data, loss, device, aggregation_depth=2, num_workers=0):
         super().__init__(data, loss, device, aggregation_depth)
@@ -226,13 +243,14 @@ class AllReduceStrategy(SyncStrategy):
         options = dict(max_iter=max_iter, tol=tol, name=name, owlqn=owlqn)
         theta0 = np.asarray(theta0, dtype=np.float64)
         start = time.perf_counter()
-        blocks, n = self.data.blocks, self.n_workers
+        blocks, n, local_iter = self.data.blocks, self.n_workers, self.local_iter
         master = None if self.data.connect else _store((_driver_host(self.data.spark), 0), n, True)
         driver_store = None if master is None else (_driver_host(self.data.spark), master.port)
         try:
             out = (self.data.spark.range(0, n, 1, n)
                    .mapInArrow(lambda batches: _train_task(batches, blocks, dataset_id, loss, device, dtype,
-                                                           task_objective, theta0, options, driver_store, last_pass),
+                                                           task_objective, theta0, options, driver_store, last_pass,
+                                                           local_iter),
                                "theta binary, summary string", barrier=True)
                    .collect())
         finally:
@@ -245,3 +263,21 @@ class AllReduceStrategy(SyncStrategy):
         summary = TrainingSummary(record["history"], record["iterations"], record["converged"], record["message"],
                                   time.perf_counter() - start, record["iteration_seconds"])
         return theta, summary
+
+
+class AllReduceAveragingStrategy(AllReduceStrategy):
+    """Model averaging (``averaging``'s corrected rounds) inside one barrier stage.
+
+    Each round every task solves the corrected local problem over all the blocks it holds (its
+    share: one local problem per task, not per partition), and one all-reduce averages the
+    solutions weighted by the tasks' weight sums; the global objective and gradient that correct
+    the next round are one more all-reduce. No Spark job per round.
+    """
+
+    name = "allreduce-averaging"
+
+    def __init__(self, data, loss, device, aggregation_depth=2, num_workers=0, local_iter=10):
+        super().__init__(data, loss, device, aggregation_depth, num_workers)
+        if local_iter < 1:
+            raise ValueError(f"localIter must be >= 1; got {local_iter}")
+        self.local_iter = int(local_iter)

@@ -39,18 +39,54 @@ class _Corrected:
         return f + float(self.c @ theta), g + self.c
 
 
-def _round_task(rows, dataset_id, loss, device, dtype, objective, bc, local_iter, method):
-    sums = PartitionSums(rows, dataset_id, loss, device, dtype)
+def local_solve(sums, objective, theta, global_grad, local_iter, method):
+    """This worker's corrected local solution from ``theta``: (W_p * theta_p, W_p), or None without rows."""
     if not sums:
-        return
-    theta, global_grad = (np.asarray(a) for a in bc.value)
+        return None
     w_p = float(sum(float(p.w.double().sum()) for p in sums.parts))
     local = objective.with_data_sum(sums.loss_gradient, weight_sum=w_p)
     fun = local.fun_grad
     if global_grad is not None and global_grad.size:
         fun = _Corrected(local, global_grad - local.fun_grad(theta)[1]).fun_grad
     res = minimize_lbfgs(fun, theta, max_iter=local_iter, tol=0.0, l1=local.l1_weights(), method=method)
-    yield w_p * res.x, w_p
+    return w_p * res.x, w_p
+
+
+def _round_task(rows, dataset_id, loss, device, dtype, objective, bc, local_iter, method):
+    theta, global_grad = (np.asarray(a) for a in bc.value)
+    out = local_solve(PartitionSums(rows, dataset_id, loss, device, dtype), objective, theta, global_grad,
+                      local_iter, method)
+    if out is not None:
+        yield out
+
+
+def run_rounds(distributed, average_round, theta0, *, max_iter, tol, name, corrected=True):
+    """The rounds of model averaging, whatever carries them.
+
+    ``distributed``: the global objective (its ``fun_grad`` is one pass over all the data);
+    ``average_round(theta, global_grad or None)``: the weighted average of the local solutions.
+    Returns (theta, TrainingSummary) with the exact objective after every round.
+    """
+    start = time.perf_counter()
+    theta = np.asarray(theta0, dtype=np.float64)
+    rounds, converged, ends = 0, False, []
+    f, grad = distributed.fun_grad(theta)  # one pass: the objective and the correction's gradient
+    history = [f + _l1(distributed, theta)]
+    while rounds < max_iter:
+        tic = time.perf_counter()
+        new = average_round(theta, grad if corrected else None)
+        change = np.linalg.norm(new - theta) / max(np.linalg.norm(new), 1.0)
+        theta, rounds = new, rounds + 1
+        f, grad = distributed.fun_grad(theta)
+        history.append(f + _l1(distributed, theta))
+        ends.append(time.perf_counter() - start)
+        logger.info("%s round %d: objective %.10g, relative change %.3e, %.3f s",
+                    name, rounds, history[-1], change, time.perf_counter() - tic)
+        if change <= tol:
+            converged = True
+            break
+    message = "relative change of the averaged model below tol" if converged else "maxIter rounds reached"
+    return theta, TrainingSummary(history, rounds, converged, message, time.perf_counter() - start, ends)
 
 
 class AveragingStrategy(SyncStrategy):
@@ -78,27 +114,9 @@ class AveragingStrategy(SyncStrategy):
 
     def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False):
         method = "owlqn" if owlqn else "auto"
-        start = time.perf_counter()
-        theta = np.asarray(theta0, dtype=np.float64)
-        rounds, converged, ends = 0, False, []
-        distributed = objective.with_data_sum(self.loss_gradient)
-        f, grad = distributed.fun_grad(theta)   # one pass: the objective and the correction's gradient
-        history = [f + _l1(distributed, theta)]
-        while rounds < max_iter:
-            tic = time.perf_counter()
-            new = self._round(objective, theta, grad if self.corrected else None, method)
-            change = np.linalg.norm(new - theta) / max(np.linalg.norm(new), 1.0)
-            theta, rounds = new, rounds + 1
-            f, grad = distributed.fun_grad(theta)
-            history.append(f + _l1(distributed, theta))
-            ends.append(time.perf_counter() - start)
-            logger.info("%s round %d: objective %.10g, relative change %.3e, %.3f s",
-                        name, rounds, history[-1], change, time.perf_counter() - tic)
-            if change <= tol:
-                converged = True
-                break
-        message = "relative change of the averaged model below tol" if converged else "maxIter rounds reached"
-        return theta, TrainingSummary(history, rounds, converged, message, time.perf_counter() - start, ends)
+        return run_rounds(objective.with_data_sum(self.loss_gradient),
+                          lambda theta, grad: self._round(objective, theta, grad, method), theta0,
+                          max_iter=max_iter, tol=tol, name=name, corrected=self.corrected)
 
 
 def _l1(objective, theta):
