@@ -26,22 +26,20 @@ from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, VectorUDT
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import (HasAggregationDepth, HasFitIntercept, HasMaxIter, HasProbabilityCol,
                                      HasRegParam, HasSeed, HasThreshold, HasTol, HasWeightCol)
-from pyspark.ml.util import MLReadable, MLWritable
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
 
 from gpu import KERNELS, OneVsRestLoss, SquaredHingeLoss
 from sparkml.data.training_data import TrainingData
 from sparkml.newton import newton_squared_hinge
+from sparkml.linear_model import ModelIO
 from sparkml.params import HasTorchTrainingParams, with_setters
-from sparkml.persistence import MLlibModelReader, MLlibModelWriter
 from sparkml.prediction import transform_linear
 from sparkml.strategies.sync import SyncStrategy
 from sparkml.training import check_common_params
 from sparkml.validation import classification_labels
 
 METHODS = ("nystroem", "rff")
-_MODEL_CLASS = "sparkml.classification.KernelSVCModel"  # no Scala twin: MLlib has no kernel SVM
 
 
 def _gamma(value):
@@ -250,8 +248,10 @@ def _feature_fn(kind, landmarks, projection, kernel_args):
     return phi
 
 
-class KernelSVCModel(ClassificationModel, _KernelSVCParams, MLWritable, MLReadable):
+class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO):
     """A fitted KernelSVC: the landmarks, the Nystroem projection, one coefficient row per problem."""
+
+    _java_class = "sparkml.classification.KernelSVCModel"  # no Scala twin: MLlib has no kernel SVM
 
     def __init__(self, landmarks=None, projection=None, coefficients=None, intercepts=None, numClasses=2,
                  gammaValue=1.0):
@@ -338,13 +338,6 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, MLWritable, MLReadab
         outputs = {"raw": self.getRawPredictionCol(), "pred": self.getPredictionCol()}
         return transform_linear(dataset, self.getFeaturesCol(), outputs, "svc", self._coef, self._intercepts,
                                 raw_threshold=self.getThreshold(), feature_map=self._feature_map())
-
-    def write(self):
-        return MLlibModelWriter(self, _MODEL_CLASS)
-
-    @classmethod
-    def read(cls):
-        return MLlibModelReader(cls, _MODEL_CLASS)
 
     def _data_frame(self, spark):
         schema = StructType([StructField("numClasses", IntegerType()), StructField("gamma", DoubleType()),

@@ -6,16 +6,14 @@ from sparkml.params import TORCH_PARAM_NAMES
 from sparkml.persistence import MLlibModelReader, MLlibModelWriter
 
 
-class LinearModelIO(MLWritable, MLReadable):
-    """MLlib-format ``save``/``load``/``write``/``read`` and conversion to the stock pyspark.ml model.
+class ModelIO(MLWritable, MLReadable):
+    """MLlib-format ``save``/``load``/``write``/``read`` (``sparkml.persistence``).
 
-    Subclasses set ``_java_class`` (the Scala class name) and ``_stock_class`` (the pyspark.ml
-    wrapper) and implement ``_data_frame(spark)``, ``_from_data(row)`` and ``_java_args(sc)``.
+    Subclasses set ``_java_class`` (the class name recorded in the metadata) and implement
+    ``_data_frame(spark)`` and ``_from_data(row)``.
     """
 
     _java_class = None
-    _stock_class = None
-    _summary = None
 
     def write(self):
         return MLlibModelWriter(self, self._java_class)
@@ -23,6 +21,16 @@ class LinearModelIO(MLWritable, MLReadable):
     @classmethod
     def read(cls):
         return MLlibModelReader(cls, cls._java_class)
+
+
+class LinearModelIO(ModelIO):
+    """``ModelIO`` plus the training summary and conversion to the stock pyspark.ml model.
+
+    Subclasses also set ``_stock_class`` (the pyspark.ml wrapper) and implement ``_java_args(sc)``.
+    """
+
+    _stock_class = None
+    _summary = None
 
     @property
     def hasSummary(self):
@@ -53,14 +61,6 @@ class LinearModelIO(MLWritable, MLReadable):
             stock._set(**params)
         stock._transfer_params_to_java()
         return stock
-
-
-def copy_mllib_params(source, target):
-    """Copy the Params both objects have, set values only (defaults stay defaults)."""
-    values = {p.name: v for p, v in source._paramMap.items() if target.hasParam(p.name)}
-    if values:
-        target._set(**values)
-    return target
 
 
 def initial_coefficients(model, n_features, n_outputs):

@@ -19,7 +19,7 @@ from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
 
 from gpu import LogisticLoss, SoftmaxLoss
 from sparkml.data.training_data import TrainingData
-from sparkml.linear_model import LinearModelIO, copy_mllib_params, initial_coefficients
+from sparkml.linear_model import LinearModelIO, initial_coefficients
 from sparkml.objective import LinearObjective
 from sparkml.params import HasTorchTrainingParams, with_setters
 from sparkml.prediction import transform_linear
