@@ -23,7 +23,7 @@ _F64 = torch.float64
 
 
 class NystroemMap:
-    """phi(x) = K(x, L) K_LL^{-1/2} for one kernel and one set of landmarks."""
+    """phi(x) = K(x, L) K_LL^{-1/2} for one kernel and one set of landmarks (tensors or numpy arrays)."""
 
     def __init__(self, kind, landmarks, *, gamma=None, degree=3, coef0=1.0, eps=1e-12, projection=None):
         self.kind, self.gamma, self.degree, self.coef0 = kind, gamma, degree, coef0
@@ -35,6 +35,7 @@ class NystroemMap:
             u, s, vh = torch.linalg.svd(k_ll)
             projection = ((u / torch.sqrt(torch.clamp(s, min=eps))) @ vh).T
         self.projection = torch.as_tensor(projection, dtype=_F64, device=self.landmarks.device)
+        self._cast = {}  # dtype -> (landmarks, projection) in it: transform runs once per row chunk
 
     @property
     def n_components(self):
@@ -48,7 +49,9 @@ class NystroemMap:
         """phi(X), (n, p), float64 for float64 X else float32, on the map's device."""
         x = torch.as_tensor(x).to(self.landmarks.device)
         dtype = _F64 if x.dtype == _F64 else torch.float32
-        landmarks, projection = self.landmarks.to(dtype), self.projection.to(dtype)
+        if dtype not in self._cast:
+            self._cast[dtype] = (self.landmarks.to(dtype), self.projection.to(dtype))
+        landmarks, projection = self._cast[dtype]
         p = self.n_components
         rows = max(1, budget_bytes // max(1, 8 * 4 * p))  # the kernel tile and its product, with headroom
         out = torch.empty((x.shape[0], p), dtype=dtype, device=x.device)

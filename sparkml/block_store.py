@@ -94,14 +94,6 @@ class PartitionWriter:
         shutil.rmtree(self.staging, ignore_errors=True)
 
 
-def write_partition(dataset_id, partition, arrays):
-    """Write ``{name: ndarray}`` for one partition at once."""
-    writer = PartitionWriter(dataset_id, partition)
-    for name, array in arrays.items():
-        writer.append(name, np.reshape(array, (-1, *np.shape(array)[1:])))
-    writer.commit()
-
-
 def _load_all(directory):
     """{name: ndarray} of a committed partition. Mode "c": a copy-on-write map, writable for
     torch.from_numpy, its pages shared with every other process until written."""

@@ -33,7 +33,7 @@ from gpu import KERNELS, OneVsRestLoss, SquaredHingeLoss
 from sparkml.data.training_data import TrainingData
 from sparkml.newton import newton_squared_hinge
 from sparkml.linear_model import ModelIO
-from sparkml.params import HasTorchTrainingParams, with_setters
+from sparkml.params import HasTorchTrainingParams, one_of, with_getters, with_setters
 from sparkml.prediction import transform_linear
 from sparkml.strategies.sync import SyncStrategy
 from sparkml.training import check_common_params
@@ -53,19 +53,11 @@ def _gamma(value):
     return value
 
 
-def _one_of(name, allowed):
-    def convert(value):
-        value = TypeConverters.toString(value)
-        if value not in allowed:
-            raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
-        return value
-    return convert
-
-
+@with_getters("kernel", "gamma", "degree", "coef0", "method", "numLandmarks", "probability")
 class _KernelSVCParams(_ClassifierParams, HasMaxIter, HasTol, HasRegParam, HasFitIntercept, HasWeightCol,
                        HasThreshold, HasSeed, HasProbabilityCol, HasAggregationDepth, HasTorchTrainingParams):
     kernel = Param(Params._dummy(), "kernel", "Kernel: " + ", ".join(KERNELS) + " (formulas in gpu.kernels).",
-                   typeConverter=_one_of("kernel", KERNELS))
+                   typeConverter=one_of("kernel", KERNELS))
     gamma = Param(Params._dummy(), "gamma",
                   "Kernel coefficient of rbf, polynomial, sigmoid and laplacian: 'scale' (1 / (d Var(X)), "
                   "scikit-learn's default), 'auto' (1 / d) or a number > 0.", typeConverter=_gamma)
@@ -74,7 +66,7 @@ class _KernelSVCParams(_ClassifierParams, HasMaxIter, HasTol, HasRegParam, HasFi
     coef0 = Param(Params._dummy(), "coef0", "Independent term of the polynomial and sigmoid kernels.",
                   typeConverter=TypeConverters.toFloat)
     method = Param(Params._dummy(), "method", "Kernel approximation: 'nystroem' ('rff' is not built yet).",
-                   typeConverter=_one_of("method", METHODS))
+                   typeConverter=one_of("method", METHODS))
     numLandmarks = Param(Params._dummy(), "numLandmarks",
                          "Nystroem landmarks sampled from the training rows, stratified by class (>= 1); all "
                          "rows when there are fewer. More: closer to the exact kernel machine, m^2 per row "
@@ -88,27 +80,6 @@ class _KernelSVCParams(_ClassifierParams, HasMaxIter, HasTol, HasRegParam, HasFi
         self._setDefault(maxIter=100, tol=1e-6, regParam=1e-4, fitIntercept=True, threshold=0.0,
                          aggregationDepth=2, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
                          method="nystroem", numLandmarks=1000, probability=False, seed=0)
-
-    def getKernel(self):
-        return self.getOrDefault(self.kernel)
-
-    def getGamma(self):
-        return self.getOrDefault(self.gamma)
-
-    def getDegree(self):
-        return self.getOrDefault(self.degree)
-
-    def getCoef0(self):
-        return self.getOrDefault(self.coef0)
-
-    def getMethod(self):
-        return self.getOrDefault(self.method)
-
-    def getNumLandmarks(self):
-        return self.getOrDefault(self.numLandmarks)
-
-    def getProbability(self):
-        return self.getOrDefault(self.probability)
 
     def _kernel_args(self, gamma):
         return {"gamma": gamma, "degree": self.getDegree(), "coef0": self.getCoef0()}
@@ -234,16 +205,11 @@ def _feature_fn(kind, landmarks, projection, kernel_args):
     cache = {}
 
     def phi(rows):
-        import torch
-
         from gpu.nystroem import NystroemMap
 
-        key = (rows.device, rows.dtype)
-        if key not in cache:
-            cache.clear()
-            cache[key] = NystroemMap(kind, torch.from_numpy(landmarks).to(rows.device),
-                                     projection=torch.from_numpy(projection), **kernel_args)
-        return cache[key].transform(rows)
+        if rows.device not in cache:  # one map per executor process and device, its casts cached
+            cache[rows.device] = NystroemMap(kind, landmarks, projection=projection, **kernel_args).to(rows.device)
+        return cache[rows.device].transform(rows)
 
     return phi
 
@@ -312,8 +278,7 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO):
         return self._set(threshold=value)
 
     def _feature_map(self):
-        return (self.getKernel(), self._landmarks, self._projection,
-                {"gamma": self._gamma_value, "degree": self.getDegree(), "coef0": self.getCoef0()})
+        return self.getKernel(), self._landmarks, self._projection, self._kernel_args(self._gamma_value)
 
     def _margins(self, value):
         import torch
@@ -322,8 +287,7 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO):
 
         kernel, landmarks, projection, args = self._feature_map()
         x = torch.from_numpy(np.asarray(value.toArray(), dtype=np.float64)[None, :])
-        phi = NystroemMap(kernel, torch.from_numpy(landmarks), projection=torch.from_numpy(projection),
-                          **args).transform(x).numpy()[0]
+        phi = NystroemMap(kernel, landmarks, projection=projection, **args).transform(x).numpy()[0]
         return self._coef @ phi + self._intercepts
 
     def predictRaw(self, value):

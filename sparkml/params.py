@@ -8,9 +8,12 @@ from pyspark.ml.param import Param, Params, TypeConverters
 STRATEGIES = ("sync", "allreduce", "averaging", "allreduce-averaging")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
+# Params that stock MLlib does not know: kept out of the MLlib-format metadata's paramMap.
+TORCH_PARAM_NAMES = ("strategy", "device", "dtype", "numWorkers", "localIter")
 
 
-def _one_of(name, allowed):
+def one_of(name, allowed):
+    """A Param type converter: the value as a string, or ValueError naming the Param and the choices."""
     def convert(value):
         value = TypeConverters.toString(value)
         if value not in allowed and not (name == "device" and value.startswith("cuda:")):
@@ -20,6 +23,42 @@ def _one_of(name, allowed):
     return convert
 
 
+def with_getters(*names):
+    """Class decorator adding pyspark-style ``getX()`` methods (value or default) for the named Params."""
+
+    def decorate(cls):
+        for name in names:
+            def getter(self, _name=name):
+                return self.getOrDefault(_name)
+
+            getter.__name__ = "get" + name[0].upper() + name[1:]
+            getter.__doc__ = f"Gets the value of :py:attr:`{name}` or its default."
+            if getter.__name__ not in cls.__dict__:
+                setattr(cls, getter.__name__, getter)
+        return cls
+
+    return decorate
+
+
+def with_setters(*names):
+    """Class decorator adding pyspark-style ``setX(value)`` methods for the named Params."""
+
+    def decorate(cls):
+        for name in names:
+            def setter(self, value, _name=name):
+                return self._set(**{_name: value})
+
+            setter.__name__ = "set" + name[0].upper() + name[1:]
+            setter.__doc__ = f"Sets the value of :py:attr:`{name}`."
+            if setter.__name__ not in cls.__dict__:
+                setattr(cls, setter.__name__, setter)
+        return cls
+
+    return decorate
+
+
+@with_getters(*TORCH_PARAM_NAMES)
+@with_setters(*TORCH_PARAM_NAMES)
 class HasTorchTrainingParams(Params):
     """``strategy``, ``device`` and ``dtype``: how the distributed PyTorch training runs."""
 
@@ -35,14 +74,14 @@ class HasTorchTrainingParams(Params):
         "and the driver averages them weighted by rows (maxIter rounds). 'allreduce-averaging': the same "
         "rounds inside one barrier stage, one local problem per task, averaged by all-reduce. "
         "Supported: " + ", ".join(STRATEGIES),
-        typeConverter=_one_of("strategy", STRATEGIES),
+        typeConverter=one_of("strategy", STRATEGIES),
     )
     device = Param(
         Params._dummy(),
         "device",
         "Device the partition kernels run on: 'auto' (CUDA when the executor's torch sees a "
         "GPU, else CPU), 'cpu', 'cuda' or 'cuda:N'.",
-        typeConverter=_one_of("device", DEVICES),
+        typeConverter=one_of("device", DEVICES),
     )
     dtype = Param(
         Params._dummy(),
@@ -50,7 +89,7 @@ class HasTorchTrainingParams(Params):
         "Precision the training copy of the features is held in: 'float64' (default: MLlib's results and "
         "iteration counts) or 'float32' (half the memory; the objective is then only resolved to "
         "about 1e-8, so fits stop a little short of the float64 optimum). Optimizer state is float64.",
-        typeConverter=_one_of("dtype", DTYPES),
+        typeConverter=one_of("dtype", DTYPES),
     )
 
     numWorkers = Param(
@@ -71,54 +110,3 @@ class HasTorchTrainingParams(Params):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(strategy="sync", device="auto", dtype="float64", numWorkers=0, localIter=10)
-
-    def getLocalIter(self):
-        return self.getOrDefault(self.localIter)
-
-    def setLocalIter(self, value):
-        return self._set(localIter=value)
-
-    def getNumWorkers(self):
-        return self.getOrDefault(self.numWorkers)
-
-    def setNumWorkers(self, value):
-        return self._set(numWorkers=value)
-
-    def getStrategy(self):
-        return self.getOrDefault(self.strategy)
-
-    def setStrategy(self, value):
-        return self._set(strategy=value)
-
-    def getDevice(self):
-        return self.getOrDefault(self.device)
-
-    def setDevice(self, value):
-        return self._set(device=value)
-
-    def getDtype(self):
-        return self.getOrDefault(self.dtype)
-
-    def setDtype(self, value):
-        return self._set(dtype=value)
-
-
-# Params that stock MLlib does not know: kept out of the MLlib-format metadata's paramMap.
-TORCH_PARAM_NAMES = ("strategy", "device", "dtype", "numWorkers", "localIter")
-
-
-def with_setters(*names):
-    """Class decorator adding pyspark-style ``setX(value)`` methods for the named Params."""
-
-    def decorate(cls):
-        for name in names:
-            def setter(self, value, _name=name):
-                return self._set(**{_name: value})
-
-            setter.__name__ = "set" + name[0].upper() + name[1:]
-            setter.__doc__ = f"Sets the value of :py:attr:`{name}`."
-            if setter.__name__ not in cls.__dict__:
-                setattr(cls, setter.__name__, setter)
-        return cls
-
-    return decorate

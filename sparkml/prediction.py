@@ -32,8 +32,7 @@ def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features
         from gpu.nystroem import NystroemMap
 
         kernel, landmarks, projection, kernel_args = feature_map
-        x = NystroemMap(kernel, torch.from_numpy(landmarks), projection=torch.from_numpy(projection),
-                        **kernel_args).transform(x)
+        x = NystroemMap(kernel, landmarks, projection=projection, **kernel_args).transform(x)
     margins = linear_margins(x, torch.from_numpy(coef), torch.from_numpy(intercept))
     prob = None
     if kind == "regression":

@@ -17,17 +17,13 @@ MAX_CLASSES = 10_000  # a label above this is reported, not histogrammed
 _MOMENT_ROWS = 8192
 
 
-def _chunks(batches, name):
-    """The Arrow arrays of one column across the batches (a ChunkedArray contributes its chunks)."""
+def _concat(batches, name):
+    """One Arrow array of a column across the batches (a ChunkedArray contributes its chunks)."""
     chunks = []
     for b in batches:
         col = b.column(name)
         chunks.extend(col.chunks if hasattr(col, "chunks") else [col])
-    return chunks
-
-
-def _concat(batches, name):
-    return pa.concat_arrays(_chunks(batches, name))
+    return pa.concat_arrays(chunks)
 
 
 def _dense_rows(column, dtype):

@@ -146,17 +146,26 @@ def _all_gather(store, rank, world, name, value):
 class _ProcessGroup:
     """A torch.distributed group over the tasks of the current barrier stage."""
 
-    def __init__(self, backend, rank, world, store):
+    def __init__(self, device, rank, world, store):
+        import torch
         import torch.distributed as dist
 
-        self.dist, self.rank = dist, rank
-        dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=_TIMEOUT)
+        self.torch, self.dist, self.rank, self.device = torch, dist, rank, device
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", store=store, rank=rank,
+                                world_size=world, timeout=_TIMEOUT)
 
     def sum(self, tensor):
         """Sum over ranks; every rank receives rank 0's bits."""
         self.dist.reduce(tensor, dst=0)
         self.dist.broadcast(tensor, src=0)
         return tensor
+
+    def add(self, part, size):
+        """The ranks' tuples of floats / arrays added element by element, as ``size`` float64s
+        (``part`` None: this rank holds no rows and adds zeros)."""
+        flat = np.zeros(size) if part is None else np.concatenate(
+            [np.ravel(np.asarray(x, dtype=np.float64)) for x in part])
+        return self.sum(self.torch.from_numpy(flat).to(self.device)).cpu().numpy()
 
     def close(self):
         self.dist.destroy_process_group()
@@ -165,7 +174,6 @@ class _ProcessGroup:
 def _train_task(batches, blocks, dataset_id, loss, device, dtype, objective, theta0, options, driver_store,
                 last_pass, local_iter):
     import pyarrow as pa
-    import torch
     from pyspark import BarrierTaskContext
 
     for _ in batches:  # drain the input (one id per task)
@@ -177,15 +185,11 @@ def _train_task(batches, blocks, dataset_id, loss, device, dtype, objective, the
     store = _rendezvous(ctx, rank, world, driver_store)
     mine = assign_blocks(blocks, _all_gather(store, rank, world, "where", block_store.store_key()))[rank]
     sums = PartitionSums(mine, dataset_id, loss, device, dtype)
-    group = _ProcessGroup("nccl" if sums.device.type == "cuda" else "gloo", rank, world, store)
+    group = _ProcessGroup(sums.device, rank, world, store)
     size = int(np.prod(loss_shape(objective)))
     try:
         def data_sum(coef):
-            local = sums.loss_gradient(coef)
-            packed = np.zeros(1 + size)
-            if local is not None:
-                packed[0], packed[1:] = local[0], np.ravel(local[1])
-            t = group.sum(torch.from_numpy(packed).to(sums.device)).cpu().numpy()
+            t = group.add(sums.loss_gradient(coef), 1 + size)
             return t[0], t[1:]
 
         distributed = objective.with_data_sum(data_sum)
@@ -195,11 +199,7 @@ def _train_task(batches, blocks, dataset_id, loss, device, dtype, objective, the
             method = "owlqn" if options["owlqn"] else "auto"
 
             def average_round(theta, global_grad):
-                packed = np.zeros(theta.size + 1)
-                local = local_solve(sums, objective, theta, global_grad, local_iter, method)
-                if local is not None:
-                    packed[:-1], packed[-1] = local
-                t = group.sum(torch.from_numpy(packed).to(sums.device)).cpu().numpy()
+                t = group.add(local_solve(sums, objective, theta, global_grad, local_iter, method), theta.size + 1)
                 return t[:-1] / t[-1]
 
             theta, summary = run_rounds(distributed, average_round, theta0, max_iter=options["max_iter"],
