@@ -23,38 +23,29 @@ def one_of(name, allowed):
     return convert
 
 
-def with_getters(*names):
-    """Class decorator adding pyspark-style ``getX()`` methods (value or default) for the named Params."""
+def _accessors(prefix, make, doc):
+    """A class decorator factory adding pyspark-style ``<prefix>X`` methods for the named Params
+    (a method the class defines itself is kept)."""
 
-    def decorate(cls):
-        for name in names:
-            def getter(self, _name=name):
-                return self.getOrDefault(_name)
+    def for_params(*names):
+        def decorate(cls):
+            for name in names:
+                method = make(name)
+                method.__name__ = prefix + name[0].upper() + name[1:]
+                method.__doc__ = doc.format(name)
+                if method.__name__ not in cls.__dict__:
+                    setattr(cls, method.__name__, method)
+            return cls
 
-            getter.__name__ = "get" + name[0].upper() + name[1:]
-            getter.__doc__ = f"Gets the value of :py:attr:`{name}` or its default."
-            if getter.__name__ not in cls.__dict__:
-                setattr(cls, getter.__name__, getter)
-        return cls
+        return decorate
 
-    return decorate
+    return for_params
 
 
-def with_setters(*names):
-    """Class decorator adding pyspark-style ``setX(value)`` methods for the named Params."""
-
-    def decorate(cls):
-        for name in names:
-            def setter(self, value, _name=name):
-                return self._set(**{_name: value})
-
-            setter.__name__ = "set" + name[0].upper() + name[1:]
-            setter.__doc__ = f"Sets the value of :py:attr:`{name}`."
-            if setter.__name__ not in cls.__dict__:
-                setattr(cls, setter.__name__, setter)
-        return cls
-
-    return decorate
+with_getters = _accessors("get", lambda name: lambda self: self.getOrDefault(name),
+                          "Gets the value of :py:attr:`{}` or its default.")
+with_setters = _accessors("set", lambda name: lambda self, value: self._set(**{name: value}),
+                          "Sets the value of :py:attr:`{}`.")
 
 
 @with_getters(*TORCH_PARAM_NAMES)
