@@ -5,11 +5,11 @@ Plain tensors in, tensors out; nothing here imports pyspark, sparkml or jobs.
 from .blocks import CsrBlock, DenseBlock, make_block
 from .device import resolve_device, resolve_dtype
 from .kernels import KERNELS, kernel_diagonal, kernel_matrix
+from .problems import OneVsRestProblems, PlattProblems
 from .losses import (
     HingeLoss,
     LinearLoss,
     LogisticLoss,
-    OneVsRestLoss,
     SoftmaxLoss,
     SquaredHingeLoss,
     SquaredLoss,
@@ -27,7 +27,8 @@ __all__ = [
     "LinearLoss",
     "LogisticLoss",
     "SoftmaxLoss",
-    "OneVsRestLoss",
+    "OneVsRestProblems",
+    "PlattProblems",
     "SquaredLoss",
     "HingeLoss",
     "SquaredHingeLoss",

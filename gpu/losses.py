@@ -33,7 +33,6 @@ __all__ = [
     "SquaredLoss",
     "HingeLoss",
     "SquaredHingeLoss",
-    "OneVsRestLoss",
 ]
 
 _F64 = torch.float64
@@ -124,6 +123,10 @@ class LinearLoss:
     def hessian_block(self, coef, X, y, w=None):
         """sum_i w_i h_i x~_i x~_i^T, (p, p) float64, intercept row/column last."""
         _, hw = self._hess_weights(coef, X, y, w)
+        return self._hessian_from_weights(X, hw)
+
+    def _hessian_from_weights(self, X, hw):
+        """sum_i hw_i x~_i x~_i^T for per-row weights hw (n,) float64."""
         gram = X.weighted_gram(hw.to(X.dtype)).to(_F64)
         if not self.fit_intercept:
             return gram
@@ -247,39 +250,3 @@ class SoftmaxLoss(LinearLoss):
         PU = P * U
         R = w[:, None] * (PU - P * PU.sum(1, keepdim=True))
         return self._grad_from_rows(X, R)
-
-
-class OneVsRestLoss:
-    """A binary loss of class ``k`` against the rest: the wrapped loss on labels 1[y == k].
-
-    Lets K one-vs-rest problems share one copy of the rows and their multi-class labels.
-    """
-
-    n_outputs = 1
-
-    def __init__(self, binary: LinearLoss, k: int):
-        if binary.n_outputs != 1:
-            raise ValueError(f"one-vs-rest needs a binary loss, got {binary!r}")
-        self.binary, self.k = binary, int(k)
-        self.fit_intercept = binary.fit_intercept
-
-    def __repr__(self) -> str:
-        return f"OneVsRestLoss({self.binary!r}, k={self.k})"
-
-    def coef_shape(self, n_features: int) -> tuple[int, ...]:
-        return self.binary.coef_shape(n_features)
-
-    def _labels(self, y):
-        return (torch.as_tensor(y) == self.k).to(_F64)
-
-    def loss_gradient(self, coef, X, y, w=None):
-        return self.binary.loss_gradient(coef, X, self._labels(y), w)
-
-    def loss(self, coef, X, y, w=None):
-        return self.binary.loss(coef, X, self._labels(y), w)
-
-    def hessian_block(self, coef, X, y, w=None):
-        return self.binary.hessian_block(coef, X, self._labels(y), w)
-
-    def hessp(self, coef, X, y, w, v):
-        return self.binary.hessp(coef, X, self._labels(y), w, v)

@@ -5,6 +5,7 @@ For a batch X (n, d), coefficients W (K, d) and intercepts b (K,):
     margins     M = X W^T + b                          (n, K)
     logistic    p = 1 / (1 + exp(-m))                  (binary, K = 1)
     softmax     p_k = exp(M_k - max M) / sum_j exp(M_j - max M)
+    Platt       q_k = sigmoid(a_k M_k + b_k); binary [1 - q, q], else q_k / sum_j q_j
 
 Computed in float64 so scores match MLlib's double-precision predictions.
 """
@@ -25,3 +26,12 @@ def binary_logistic_probability(margin):
 def softmax_probability(margins):
     """Row-wise softmax of (n, K) margins (max-shifted, stable)."""
     return torch.softmax(margins, dim=1)
+
+
+def platt_probability(margins, ab):
+    """Platt-scaled probabilities of (n, K) decision values with ``ab`` (K, 2) = (a_k, b_k):
+    (n, 2) [1 - q, q] for one problem (binary), else the K sigmoids normalized per row."""
+    q = torch.sigmoid(margins * ab[:, 0].to(margins) + ab[:, 1].to(margins))
+    if q.shape[1] == 1:
+        return torch.cat([1 - q, q], dim=1)
+    return q / q.sum(dim=1, keepdim=True)

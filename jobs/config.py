@@ -14,6 +14,7 @@ import yaml
 ESTIMATORS = {
     "LogisticRegression": ("sparkml.classification:LogisticRegression", "classification"),
     "LinearSVC": ("sparkml.classification:LinearSVC", "classification"),
+    "KernelSVC": ("sparkml.classification:KernelSVC", "classification"),
     "LinearRegression": ("sparkml.regression:LinearRegression", "regression"),
 }
 FORMATS = ("parquet", "csv", "libsvm")

@@ -65,7 +65,8 @@ def evaluate(model, df, task, label, weight=None):
             metrics["areaUnderROC"] = auc.evaluate(pred)
         metrics["accuracy"] = mc.evaluate(pred, {mc.metricName: "accuracy"})
         metrics["f1"] = mc.evaluate(pred, {mc.metricName: "f1"})
-        if model.numClasses > 2 and model.hasParam("probabilityCol"):
+        if model.numClasses > 2 and model.hasParam("probabilityCol") and \
+                model.getOrDefault("probabilityCol") in pred.columns:  # KernelSVC: only with probability=True
             mc.setProbabilityCol(model.getOrDefault("probabilityCol"))
             metrics["logLoss"] = mc.evaluate(pred, {mc.metricName: "logLoss"})
         return metrics

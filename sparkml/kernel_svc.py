@@ -3,13 +3,18 @@
 Features (``method="nystroem"``): m landmarks L sampled from the training rows, stratified by
 class, and the Nystroem map phi(x) = k(x, L) K_LL^{-1/2} (``gpu.nystroem``; the kernels and their
 formulas are in ``gpu.kernels``). Each partition computes its phi block once per fit, on the
-executor that holds it (``TrainingData.derive``). Then, per class (one-vs-rest; a single problem
-when binary), the primal squared-hinge SVM
+executor that holds it (``TrainingData.derive``). ``method="rff"``: m random Fourier features
+z(x) = sqrt(2/m) cos(x W + b) of the rbf or laplacian kernel instead (``gpu.fourier``), no
+landmarks and no m x m projection, but more features for the same accuracy. Then, per class
+(one-vs-rest; a single problem when binary), the primal squared-hinge SVM
 
     min_theta  lambda/2 ||beta||^2 + (1/W) sum_i w_i max(0, 1 - s_i (phi_i . beta + b))^2,
     s_i = +1 for the class and -1 for the rest, W = sum_i w_i, lambda = regParam,
 
-is solved by a distributed Newton method (``sparkml.newton``, one pass per round). Multiplying
+is solved by a distributed Newton method (``sparkml.newton``): every round is ONE pass over the
+features for all the classes still running (``gpu.OneVsRestProblems``), a Spark job per pass
+(``strategy="sync"``) or an all-reduce inside one barrier stage for the whole solve
+(``strategy="allreduce"``). Multiplying
 by W C shows regParam = 1 / (W C) is scikit-learn's C (``LinearSVC(loss="squared_hinge")`` on
 the features, or ``SVC`` up to squared vs plain hinge and the Nystroem approximation, which is
 exact when every training row is a landmark).
@@ -18,6 +23,14 @@ exact when every training row is a landmark).
 computed from the conversion pass's statistics (weighted when ``weightCol`` is set).
 Prediction: rawPrediction [-m, m] for two classes (as LinearSVC; prediction 1 iff m > threshold),
 one decision value per class otherwise (prediction the argmax).
+
+``probability=True``: Platt scaling, P(class k | x) = sigmoid(a_k m_k(x) + b_k), fitted per problem
+by Newton on the log loss of the training decision values against Platt's smoothed targets
+(``gpu.PlattProblems``; the same fit as scikit-learn's ``CalibratedClassifierCV(method="sigmoid")``
+on those values). Unlike ``SVC(probability=True)`` the sigmoids are fitted on the training rows,
+not by an internal 5-fold cross-validation (which would cost 5 more fits): on rows the SVM fits
+very well the probabilities are somewhat overconfident. Multi-class: the K sigmoids normalized to
+sum to one; ``prediction`` stays the argmax of the decision values.
 """
 import numpy as np
 from pyspark import keyword_only
@@ -29,17 +42,20 @@ from pyspark.ml.param.shared import (HasAggregationDepth, HasFitIntercept, HasMa
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
 
-from gpu import KERNELS, OneVsRestLoss, SquaredHingeLoss
+from gpu import KERNELS, OneVsRestProblems, PlattProblems, SquaredHingeLoss
+from gpu.feature_maps import input_features, make_feature_map
+from gpu.fourier import FOURIER_KERNELS
 from sparkml.data.training_data import TrainingData
-from sparkml.newton import newton_squared_hinge
 from sparkml.linear_model import ModelIO
 from sparkml.params import HasTorchTrainingParams, one_of, with_getters, with_setters
 from sparkml.prediction import transform_linear
-from sparkml.strategies.sync import SyncStrategy
+from sparkml.strategies import make_strategy
 from sparkml.training import check_common_params
 from sparkml.validation import classification_labels
 
 METHODS = ("nystroem", "rff")
+NEWTON_STRATEGIES = ("sync", "allreduce")  # the Newton passes are exact sums: no model averaging
+_PLATT_MAX_ITER, _PLATT_TOL = 100, 1e-10
 
 
 def _gamma(value):
@@ -65,15 +81,17 @@ class _KernelSVCParams(_ClassifierParams, HasMaxIter, HasTol, HasRegParam, HasFi
                    typeConverter=TypeConverters.toInt)
     coef0 = Param(Params._dummy(), "coef0", "Independent term of the polynomial and sigmoid kernels.",
                   typeConverter=TypeConverters.toFloat)
-    method = Param(Params._dummy(), "method", "Kernel approximation: 'nystroem' ('rff' is not built yet).",
-                   typeConverter=one_of("method", METHODS))
+    method = Param(Params._dummy(), "method",
+                   "Kernel approximation: 'nystroem' (landmarks sampled from the data; any kernel) or 'rff' "
+                   "(random Fourier features; rbf and laplacian only).", typeConverter=one_of("method", METHODS))
     numLandmarks = Param(Params._dummy(), "numLandmarks",
-                         "Nystroem landmarks sampled from the training rows, stratified by class (>= 1); all "
-                         "rows when there are fewer. More: closer to the exact kernel machine, m^2 per row "
-                         "per Newton round.", typeConverter=TypeConverters.toInt)
+                         "Feature count m: Nystroem landmarks sampled from the training rows, stratified by class "
+                         "(all rows when there are fewer), or random Fourier features. More: closer to the exact "
+                         "kernel machine, m^2 per active row per Newton round.", typeConverter=TypeConverters.toInt)
     probability = Param(Params._dummy(), "probability",
-                        "Fit Platt scaling for the probability column (not built yet).",
-                        typeConverter=TypeConverters.toBoolean)
+                        "Fit Platt scaling (one sigmoid per one-vs-rest problem, on the training decision values) "
+                        "and output the probability column; the multi-class probabilities are the sigmoids "
+                        "normalized to sum to 1.", typeConverter=TypeConverters.toBoolean)
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -99,22 +117,32 @@ def resolve_gamma(gamma, summary):
 
 def sample_landmarks(dataset, features_col, label_col, summary, m, seed):
     """About m training rows as a float64 (m', d) array, each class's share as in the data (at least one
-    row per class), sampled on Spark with ``sampleBy``; every row when there are at most m."""
-    label = F.col(label_col).cast("double").alias("label")
-    rows = dataset.select(F.col(features_col).alias("x"), label)
-    if summary.rows <= m:
-        picked = rows.collect()
-    else:
+    row per class); every row when there are at most m.
+
+    Each row gets a pseudo-random key u in [0, 1), a hash of (seed, label, features): the same rows
+    are picked whatever the partitioning or row order (a ``rand``-based sample is not, after a
+    shuffle). Rows with u below a bound that gives about 1.5 times each class's quota are collected, and the quota
+    of each class is filled with its smallest keys; the landmarks are in key order.
+    """
+    from pyspark.ml.functions import vector_to_array
+
+    label = F.col(label_col).cast("double")
+    key = (F.xxhash64(F.lit(int(seed)), label, vector_to_array(F.col(features_col), "float64"))
+           .bitwiseAND(F.lit((1 << 53) - 1)).cast("double") / float(1 << 53))
+    rows = dataset.select(F.col(features_col).alias("x"), label.alias("label"), key.alias("u"))
+    if summary.rows > m:
         share = summary.class_weights / summary.class_weights.sum()
         quota = {float(c): max(1, int(round(m * p))) for c, p in enumerate(share) if p > 0}
-        fractions = {c: min(1.0, 1.5 * q / max(1.0, share[int(c)] * summary.rows)) + 1e-6
-                     for c, q in quota.items()}
-        taken = {c: 0 for c in quota}
-        picked = []
-        for r in rows.sampleBy("label", fractions, seed).collect():
-            if taken.get(r.label, 0) < quota.get(r.label, 0):
-                taken[r.label] += 1
-                picked.append(r)
+        bound = F.lit(0.0)
+        for c, q in quota.items():
+            fraction = min(1.0, (1.5 * q + 3 * q ** 0.5 + 10) / max(1.0, share[int(c)] * summary.rows))
+            bound = F.when(F.col("label") == c, F.lit(fraction)).otherwise(bound)
+        rows = rows.where(F.col("u") < bound)
+    picked, taken = [], {}
+    for r in sorted(rows.collect(), key=lambda r: (r.u, r.label)):
+        if summary.rows <= m or taken.get(r.label, 0) < quota.get(r.label, 0):
+            taken[r.label] = taken.get(r.label, 0) + 1
+            picked.append(r)
     return np.array([r.x.toArray() for r in picked], dtype=np.float64)
 
 
@@ -124,7 +152,7 @@ class KernelSVC(Classifier, _KernelSVCParams):
     """Kernel SVM classifier (binary and one-vs-rest multi-class) trained on Spark with PyTorch kernels.
 
     See the module docstring for the model and objective. ``strategy`` is 'sync' (one Spark job per
-    Newton round); the barrier strategies are not wired to the Newton solver yet.
+    Newton pass) or 'allreduce' (one barrier stage for the SVM solve, one for Platt scaling).
     """
 
     @keyword_only
@@ -148,17 +176,14 @@ class KernelSVC(Classifier, _KernelSVCParams):
             raise ValueError(f"numLandmarks must be >= 1; got {self.getNumLandmarks()}")
         if self.getDegree() < 1:
             raise ValueError(f"degree must be >= 1; got {self.getDegree()}")
-        if self.getMethod() != "nystroem":
-            raise NotImplementedError("method='rff' (random Fourier features) is not built yet; use 'nystroem'")
-        if self.getProbability():
-            raise NotImplementedError("probability=True (Platt scaling) is not built yet")
-        if self.getStrategy() != "sync":
-            raise NotImplementedError(f"KernelSVC runs its Newton rounds with strategy='sync' only for now; "
-                                      f"got {self.getStrategy()!r}")
+        if self.getMethod() == "rff" and self.getKernel() not in FOURIER_KERNELS:
+            raise ValueError(f"method='rff' needs a shift-invariant kernel ({', '.join(FOURIER_KERNELS)}); "
+                             f"kernel is {self.getKernel()!r}: use method='nystroem'")
+        if self.getStrategy() not in NEWTON_STRATEGIES:
+            raise ValueError(f"KernelSVC solves by Newton's method, whose passes are exact sums: strategy must be "
+                             f"one of {', '.join(NEWTON_STRATEGIES)} (no model averaging); got {self.getStrategy()!r}")
 
     def _fit(self, dataset):
-        from gpu.nystroem import NystroemMap
-
         self._check_params()
         weight_col = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
         data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype())
@@ -167,66 +192,104 @@ class KernelSVC(Classifier, _KernelSVCParams):
             s = data.summary
             num_classes = classification_labels(s, self.getLabelCol())
             gamma = resolve_gamma(self.getGamma(), s)
-            landmarks = sample_landmarks(dataset, self.getFeaturesCol(), self.getLabelCol(), s,
-                                         self.getNumLandmarks(), self.getSeed())
-            fmap = NystroemMap(self.getKernel(), landmarks, **self._kernel_args(gamma))
-            features = data.derive(_feature_fn(self.getKernel(), landmarks, fmap.projection.numpy(),
-                                               self._kernel_args(gamma)), self.getDevice())
-            coef, intercepts, summaries = self._solve(features, num_classes, fmap.n_components, s.weight_sum)
+            spec = self._feature_map_spec(dataset, s, gamma)
+            m = make_feature_map(spec).n_components
+            features = data.derive(_feature_fn(spec), self.getDevice())
+            data.release()  # the derived features are all the solver reads
+            strategy = make_strategy(self.getStrategy(), features, None, self.getDevice(), self.getAggregationDepth(),
+                                     self.getNumWorkers())
+            theta, summaries = self._solve(strategy, num_classes, m, s)
+            platt = self._platt(strategy, num_classes, theta, s) if self.getProbability() else None
         finally:
             if features is not None:
                 features.release()
             data.release()
-        model = KernelSVCModel(landmarks, fmap.projection.numpy(), coef, intercepts, num_classes, gamma)
+        intercepts = theta[:, m] if self.getFitIntercept() else np.zeros(len(theta))
+        model = KernelSVCModel(spec, theta[:, :m], intercepts, num_classes, gamma, platt)
         model._summaries = summaries
         return self._copyValues(model)
 
-    def _solve(self, features, num_classes, m, weight_sum):
+    def _feature_map_spec(self, dataset, summary, gamma):
+        """The fitted feature map's data (``gpu.feature_maps``): sampled landmarks and K_LL^-1/2, or drawn
+        Fourier frequencies."""
+        from gpu.fourier import RandomFourierMap
+        from gpu.nystroem import NystroemMap
+
+        if self.getMethod() == "rff":
+            rff = RandomFourierMap(self.getKernel(), summary.n_features, self.getNumLandmarks(), gamma=gamma,
+                                   seed=self.getSeed())
+            return {"method": "rff", "kernel": self.getKernel(), "frequencies": rff.frequencies.numpy(),
+                    "offsets": rff.offsets.numpy()}
+        landmarks = sample_landmarks(dataset, self.getFeaturesCol(), self.getLabelCol(), summary,
+                                     self.getNumLandmarks(), self.getSeed())
+        nystroem = NystroemMap(self.getKernel(), landmarks, **self._kernel_args(gamma))
+        return {"method": "nystroem", "kernel": self.getKernel(), "landmarks": landmarks,
+                "projection": nystroem.projection.numpy(), **self._kernel_args(gamma)}
+
+    def _solve(self, strategy, num_classes, m, summary):
+        """All one-vs-rest problems (one when binary: class 1 against 0) by Newton, one pass per round."""
+        classes = _problem_classes(num_classes)
+        binary = SquaredHingeLoss(fit_intercept=self.getFitIntercept())
+        names = ["KernelSVC"] if num_classes == 2 else [f"KernelSVC class {int(c)}" for c in classes]
+        return strategy.newton(lambda idx: OneVsRestProblems(binary, [classes[j] for j in idx]),
+                               np.zeros((len(classes), m + self.getFitIntercept())), reg=self.getRegParam(),
+                               weight_sum=summary.weight_sum, fit_intercept=self.getFitIntercept(),
+                               max_iter=self.getMaxIter(), tol=self.getTol(), names=names,
+                               last_pass=not self.getProbability())
+
+    def _platt(self, strategy, num_classes, theta, summary):
+        """(k, 2): Platt's (a, b) per problem, fitted on the training decision values."""
+        classes = _problem_classes(num_classes)
+        pos = np.array([summary.class_weights[int(c)] for c in classes])
+        neg = summary.weight_sum - pos
+        targets = np.stack([(pos + 1) / (pos + 2), 1 / (neg + 2)], axis=1)
+        theta0 = np.stack([np.zeros(len(classes)), np.log((pos + 1) / (neg + 1))], axis=1)  # the prior, as libsvm
         fit_intercept = self.getFitIntercept()
-        problems = [None] if num_classes == 2 else list(range(num_classes))
-        coef, intercepts, summaries = [], [], []
-        for k in problems:
-            binary = SquaredHingeLoss(fit_intercept=fit_intercept)
-            strategy = SyncStrategy(features, binary if k is None else OneVsRestLoss(binary, k), self.getDevice(),
-                                    self.getAggregationDepth())
-            theta, summary = newton_squared_hinge(
-                strategy.loss_gradient_hessian, strategy.loss_gradient, np.zeros(m + fit_intercept),
-                reg=self.getRegParam(), weight_sum=weight_sum, fit_intercept=fit_intercept,
-                max_iter=self.getMaxIter(), tol=self.getTol(), name=f"KernelSVC class {k}" if k is not None
-                else "KernelSVC")
-            coef.append(theta[:m])
-            intercepts.append(theta[m] if fit_intercept else 0.0)
-            summaries.append(summary)
-        return np.array(coef), np.array(intercepts), summaries
+        ab, _ = strategy.newton(
+            lambda idx: PlattProblems(theta[idx], [classes[j] for j in idx], targets[idx], fit_intercept),
+            theta0, reg=0.0, weight_sum=summary.weight_sum, fit_intercept=True, max_iter=_PLATT_MAX_ITER,
+            tol=_PLATT_TOL, names=[f"Platt scaling, problem {j}" for j in range(len(classes))], last_pass=True)
+        return ab
 
 
-def _feature_fn(kind, landmarks, projection, kernel_args):
+def _problem_classes(num_classes):
+    """The positive class of each one-vs-rest problem: [1] when binary, else 0..K-1."""
+    return [1.0] if num_classes == 2 else [float(k) for k in range(num_classes)]
+
+
+def _feature_fn(spec):
     """phi(rows) on the executors (numpy in the closure: no tensors pickled)."""
     cache = {}
 
     def phi(rows):
-        from gpu.nystroem import NystroemMap
+        from gpu.feature_maps import make_feature_map
 
         if rows.device not in cache:  # one map per executor process and device, its casts cached
-            cache[rows.device] = NystroemMap(kind, landmarks, projection=projection, **kernel_args).to(rows.device)
+            cache[rows.device] = make_feature_map(spec).to(rows.device)
         return cache[rows.device].transform(rows)
 
     return phi
 
 
 class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO):
-    """A fitted KernelSVC: the landmarks, the Nystroem projection, one coefficient row per problem."""
+    """A fitted KernelSVC: the feature map's data (landmarks and the Nystroem projection, or the random
+    Fourier frequencies and phases) and one coefficient row per problem."""
 
     _java_class = "sparkml.classification.KernelSVCModel"  # no Scala twin: MLlib has no kernel SVM
 
-    def __init__(self, landmarks=None, projection=None, coefficients=None, intercepts=None, numClasses=2,
-                 gammaValue=1.0):
+    def __init__(self, featureMap=None, coefficients=None, intercepts=None, numClasses=2, gammaValue=1.0,
+                 platt=None):
         super().__init__()
-        self._landmarks = None if landmarks is None else np.asarray(landmarks, dtype=np.float64)
-        self._projection = None if projection is None else np.asarray(projection, dtype=np.float64)
-        self._coef = None if coefficients is None else np.atleast_2d(np.asarray(coefficients, dtype=np.float64))
+        self._spec = None if featureMap is None else {
+            # C order whatever the source (a loaded DenseMatrix is column-major): the same BLAS summation order,
+            # so a loaded model scores bit for bit as the fitted one
+            k: np.ascontiguousarray(v, dtype=np.float64) if isinstance(v, (list, np.ndarray)) else v
+            for k, v in featureMap.items()}
+        self._coef = None if coefficients is None else np.ascontiguousarray(np.atleast_2d(coefficients),
+                                                                            dtype=np.float64)
         self._intercepts = None if intercepts is None else np.atleast_1d(np.asarray(intercepts, dtype=np.float64))
         self._num_classes, self._gamma_value = int(numClasses), float(gammaValue)
+        self._platt = None if platt is None else np.asarray(platt, dtype=np.float64).reshape(-1, 2)
         self._summaries = None
 
     @property
@@ -235,11 +298,12 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO):
 
     @property
     def numFeatures(self):
-        return int(self._landmarks.shape[1])
+        return input_features(self._spec)
 
     @property
     def numLandmarksUsed(self):
-        return int(self._landmarks.shape[0])
+        """Nystroem landmarks, or random Fourier features: the length of each coefficient row."""
+        return int(self._coef.shape[1])
 
     @property
     def gammaValue(self):
@@ -248,16 +312,24 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO):
 
     @property
     def landmarks(self):
-        return DenseMatrix(*self._landmarks.shape, self._landmarks.ravel(), True)
+        """(numLandmarksUsed, numFeatures) training rows of a Nystroem model (None for method='rff')."""
+        x = self._spec.get("landmarks")
+        return None if x is None else DenseMatrix(*x.shape, x.ravel(), True)
 
     @property
     def coefficientMatrix(self):
-        """(1 or numClasses, numLandmarks): the linear model on the Nystroem features."""
+        """(1 or numClasses, numLandmarksUsed): the linear model on the kernel features."""
         return DenseMatrix(*self._coef.shape, self._coef.ravel(), True)
 
     @property
     def interceptVector(self):
         return DenseVector(self._intercepts)
+
+    @property
+    def plattCoefficients(self):
+        """(problems, 2): Platt's (a, b) per one-vs-rest problem, P = sigmoid(a m + b); None without
+        ``probability=True``."""
+        return None if self._platt is None else DenseMatrix(*self._platt.shape, self._platt.ravel(), True)
 
     @property
     def hasSummary(self):
@@ -277,17 +349,11 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO):
     def setThreshold(self, value):
         return self._set(threshold=value)
 
-    def _feature_map(self):
-        return self.getKernel(), self._landmarks, self._projection, self._kernel_args(self._gamma_value)
-
     def _margins(self, value):
         import torch
 
-        from gpu.nystroem import NystroemMap
-
-        kernel, landmarks, projection, args = self._feature_map()
         x = torch.from_numpy(np.asarray(value.toArray(), dtype=np.float64)[None, :])
-        phi = NystroemMap(kernel, landmarks, projection=projection, **args).transform(x).numpy()[0]
+        phi = make_feature_map(self._spec).transform(x).numpy()[0]
         return self._coef @ phi + self._intercepts
 
     def predictRaw(self, value):
@@ -298,22 +364,51 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO):
         m = self._margins(value)
         return float(m[0] > self.getThreshold()) if len(m) == 1 else float(np.argmax(m))
 
+    def predictProbability(self, value):
+        """The probability vector of one feature vector (needs a model fitted with probability=True)."""
+        import torch
+
+        from gpu.prediction import platt_probability
+
+        if self._platt is None:
+            raise RuntimeError("this KernelSVCModel has no Platt scaling: fit it with probability=True")
+        margins = torch.from_numpy(self._margins(value)[None, :])
+        return DenseVector(platt_probability(margins, torch.from_numpy(self._platt)).numpy()[0])
+
     def _transform(self, dataset):
         outputs = {"raw": self.getRawPredictionCol(), "pred": self.getPredictionCol()}
+        if self._platt is not None:
+            outputs["prob"] = self.getProbabilityCol()
         return transform_linear(dataset, self.getFeaturesCol(), outputs, "svc", self._coef, self._intercepts,
-                                raw_threshold=self.getThreshold(), feature_map=self._feature_map())
+                                raw_threshold=self.getThreshold(), feature_map=self._spec,
+                                platt=self._platt)
 
     def _data_frame(self, spark):
+        def matrix(x):
+            return None if x is None else DenseMatrix(*np.atleast_2d(x).shape, np.ravel(x), True)
+
+        spec = self._spec
+        rff = spec["method"] == "rff"
         schema = StructType([StructField("numClasses", IntegerType()), StructField("gamma", DoubleType()),
-                             StructField("kernel", StringType()), StructField("landmarks", MatrixUDT()),
-                             StructField("projection", MatrixUDT()), StructField("coefficientMatrix", MatrixUDT()),
-                             StructField("interceptVector", VectorUDT())])
-        proj = DenseMatrix(*self._projection.shape, self._projection.ravel(), True)
-        row = (self._num_classes, self._gamma_value, self.getKernel(), self.landmarks, proj, self.coefficientMatrix,
-               self.interceptVector)
+                             StructField("degree", IntegerType()), StructField("coef0", DoubleType()),
+                             StructField("kernel", StringType()), StructField("method", StringType()),
+                             StructField("basis", MatrixUDT()), StructField("projection", MatrixUDT()),
+                             StructField("offsets", VectorUDT()), StructField("coefficientMatrix", MatrixUDT()),
+                             StructField("interceptVector", VectorUDT()), StructField("platt", MatrixUDT())])
+        row = (self._num_classes, self._gamma_value, self.getDegree(), self.getCoef0(), spec["kernel"], spec["method"],
+               matrix(spec["frequencies"].T if rff else spec["landmarks"]), None if rff else matrix(spec["projection"]),
+               DenseVector(spec["offsets"]) if rff else None, self.coefficientMatrix, self.interceptVector,
+               self.plattCoefficients)
         return spark.createDataFrame([row], schema)
 
     @classmethod
     def _from_data(cls, row):
-        return cls(row.landmarks.toArray(), row.projection.toArray(), row.coefficientMatrix.toArray(),
-                   row.interceptVector.toArray(), int(row.numClasses), float(row.gamma))
+        if row.method == "rff":
+            spec = {"method": "rff", "kernel": row.kernel, "frequencies": row.basis.toArray().T,
+                    "offsets": row.offsets.toArray()}
+        else:
+            spec = {"method": "nystroem", "kernel": row.kernel, "landmarks": row.basis.toArray(),
+                    "projection": row.projection.toArray(), "gamma": row.gamma, "degree": row.degree,
+                    "coef0": row.coef0}
+        return cls(spec, row.coefficientMatrix.toArray(), row.interceptVector.toArray(), int(row.numClasses),
+                   float(row.gamma), None if row.platt is None else row.platt.toArray())

@@ -14,25 +14,24 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import arrow_udf
 
 
-def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col, feature_map=None):
+def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col, feature_map=None, platt=None):
     """Score one Arrow batch; returns a StructArray (raw, probability, prediction)."""
     import torch
 
-    from gpu.prediction import binary_logistic_probability, linear_margins, softmax_probability
+    from gpu.prediction import binary_logistic_probability, linear_margins, platt_probability, softmax_probability
 
     if features.null_count:
         raise ValueError(f"features column {features_col!r} has null rows; cannot score them")
-    n, d = len(features), coef.shape[1] if feature_map is None else feature_map[1].shape[1]
+    from gpu.feature_maps import input_features, make_feature_map
+
+    n, d = len(features), coef.shape[1] if feature_map is None else input_features(feature_map)
     if n and (np.asarray(features.value_lengths()) != d).any():
         raise ValueError(f"features column {features_col!r} has vectors whose size is not {d}")
     with warnings.catch_warnings():  # Arrow's buffer is read-only; the scores never write to it
         warnings.simplefilter("ignore", UserWarning)
         x = torch.from_numpy(features.flatten().to_numpy(zero_copy_only=False).reshape(n, d))
     if feature_map is not None:
-        from gpu.nystroem import NystroemMap
-
-        kernel, landmarks, projection, kernel_args = feature_map
-        x = NystroemMap(kernel, landmarks, projection=projection, **kernel_args).transform(x)
+        x = make_feature_map(feature_map).transform(x)
     margins = linear_margins(x, torch.from_numpy(coef), torch.from_numpy(intercept))
     prob = None
     if kind == "regression":
@@ -49,6 +48,8 @@ def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features
         prob = softmax_probability(margins)
         scaled = prob / torch.from_numpy(thresholds) if thresholds is not None else raw
         pred = torch.argmax(scaled, dim=1).to(torch.float64)
+    if platt is not None:
+        prob = platt_probability(margins, torch.from_numpy(platt))
 
     def vectors(t):
         if t is None:
@@ -63,13 +64,14 @@ _RESULT_TYPE = "struct<raw: array<double>, prob: array<double>, pred: double>"
 
 
 def transform_linear(dataset, features_col, outputs, kind, coef, intercept, raw_threshold=0.0, thresholds=None,
-                     feature_map=None):
+                     feature_map=None, platt=None):
     """Add MLlib's output columns to ``dataset``.
 
     ``outputs`` maps 'raw' / 'prob' / 'pred' to output column names (empty names are skipped, as in
     MLlib). ``kind`` is 'logistic', 'svc' or 'regression'. ``coef`` (K, d) and ``intercept`` (K,)
-    are the model's; binary models have K = 1. ``feature_map`` (kernel, landmarks, projection,
-    kernel args): score the Nystroem features of the rows (KernelSVC) instead of the rows.
+    are the model's; binary models have K = 1. ``feature_map`` (a ``gpu.feature_maps`` spec): score
+    the kernel features of the rows (KernelSVC) instead of the rows.
+    ``platt`` (K, 2): the probability column is Platt-scaled decision values (KernelSVC).
     """
     coef = np.ascontiguousarray(np.atleast_2d(coef), dtype=np.float64)
     intercept = np.ascontiguousarray(np.atleast_1d(intercept), dtype=np.float64)
@@ -77,7 +79,7 @@ def transform_linear(dataset, features_col, outputs, kind, coef, intercept, raw_
 
     @arrow_udf(_RESULT_TYPE)
     def score(features):
-        return _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col, feature_map)
+        return _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col, feature_map, platt)
 
     tmp = "__sparkml_scores"
     out = dataset.withColumn(tmp, score(vector_to_array(F.col(features_col), "float64")))

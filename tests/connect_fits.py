@@ -28,6 +28,9 @@ FITS = [  # (name, estimator, params)
     ("linreg-lbfgs-averaging", "LinearRegression", {"labelCol": "y", "regParam": 0.1, "solver": "l-bfgs",
                                                     "strategy": "averaging", "maxIter": 5, "localIter": 5,
                                                     "tol": 0.0}),
+    ("kernel-svc-sync", "KernelSVC", {"numLandmarks": 80, "gamma": 0.5}),
+    ("kernel-svc-allreduce-3-classes", "KernelSVC", {"labelCol": "label3", "numLandmarks": 80, "probability": True,
+                                                     "strategy": "allreduce"}),
 ]
 
 
@@ -60,8 +63,10 @@ def estimator(name, params):
 
 
 def coefficients(model):
-    if getattr(model, "numClasses", 2) > 2:
-        return model.coefficientMatrix.toArray().ravel().tolist() + model.interceptVector.toArray().tolist()
+    if getattr(model, "numClasses", 2) > 2 or not hasattr(model, "coefficients"):  # multinomial, KernelSVC
+        platt = getattr(model, "plattCoefficients", None)
+        return (model.coefficientMatrix.toArray().ravel().tolist() + model.interceptVector.toArray().tolist()
+                + ([] if platt is None else platt.toArray().ravel().tolist()))
     return model.coefficients.toArray().tolist() + [model.intercept]
 
 

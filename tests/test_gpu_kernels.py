@@ -119,3 +119,30 @@ def test_nystroem_with_all_rows_as_landmarks_reproduces_the_kernel():
     phi = NystroemMap("rbf", torch.from_numpy(a), gamma=0.2)
     approx = phi.transform(a) @ phi.transform(b).T  # exact on the landmarks' span, and a spans a
     np.testing.assert_allclose(approx.numpy()[:, :5], pairwise.rbf_kernel(a, b[:5], gamma=0.2), atol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_random_fourier_map_is_sklearns_rbf_sampler_with_the_same_draws(dtype, device):
+    from sklearn.kernel_approximation import RBFSampler
+
+    from gpu.fourier import RandomFourierMap
+
+    a, _ = _data(dtype)
+    sampler = RBFSampler(gamma=0.2, n_components=300, random_state=0).fit(a)
+    rff = RandomFourierMap("rbf", frequencies=sampler.random_weights_, offsets=sampler.random_offset_).to(device)
+    np.testing.assert_allclose(rff.transform(torch.from_numpy(a).to(device)).cpu().numpy(), sampler.transform(a),
+                               atol=TOL[dtype] * 10)
+
+
+@pytest.mark.parametrize("kind", ["rbf", "laplacian"])
+def test_random_fourier_features_approximate_the_kernel(kind):
+    """z(x) . z(x') -> k(x, x'): Monte Carlo error ~ 1 / sqrt(D)."""
+    from gpu.fourier import RandomFourierMap
+
+    a, b = _data(np.float64)
+    rff = RandomFourierMap(kind, a.shape[1], 40000, gamma=PARAMS[kind]["gamma"], seed=1)
+    approx = (rff.transform(torch.from_numpy(a)) @ rff.transform(torch.from_numpy(b)).T).numpy()
+    assert np.abs(approx - _reference(kind, a, b, PARAMS[kind])).max() < 0.03
+    with pytest.raises(ValueError, match="shift-invariant kernel"):
+        RandomFourierMap("polynomial", 6, 10, gamma=1.0)

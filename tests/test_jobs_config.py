@@ -165,7 +165,7 @@ def test_load_file_and_override(tmp_path):
 
 
 def test_shipped_configs_validate():
-    for name in ("logistic_demo", "linear_regression", "linear_svc"):
+    for name in ("logistic_demo", "linear_regression", "linear_svc", "kernel_svc"):
         cfg = config.load(os.path.join(ROOT, "conf", f"{name}.yaml"))
         assert cfg["data"]["train"].startswith("generated:")
 

@@ -123,6 +123,18 @@ def test_multiclass_and_svc(spark, tmp_path):
     assert code == 0 and report["metrics"]["areaUnderROC"] > 0.9
 
 
+def test_kernel_svc_job(spark, tmp_path):
+    """The shipped conf/kernel_svc.yaml's model section, on small data."""
+    shipped = yaml.safe_load(open(os.path.join(os.path.dirname(__file__), "..", "conf", "kernel_svc.yaml")))
+    params = {**shipped["model"]["params"], "numLandmarks": 100}
+    code, report = run_job(spark, tmp_path, {"train": "generated:multiclass", "generated": {**SMALL, "classes": 3}},
+                           "KernelSVC", params)
+    assert code == 0 and report["metrics"]["accuracy"] > 0.7
+    assert 0 < report["metrics"]["logLoss"] < 0.8  # the Platt probabilities reach the evaluator
+    model = load_model("KernelSVC", str(tmp_path / "run" / "model"))
+    assert model.numClasses == 3 and model.plattCoefficients.numRows == 3 and model.getStrategy() == "allreduce"
+
+
 def table(rows, seed=0):
     """A generated binary problem as a pandas frame: c0..c3, label y, weight w."""
     import pandas as pd

@@ -1,48 +1,56 @@
-"""sparkml.newton on local sums: the squared-hinge SVM's minimizer, checked against scipy and sklearn."""
+"""sparkml.newton on local sums: squared-hinge SVMs (one and several at once) and Platt scaling, checked
+against scipy, scikit-learn's LinearSVC and scikit-learn's own Platt fit."""
 import numpy as np
+import pytest
 import torch
 from scipy.optimize import minimize
+from sklearn.calibration import _sigmoid_calibration
 from sklearn.svm import LinearSVC as SkLinearSVC
 
-from gpu import DenseBlock, OneVsRestLoss, SquaredHingeLoss
-from sparkml.newton import newton_squared_hinge
+from gpu import DenseBlock, OneVsRestProblems, PlattProblems, SquaredHingeLoss
+from sparkml.newton import newton
 
 
-def _problem(seed=0, n=300, d=4):
+def _problem(seed=0, n=300, d=4, classes=2):
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n, d))
-    y = (x @ rng.normal(size=d) + 0.5 * rng.normal(size=n) > 0).astype(float)
+    scores = x @ rng.normal(size=(d, classes)) + 0.5 * rng.normal(size=(n, classes))
+    y = (scores[:, 0] > 0).astype(float) if classes == 2 else np.argmax(scores, axis=1).astype(float)
     return x, y
 
 
-def _sums(loss, x, y, w):
+def _evaluate(make_problems, x, y, w):
+    """``evaluate`` for newton() over one local block: what a Spark pass returns."""
     block, yt, wt = DenseBlock(torch.from_numpy(x)), torch.from_numpy(y), torch.from_numpy(w)
+    calls = []
 
-    def fgh(theta):
-        f, g = loss.loss_gradient(torch.from_numpy(theta), block, yt, wt)
-        return float(f), g.numpy(), loss.hessian_block(torch.from_numpy(theta), block, yt, wt).numpy()
+    def evaluate(theta, idx, hessian):
+        calls.append((tuple(idx), hessian))
+        problems = make_problems(idx)
+        f, g = problems.loss_gradient(torch.from_numpy(theta), block, yt, wt)
+        out = (f.numpy(), g.numpy())
+        return out + (problems.hessian_block(torch.from_numpy(theta), block, yt, wt).numpy(),) if hessian else out
 
-    def fg(theta):
-        f, g = loss.loss_gradient(torch.from_numpy(theta), block, yt, wt)
-        return float(f), g.numpy()
+    return evaluate, calls
 
-    return fgh, fg
+
+def _svm_objective(x, y, w, reg):
+    def objective(t):
+        m = x @ t[:-1] + t[-1]
+        return float(w @ np.maximum(0, 1 - (2 * y - 1) * m) ** 2 / w.sum() + reg / 2 * t[:-1] @ t[:-1])
+
+    return objective
 
 
 def test_newton_reaches_the_minimizer_in_a_few_rounds():
     x, y = _problem()
     w = np.random.default_rng(1).uniform(0.5, 2.0, len(y))
     reg = 0.05
-    fgh, fg = _sums(SquaredHingeLoss(), x, y, w)
-    theta, summary = newton_squared_hinge(fgh, fg, np.zeros(5), reg=reg, weight_sum=w.sum(), fit_intercept=True,
-                                          max_iter=50, tol=1e-12, name="test")
-
-    def objective(t):
-        m = x @ t[:4] + t[4]
-        return float(w @ np.maximum(0, 1 - (2 * y - 1) * m) ** 2 / w.sum() + reg / 2 * t[:4] @ t[:4])
-
-    ref = minimize(objective, np.zeros(5), method="BFGS", options={"gtol": 1e-10}).x
-    np.testing.assert_allclose(theta, ref, atol=1e-6)
+    evaluate, _ = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), x, y, w)
+    theta, (summary,) = newton(evaluate, np.zeros((1, 5)), reg=reg, weight_sum=w.sum(), fit_intercept=True,
+                               max_iter=50, tol=1e-12, names=["test"])
+    ref = minimize(_svm_objective(x, y, w, reg), np.zeros(5), method="BFGS", options={"gtol": 1e-10}).x
+    np.testing.assert_allclose(theta[0], ref, atol=1e-6)
     assert summary.totalIterations <= 10
     assert np.all(np.diff(summary.objectiveHistory) <= 1e-15)  # monotone
 
@@ -52,25 +60,63 @@ def test_regparam_is_one_over_n_c():
     unpenalized intercept (intercept_scaling large makes liblinear's penalty on it negligible)."""
     x, y = _problem(seed=3)
     c = 0.7
-    fgh, fg = _sums(SquaredHingeLoss(), x, y, np.ones(len(y)))
-    theta, _ = newton_squared_hinge(fgh, fg, np.zeros(5), reg=1 / (len(y) * c), weight_sum=len(y),
-                                    fit_intercept=True, max_iter=50, tol=1e-14, name="test")
+    evaluate, _ = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), x, y, np.ones(len(y)))
+    theta, _ = newton(evaluate, np.zeros((1, 5)), reg=1 / (len(y) * c), weight_sum=len(y), fit_intercept=True,
+                      max_iter=50, tol=1e-14, names=["test"])
     sk = SkLinearSVC(C=c, loss="squared_hinge", dual=False, tol=1e-12, intercept_scaling=1e3, max_iter=10000).fit(x, y)
-    np.testing.assert_allclose(theta[:4], sk.coef_[0], rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(theta[4], sk.intercept_[0], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(theta[0, :4], sk.coef_[0], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(theta[0, 4], sk.intercept_[0], rtol=1e-4, atol=1e-5)
 
 
-def test_one_vs_rest_loss_is_the_binary_loss_on_indicators():
+def test_one_vs_rest_problems_solved_together_match_each_solved_alone():
+    x, y = _problem(seed=5, n=400, classes=4)
+    w, reg = np.ones(len(y)), 0.02
+    classes = [0.0, 1.0, 2.0, 3.0]
+    evaluate, calls = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [classes[j] for j in idx]), x, y, w)
+    theta, summaries = newton(evaluate, np.zeros((4, 5)), reg=reg, weight_sum=w.sum(), fit_intercept=True,
+                              max_iter=50, tol=1e-12, names=[f"class {c}" for c in classes])
+    for k, c in enumerate(classes):
+        ref = minimize(_svm_objective(x, (y == c).astype(float), w, reg), np.zeros(5), method="BFGS",
+                       options={"gtol": 1e-10}).x
+        np.testing.assert_allclose(theta[k], ref, atol=1e-6)
+    # one pass per round covers every problem still running: fewer passes than solving them one by one
+    assert calls[0] == ((0, 1, 2, 3), True)
+    assert len(calls) < sum(s.totalIterations + 1 for s in summaries)
+    assert all(len(idx) > 1 for idx, _ in calls[:3])
+
+
+def test_one_vs_rest_problems_are_the_binary_loss_on_indicators():
     rng = np.random.default_rng(2)
     x, y = rng.normal(size=(50, 3)), rng.integers(0, 3, 50).astype(float)
-    coef = torch.from_numpy(rng.normal(size=4))
-    block, w = DenseBlock(torch.from_numpy(x)), torch.ones(50, dtype=torch.float64)
-    ovr = OneVsRestLoss(SquaredHingeLoss(), 2)
-    direct = SquaredHingeLoss()
-    yk = torch.from_numpy((y == 2).astype(float))
-    f1, g1 = ovr.loss_gradient(coef, block, torch.from_numpy(y), w)
-    f2, g2 = direct.loss_gradient(coef, block, yk, w)
-    assert float(f1) == float(f2)
-    np.testing.assert_array_equal(g1.numpy(), g2.numpy())
-    np.testing.assert_array_equal(ovr.hessian_block(coef, block, torch.from_numpy(y), w).numpy(),
-                                  direct.hessian_block(coef, block, yk, w).numpy())
+    coef = torch.from_numpy(rng.normal(size=(2, 4)))
+    block, w = DenseBlock(torch.from_numpy(x)), torch.from_numpy(rng.uniform(0.5, 2, 50))
+    ovr = OneVsRestProblems(SquaredHingeLoss(), [2.0, 0.0])
+    f, g = ovr.loss_gradient(coef, block, torch.from_numpy(y), w)
+    h = ovr.hessian_block(coef, block, torch.from_numpy(y), w)
+    for j, c in enumerate([2.0, 0.0]):
+        yk = torch.from_numpy((y == c).astype(float))
+        f1, g1 = SquaredHingeLoss().loss_gradient(coef[j], block, yk, w)
+        assert float(f[j]) == pytest.approx(float(f1), rel=1e-14)
+        np.testing.assert_allclose(g[j].numpy(), g1.numpy(), rtol=1e-13)
+        np.testing.assert_allclose(h[j].numpy(), SquaredHingeLoss().hessian_block(coef[j], block, yk, w).numpy(),
+                                   rtol=1e-13)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_platt_scaling_matches_sklearns_sigmoid_calibration(weighted):
+    x, y = _problem(seed=7, n=500, classes=3)
+    rng = np.random.default_rng(8)
+    w = rng.uniform(0.5, 2.0, len(y)) if weighted else np.ones(len(y))
+    svm = rng.normal(size=(3, 5))
+    classes = [0.0, 1.0, 2.0]
+    pos = np.array([w[y == c].sum() for c in classes])
+    targets = np.stack([(pos + 1) / (pos + 2), 1 / (w.sum() - pos + 2)], axis=1)
+    evaluate, _ = _evaluate(lambda idx: PlattProblems(svm[idx], [classes[j] for j in idx], targets[idx]), x, y, w)
+    ab, summaries = newton(evaluate, np.zeros((3, 2)), reg=0.0, weight_sum=w.sum(), fit_intercept=True,
+                           max_iter=100, tol=1e-14, names=["a", "b", "c"])
+    for k, c in enumerate(classes):
+        decision = x @ svm[k, :4] + svm[k, 4]
+        a_ref, b_ref = _sigmoid_calibration(decision, (y == c).astype(float), w if weighted else None)
+        # sklearn: P = 1 / (1 + exp(A f + B)); here P = sigmoid(a f + b)
+        np.testing.assert_allclose(ab[k], [-a_ref, -b_ref], rtol=1e-4, atol=1e-5)
+        assert summaries[k].converged

@@ -9,7 +9,7 @@ from pyspark.ml.feature import VectorAssembler
 from pyspark.ml.tuning import CrossValidator, CrossValidatorModel, ParamGridBuilder
 
 from model_data import assert_same_outputs
-from sparkml.classification import LogisticRegression, LogisticRegressionModel
+from sparkml.classification import KernelSVC, KernelSVCModel, LogisticRegression, LogisticRegressionModel
 from sparkml.regression import LinearRegression, LinearRegressionModel
 
 INPUTS = ["a", "b", "c"]
@@ -105,3 +105,18 @@ def test_multiclass_logistic_regression_in_cross_validator(raw, tmp_path):
     check_save_load(raw, best, str(tmp_path / "best"), ["rawPrediction", "probability", "prediction"],
                     (LogisticRegressionModel, StockModel))
 
+
+
+def test_kernel_svc_in_cross_validator(raw, tmp_path):
+    svc = KernelSVC(labelCol="label3", numLandmarks=60, probability=True, strategy="allreduce")
+    evaluator = MulticlassClassificationEvaluator(labelCol="label3", metricName="accuracy")
+    cv_model = cross_validate(raw, svc, [1e-3, 1.0], evaluator)
+    assert len(cv_model.avgMetrics) == 2
+    assert cv_model.avgMetrics[0] > max(0.75, cv_model.avgMetrics[1])  # regParam 1 = C 1/n: far too smooth
+    best = cv_model.bestModel
+    model = best.stages[-1]
+    assert isinstance(model, KernelSVCModel) and model.numClasses == 3 and model.getRegParam() == 1e-3
+    assert evaluator.evaluate(best.transform(raw)) > 0.75
+    loaded = check_save_load(raw, best, str(tmp_path / "best"), ["rawPrediction", "probability", "prediction"],
+                             (KernelSVCModel,))
+    np.testing.assert_array_equal(loaded.stages[-1].plattCoefficients.toArray(), model.plattCoefficients.toArray())

@@ -97,6 +97,7 @@ class TrainingData:
         self.sc = None if self.connect else handles.context
         self.blocks = []  # (partition, rows, store key) of every non-empty partition
         self.dropped_by_tasks = False  # the last pass (allreduce) deleted the blocks itself
+        self._released = False
 
     @classmethod
     def prepare(cls, df, features_col, label_col, weight_col=None, dtype="float64"):
@@ -196,6 +197,9 @@ class TrainingData:
         ``best_effort``: after a failed conversion job, whose failing partitions fail again when
         the drop job recomputes them; the drop is then attempted and its own failure ignored.
         """
+        if self._released:
+            return
+        self._released = True
         dataset_id = self.dataset_id
 
         def drop(rows):

@@ -22,6 +22,7 @@ from datetime import timedelta
 
 import numpy as np
 
+from sparkml.newton import newton
 from sparkml.session_kind import is_connect
 from sparkml.strategies.averaging import local_solve, run_rounds
 from sparkml.strategies.partition_sums import PartitionSums
@@ -171,8 +172,9 @@ class _ProcessGroup:
         self.dist.destroy_process_group()
 
 
-def _train_task(batches, blocks, dataset_id, loss, device, dtype, objective, theta0, options, driver_store,
-                last_pass, local_iter):
+def _barrier_task(batches, blocks, dataset_id, loss, device, dtype, driver_store, last_pass, body):
+    """One rank: meet the others, open this rank's blocks, run ``body(sums, group)`` -> (theta,
+    [TrainingSummary]); rank 0 yields the result."""
     import pyarrow as pa
     from pyspark import BarrierTaskContext
 
@@ -186,8 +188,25 @@ def _train_task(batches, blocks, dataset_id, loss, device, dtype, objective, the
     mine = assign_blocks(blocks, _all_gather(store, rank, world, "where", block_store.store_key()))[rank]
     sums = PartitionSums(mine, dataset_id, loss, device, dtype)
     group = _ProcessGroup(sums.device, rank, world, store)
-    size = int(np.prod(loss_shape(objective)))
     try:
+        theta, summaries = body(sums, group)
+    finally:
+        group.close()
+    if last_pass:  # the fit's last pass over these blocks: no separate job to delete them
+        block_store.drop_partitions(dataset_id, [p for p, _ in mine])
+    if rank == 0:
+        theta = np.asarray(theta, dtype=np.float64)
+        record = {"shape": list(theta.shape), "summaries": [
+            {"history": s.objectiveHistory, "iterations": s.totalIterations, "converged": s.converged,
+             "message": s.message, "iteration_seconds": s.iterationSeconds} for s in summaries]}
+        yield pa.RecordBatch.from_pydict({"theta": [theta.tobytes()], "summary": [json.dumps(record)]})
+
+
+def _optimizer_body(objective, theta0, options, local_iter):
+    """L-BFGS / OWL-QN (``local_iter`` None) or averaging rounds, the data sums all-reduced."""
+    size = int(np.prod(loss_shape(objective)))
+
+    def body(sums, group):
         def data_sum(coef):
             t = group.add(sums.loss_gradient(coef), 1 + size)
             return t[0], t[1:]
@@ -195,25 +214,37 @@ def _train_task(batches, blocks, dataset_id, loss, device, dtype, objective, the
         distributed = objective.with_data_sum(data_sum)
         if local_iter is None:
             theta, summary = run_optimizer(distributed, theta0, **options)
-        else:
-            method = "owlqn" if options["owlqn"] else "auto"
+            return theta, [summary]
+        method = "owlqn" if options["owlqn"] else "auto"
 
-            def average_round(theta, global_grad):
-                t = group.add(local_solve(sums, objective, theta, global_grad, local_iter, method), theta.size + 1)
-                return t[:-1] / t[-1]
+        def average_round(theta, global_grad):
+            t = group.add(local_solve(sums, objective, theta, global_grad, local_iter, method), theta.size + 1)
+            return t[:-1] / t[-1]
 
-            theta, summary = run_rounds(distributed, average_round, theta0, max_iter=options["max_iter"],
-                                        tol=options["tol"], name=options["name"])
-    finally:
-        group.close()
-    if last_pass:  # the fit's last pass over these blocks: no separate job to delete them
-        block_store.drop_partitions(dataset_id, [p for p, _ in mine])
-    if rank == 0:
-        record = {"history": summary.objectiveHistory, "iterations": summary.totalIterations,
-                  "converged": summary.converged, "message": summary.message,
-                  "iteration_seconds": summary.iterationSeconds}
-        yield pa.RecordBatch.from_pydict({"theta": [np.asarray(theta, dtype=np.float64).tobytes()],
-                                          "summary": [json.dumps(record)]})
+        theta, summary = run_rounds(distributed, average_round, theta0, max_iter=options["max_iter"],
+                                    tol=options["tol"], name=options["name"])
+        return theta, [summary]
+
+    return body
+
+
+def _newton_body(make_problems, theta0, options):
+    """``sparkml.newton.newton``, each pass's sums all-reduced."""
+    def body(sums, group):
+        def evaluate(theta, idx, hessian):
+            k, p = len(idx), theta.shape[1]
+            shapes = [(k,), (k, p)] + ([(k, p, p)] if hessian else [])
+            part = (sums.loss_gradient_hessian if hessian else sums.loss_gradient)(theta, make_problems(idx))
+            flat, out, at = group.add(part, sum(int(np.prod(s)) for s in shapes)), [], 0
+            for shape in shapes:
+                n = int(np.prod(shape))
+                out.append(flat[at:at + n].reshape(shape))
+                at += n
+            return tuple(out)
+
+        return newton(evaluate, theta0, **options)
+
+    return body
 
 
 def _driver_host(spark):
@@ -238,19 +269,30 @@ class AllReduceStrategy(SyncStrategy):
 
     def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False):
         """``last_pass``: the fit reads the blocks no more, so each task deletes its own when done."""
-        dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.dtype
-        task_objective = objective.with_data_sum(None)
         options = dict(max_iter=max_iter, tol=tol, name=name, owlqn=owlqn)
-        theta0 = np.asarray(theta0, dtype=np.float64)
+        body = _optimizer_body(objective.with_data_sum(None), np.asarray(theta0, dtype=np.float64), options,
+                               self.local_iter)
+        theta, (summary,) = self._run_stage(body, last_pass)
+        return theta, summary
+
+    def newton(self, make_problems, theta0, *, last_pass=False, **options):
+        """``sparkml.newton.newton`` inside one barrier stage (see ``SyncStrategy.newton``)."""
+        theta, summaries = self._run_stage(_newton_body(make_problems, np.asarray(theta0, dtype=np.float64),
+                                                        options), last_pass)
+        return theta, summaries
+
+    def _run_stage(self, body, last_pass):
+        """Run ``body`` on every barrier task; rank 0's (theta, [TrainingSummary]). The summaries'
+        seconds are the stage's wall time: task launch, rendezvous and block loading included."""
+        dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.dtype
         start = time.perf_counter()
-        blocks, n, local_iter = self.data.blocks, self.n_workers, self.local_iter
+        blocks, n = self.data.blocks, self.n_workers
         master = None if self.data.connect else _store((_driver_host(self.data.spark), 0), n, True)
         driver_store = None if master is None else (_driver_host(self.data.spark), master.port)
         try:
             out = (self.data.spark.range(0, n, 1, n)
-                   .mapInArrow(lambda batches: _train_task(batches, blocks, dataset_id, loss, device, dtype,
-                                                           task_objective, theta0, options, driver_store, last_pass,
-                                                           local_iter),
+                   .mapInArrow(lambda batches: _barrier_task(batches, blocks, dataset_id, loss, device, dtype,
+                                                             driver_store, last_pass, body),
                                "theta binary, summary string", barrier=True)
                    .collect())
         finally:
@@ -258,11 +300,10 @@ class AllReduceStrategy(SyncStrategy):
         if last_pass:
             self.data.dropped_by_tasks = True
         record = json.loads(out[0]["summary"])
-        theta = np.frombuffer(out[0]["theta"], dtype=np.float64).copy()
-        # seconds: the stage's wall time, task launch, rendezvous and block loading included
-        summary = TrainingSummary(record["history"], record["iterations"], record["converged"], record["message"],
-                                  time.perf_counter() - start, record["iteration_seconds"])
-        return theta, summary
+        theta = np.frombuffer(out[0]["theta"], dtype=np.float64).reshape(record["shape"]).copy()
+        seconds = time.perf_counter() - start
+        return theta, [TrainingSummary(r["history"], r["iterations"], r["converged"], r["message"], seconds,
+                                       r["iteration_seconds"]) for r in record["summaries"]]
 
 
 class AllReduceAveragingStrategy(AllReduceStrategy):

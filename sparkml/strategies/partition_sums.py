@@ -43,20 +43,26 @@ class PartitionSums:
     def _coef(self, coef):
         return self.torch.from_numpy(np.ascontiguousarray(coef, dtype=np.float64)).to(self.device)
 
-    def loss_gradient(self, coef):
-        """(sum_i w_i l_i, sum_i w_i dl_i/dcoef) as (float, float64 ndarray), or None without rows."""
-        c, total = self._coef(coef), None
-        for p in self.parts:
-            f, g = self.loss.loss_gradient(c, p.block, p.y, p.w)
-            part = (float(f), g.double().cpu().numpy())
-            total = part if total is None else (total[0] + part[0], total[1] + part[1])
-        return total
+    def loss_gradient(self, coef, loss=None):
+        """(sum_i w_i l_i, sum_i w_i dl_i/dcoef) as float64 (a float when the loss sum is a scalar), or
+        None without rows. ``loss``: instead of this object's (a ``gpu.problems`` subset, say)."""
+        return self._sums(coef, loss or self.loss, False)
 
-    def loss_gradient_hessian(self, coef):
+    def loss_gradient_hessian(self, coef, loss=None):
+        """The sums above plus the Hessian block sum_i w_i h_i x~_i x~_i^T."""
+        return self._sums(coef, loss or self.loss, True)
+
+    def _sums(self, coef, loss, hessian):
         c, total = self._coef(coef), None
         for p in self.parts:
-            f, g = self.loss.loss_gradient(c, p.block, p.y, p.w)
-            h = self.loss.hessian_block(c, p.block, p.y, p.w)
-            part = (float(f), g.double().cpu().numpy(), h.double().cpu().numpy())
+            part = loss.loss_gradient(c, p.block, p.y, p.w)
+            if hessian:
+                part = part + (loss.hessian_block(c, p.block, p.y, p.w),)
+            part = tuple(_numpy(t) for t in part)
             total = part if total is None else tuple(a + b for a, b in zip(total, part))
         return total
+
+
+def _numpy(t):
+    t = t.double().cpu().numpy()
+    return float(t) if t.ndim == 0 else t

@@ -9,6 +9,7 @@ executor or worker computes them.
 """
 import numpy as np
 
+from sparkml.newton import newton
 from sparkml.strategies.partition_sums import PartitionSums
 from sparkml.strategies.transport import Transport
 from sparkml.training import run_optimizer
@@ -30,9 +31,10 @@ class SyncStrategy:
         self.transport = Transport(data, aggregation_depth)
         self.evaluations = 0
 
-    def _run(self, coef, kind):
+    def _run(self, coef, kind, loss=None):
         coef_bc = self.transport.share(np.ascontiguousarray(coef, dtype=np.float64))
-        dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.dtype
+        dataset_id, device, dtype = self.data.dataset_id, self.device, self.data.dtype
+        loss = loss or self.loss
         try:
             total = self.transport.sum(lambda rows: _partition_sums(rows, dataset_id, loss, coef_bc, device, dtype,
                                                                     kind))
@@ -50,6 +52,14 @@ class SyncStrategy:
     def loss_gradient_hessian(self, coef):
         """The sums above plus the Hessian block sum_i w_i h_i x~_i x~_i^T (one pass)."""
         return self._run(coef, "loss_gradient_hessian")
+
+    def newton(self, make_problems, theta0, *, last_pass=False, **options):
+        """``sparkml.newton.newton`` over the problems ``make_problems(idx)`` (a ``gpu.problems``
+        loss for the problem indices idx), one Spark job per pass."""
+        def evaluate(theta, idx, hessian):
+            return self._run(theta, "loss_gradient_hessian" if hessian else "loss_gradient", make_problems(idx))
+
+        return newton(evaluate, theta0, **options)
 
     def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False):
         """Driver-side L-BFGS / OWL-QN over ``objective`` (whose data sum is ``self.loss_gradient``).

@@ -1,0 +1,201 @@
+"""KernelSVC against scikit-learn's SVC: same data, same kernel, gamma and C, same train/test split, one run.
+
+Datasets:
+
+* synthetic nonlinear binary problems of ``--sizes`` training rows x ``--features`` features (the
+  script generates them: x ~ N(0, I); the label is the sign of a sum of a sphere, a product and
+  a sine in the first five coordinates, plus noise: no linear separator does better than ~60%),
+  with ``--test-rows`` held-out rows from the same distribution;
+* the classification datasets bundled with scikit-learn (breast cancer, digits with 10 classes,
+  wine, iris), 70/30 stratified split, standardized on the training rows.
+
+For each: scikit-learn ``SVC(C, kernel, gamma="scale")`` fit seconds and test accuracy; then
+``KernelSVC(regParam=1/(n C), kernel, gamma="scale", numLandmarks)`` on a cached Spark DataFrame
+(``--partitions`` partitions, ``--master``): fit seconds (conversion, landmark sampling, the
+Nystroem features, Newton), test accuracy (``transform`` of the cached test DataFrame), Newton
+rounds. speedup = SVC fit s / KernelSVC fit s; accuracy diff in points. SVC runs with a 2 GB
+kernel cache (its default of 200 MB makes it slower). ``--sklearn-max-rows`` skips SVC above that
+many training rows (1M rows would take hours).
+
+    .venv/bin/python benchmarks/bench_kernel_svc.py                        # 10k, 30k, 100k x 20 + bundled
+    .venv/bin/python benchmarks/bench_kernel_svc.py --sizes 1000000 --no-bundled --sklearn-max-rows 0
+
+Prints a table and writes JSON (default ``benchmarks/results/kernel_svc.json``).
+"""
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+SVC_CACHE_MB = 2000
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--sizes", default="10000,30000,100000", help="training rows of the synthetic problems")
+    p.add_argument("--features", type=int, default=20)
+    p.add_argument("--test-rows", type=int, default=10000)
+    p.add_argument("--c", type=float, default=1.0, help="SVC's C; KernelSVC regParam = 1 / (n C)")
+    p.add_argument("--kernel", default="rbf")
+    p.add_argument("--landmarks", type=int, default=1000)
+    p.add_argument("--strategy", default="allreduce")
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--partitions", type=int, default=4)
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--driver-memory", default="8g")
+    p.add_argument("--sklearn-max-rows", type=int, default=200_000)
+    p.add_argument("--no-bundled", action="store_true", help="skip scikit-learn's bundled datasets")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="benchmarks/results/kernel_svc.json")
+    args = p.parse_args(argv)
+    args.sizes = [int(s) for s in args.sizes.split(",") if s]
+    return args
+
+
+def synthetic(n, d, seed):
+    """(x, y): x ~ N(0, I_d); y = 1[x1^2 + x2^2 - 2 x3 x4 + 2 sin(2 x5) + 0.3 N(0, 1) > 1.5]."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d))
+    score = x[:, 0] ** 2 + x[:, 1] ** 2 - 2 * x[:, 2] * x[:, 3] + 2 * np.sin(2 * x[:, 4])
+    y = (score + 0.3 * rng.standard_normal(n) > 1.5).astype(np.float64)
+    return x, y
+
+
+def bundled():
+    from sklearn import datasets
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    for name in ("breast_cancer", "digits", "wine", "iris"):
+        x, y = getattr(datasets, f"load_{name}")(return_X_y=True)
+        xtr, xte, ytr, yte = train_test_split(x, y.astype(np.float64), test_size=0.3, random_state=0, stratify=y)
+        scaler = StandardScaler().fit(xtr)
+        yield name, scaler.transform(xtr), scaler.transform(xte), ytr, yte
+
+
+def make_session(args):
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master(args.master).appName("bench_kernel_svc")
+             .config("spark.driver.memory", args.driver_memory)
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def frame(spark, x, y, partitions):
+    """A cached (label, features: VectorUDT) DataFrame of numpy rows, counted."""
+    import pandas as pd
+    from pyspark.ml.functions import array_to_vector
+    from pyspark.sql import functions as F
+
+    pdf = pd.DataFrame({"label": y, "features": list(x)})
+    df = (spark.createDataFrame(pdf, "label double, features array<double>").repartition(partitions)
+          .select("label", array_to_vector(F.col("features")).alias("features")).cache())
+    df.count()
+    return df
+
+
+def fit_sklearn(args, xtr, xte, ytr, yte):
+    from sklearn.svm import SVC
+
+    t0 = time.perf_counter()
+    svc = SVC(C=args.c, kernel=args.kernel, gamma="scale", cache_size=SVC_CACHE_MB).fit(xtr, ytr)
+    fit_s = time.perf_counter() - t0
+    return {"fit_s": fit_s, "accuracy": float(np.mean(svc.predict(xte) == yte)),
+            "support_vectors": int(svc.support_vectors_.shape[0])}
+
+
+def fit_ours(args, spark, xtr, xte, ytr, yte):
+    from sparkml.classification import KernelSVC
+
+    train, test = frame(spark, xtr, ytr, args.partitions), frame(spark, xte, yte, args.partitions)
+    est = KernelSVC(regParam=1.0 / (len(ytr) * args.c), kernel=args.kernel, gamma="scale",
+                    numLandmarks=args.landmarks, strategy=args.strategy, dtype=args.dtype, seed=args.seed)
+    t0 = time.perf_counter()
+    model = est.fit(train)
+    fit_s = time.perf_counter() - t0
+    out = model.transform(test).select("label", "prediction").toPandas()
+    train.unpersist()
+    test.unpersist()
+    return {"fit_s": fit_s, "accuracy": float(np.mean(out["label"].to_numpy() == out["prediction"].to_numpy())),
+            "landmarks": model.numLandmarksUsed, "gamma": model.gammaValue,
+            "newton_rounds": [s.totalIterations for s in model.summaries]}
+
+
+def run(args, spark, name, xtr, xte, ytr, yte):
+    row = {"dataset": name, "train_rows": len(ytr), "test_rows": len(yte), "features": xtr.shape[1],
+           "classes": int(len(np.unique(ytr)))}
+    row["kernel_svc"] = fit_ours(args, spark, xtr, xte, ytr, yte)
+    print(f"  {name}: KernelSVC fit {row['kernel_svc']['fit_s']:.2f} s, accuracy {row['kernel_svc']['accuracy']:.4f}",
+          flush=True)
+    if len(ytr) <= args.sklearn_max_rows:
+        row["svc"] = fit_sklearn(args, xtr, xte, ytr, yte)
+        row["speedup"] = row["svc"]["fit_s"] / row["kernel_svc"]["fit_s"]
+        row["accuracy_diff_points"] = 100 * (row["kernel_svc"]["accuracy"] - row["svc"]["accuracy"])
+        print(f"  {name}: SVC fit {row['svc']['fit_s']:.2f} s, accuracy {row['svc']['accuracy']:.4f}", flush=True)
+    return row
+
+
+def table(rows):
+    head = ["dataset", "train x d", "classes", "SVC fit s", "SVC acc", "KernelSVC fit s", "KernelSVC acc",
+            "speedup", "acc diff pts", "Newton rounds"]
+    lines = [head]
+    for r in rows:
+        ours, svc = r["kernel_svc"], r.get("svc")
+        lines.append([r["dataset"], f"{r['train_rows']} x {r['features']}", str(r["classes"]),
+                      f"{svc['fit_s']:.2f}" if svc else "-", f"{svc['accuracy']:.4f}" if svc else "-",
+                      f"{ours['fit_s']:.2f}", f"{ours['accuracy']:.4f}",
+                      f"{r['speedup']:.1f}x" if svc else "-", f"{r['accuracy_diff_points']:+.2f}" if svc else "-",
+                      ",".join(map(str, ours["newton_rounds"]))])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    out = ["| " + " | ".join(c.ljust(w) for c, w in zip(line, widths)) + " |" for line in lines]
+    out.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    spark = make_session(args)
+    import pyspark
+    import sklearn
+    import torch
+
+    env = {"python": platform.python_version(), "cores": os.cpu_count(), "load_avg_at_start": os.getloadavg(),
+           "spark": pyspark.__version__, "torch": torch.__version__, "sklearn": sklearn.__version__,
+           **{k: v for k, v in vars(args).items() if k != "out"}}
+    print(f"KernelSVC vs SVC: kernel {args.kernel}, C {args.c}, {args.landmarks} landmarks, {args.strategy}, "
+          f"{args.dtype}, {args.master}, load {env['load_avg_at_start'][0]:.2f}", flush=True)
+    rows = []
+    datasets = [(f"synthetic {n // 1000}k", *synthetic(n, args.features, args.seed),
+                 *synthetic(args.test_rows, args.features, args.seed + 1)) for n in args.sizes]
+    for name, xtr, ytr, xte, yte in datasets:
+        rows.append(run(args, spark, name, xtr, xte, ytr, yte))
+        save(args.out, env, rows)
+    if not args.no_bundled:
+        for name, xtr, xte, ytr, yte in bundled():
+            rows.append(run(args, spark, name, xtr, xte, ytr, yte))
+            save(args.out, env, rows)
+    print()
+    print(table(rows))
+    print(f"\nwrote {args.out}")
+    spark.stop()
+
+
+def save(path, env, rows):
+    env["load_avg_at_end"] = os.getloadavg()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"environment": env, "svc_cache_mb": SVC_CACHE_MB, "results": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""Several binary problems over the same rows, evaluated in one pass: one-vs-rest and Platt scaling.
+
+A kernel SVM on K classes solves K one-vs-rest problems on one set of features, and then fits one
+Platt sigmoid per problem. Evaluating all the problems still being solved in one pass reads the
+rows once instead of K times (and, on Spark, costs one job instead of K).
+
+Both classes take coefficients Theta of shape (k, p), one row per problem, and return the sums
+
+    f_j = sum_i w_i l_ij                               (k,)
+    G_j = sum_i w_i dl_ij/dtheta_j                     (k, p)
+    H_j = sum_i w_i d2l_ij/dtheta_j^2                  (k, p, p)   (``hessian_block``)
+
+with no division by the weight total and no regularization (the driver adds both), float64.
+
+``OneVsRestProblems(binary, classes)``: problem j is the binary loss of class c_j against the rest,
+l_ij = l(x~_i . theta_j, 1[y_i = c_j]); the margins of all problems are one matmul X~ Theta^T and
+the gradients one X^T R; each Hessian (the binary loss's generalized one, over the rows where
+l'' != 0) is its own weighted Gram matrix.
+
+``PlattProblems(svm_coef, classes, targets)``: Platt scaling (Platt 1999, with the targets of
+Lin, Lin & Weng 2007). For problem j with decision values s_ij = x~_i . svm_coef_j (fixed),
+P(y = c_j | s) = sigmoid(a_j s + b_j) is fitted by the log loss against smoothed targets
+t_ij = t+_j if y_i = c_j else t-_j, t+ = (N+ + 1) / (N+ + 2), t- = 1 / (N- + 2):
+
+    l = log(1 + e^m) - t m,  m = a s + b,   dl/d(a, b) = (p - t)(s, 1),   d2l = p (1 - p) (s, 1)(s, 1)^T
+
+with p = sigmoid(m); theta_j = (a_j, b_j).
+"""
+from __future__ import annotations
+
+import torch
+
+from .losses import LinearLoss
+
+__all__ = ["OneVsRestProblems", "PlattProblems"]
+
+_F64 = torch.float64
+
+
+def _inputs(coef, X, y, w, classes, shape):
+    """coef (k, p), y, w and the (n, k) indicators 1[y_i == c_j], float64 on X's device."""
+    coef = torch.as_tensor(coef).to(device=X.device, dtype=_F64)
+    if tuple(coef.shape) != shape:
+        raise ValueError(f"coef has shape {tuple(coef.shape)}, expected {shape}")
+    y = torch.as_tensor(y).to(device=X.device, dtype=_F64).reshape(-1)
+    w = torch.ones(X.n_rows, dtype=_F64, device=X.device) if w is None else \
+        torch.as_tensor(w).to(device=X.device, dtype=_F64).reshape(-1)
+    if y.numel() != X.n_rows or w.numel() != X.n_rows:
+        raise ValueError(f"y and w need {X.n_rows} entries, got {y.numel()} and {w.numel()}")
+    labels = (y[:, None] == torch.tensor(classes, dtype=_F64, device=X.device)[None, :]).to(_F64)
+    return coef, labels, w
+
+
+class OneVsRestProblems:
+    """The binary loss of each class in ``classes`` against the rest, all in one pass."""
+
+    def __init__(self, binary: LinearLoss, classes):
+        if binary.n_outputs != 1:
+            raise ValueError(f"one-vs-rest needs a binary loss, got {binary!r}")
+        self.binary, self.classes = binary, tuple(float(c) for c in classes)
+        self.fit_intercept = binary.fit_intercept
+
+    def __repr__(self) -> str:
+        return f"OneVsRestProblems({self.binary!r}, classes={self.classes})"
+
+    def coef_shape(self, n_features: int) -> tuple[int, int]:
+        return (len(self.classes), int(n_features) + int(self.fit_intercept))
+
+    def _setup(self, coef, X, y, w):
+        coef, labels, w = _inputs(coef, X, y, w, self.classes, self.coef_shape(X.n_features))
+        return coef, labels, w, self.binary._margins(coef, X)
+
+    def loss_gradient(self, coef, X, y, w=None):
+        """(f (k,), G (k, p)) as in the module docstring."""
+        coef, labels, w, margins = self._setup(coef, X, y, w)
+        loss, g = self.binary._pointwise(margins, labels)
+        return (w[:, None] * loss).sum(0), self.binary._grad_from_rows(X, w[:, None] * g)
+
+    def hessian_block(self, coef, X, y, w=None):
+        """(k, p, p): each problem's sum_i w_i l''_ij x~_i x~_i^T."""
+        coef, labels, w, margins = self._setup(coef, X, y, w)
+        hw = w[:, None] * self.binary._pointwise_hessian(margins, labels)
+        return torch.stack([self.binary._hessian_from_weights(X, hw[:, j]) for j in range(len(self.classes))])
+
+
+class PlattProblems:
+    """Platt sigmoids of fixed one-vs-rest decision values; theta_j = (a_j, b_j)."""
+
+    def __init__(self, svm_coef, classes, targets, fit_intercept: bool = True):
+        self.decision = LinearLoss(fit_intercept)  # its margins x~ . svm_coef_j are the decision values
+        self.svm_coef = torch.as_tensor(svm_coef, dtype=_F64)
+        self.targets = torch.as_tensor(targets, dtype=_F64).reshape(-1, 2)  # (k, [t+, t-])
+        self.classes = tuple(float(c) for c in classes)
+        if self.svm_coef.shape[0] != len(self.classes) or self.targets.shape[0] != len(self.classes):
+            raise ValueError("PlattProblems needs one svm_coef row and one (t+, t-) pair per class")
+
+    def __repr__(self) -> str:
+        return f"PlattProblems(classes={self.classes})"
+
+    def coef_shape(self, n_features: int) -> tuple[int, int]:
+        return (len(self.classes), 2)
+
+    def _setup(self, coef, X, y, w):
+        coef, labels, w = _inputs(coef, X, y, w, self.classes, (len(self.classes), 2))
+        s = self.decision._margins(self.svm_coef.to(X.device), X)  # (n, k) decision values
+        targets = self.targets.to(X.device)
+        t = labels * targets[:, 0] + (1 - labels) * targets[:, 1]
+        return s, s * coef[:, 0] + coef[:, 1], t, w
+
+    def loss_gradient(self, coef, X, y, w=None):
+        s, m, t, w = self._setup(coef, X, y, w)
+        loss = torch.clamp(m, min=0) + torch.log1p(torch.exp(-m.abs())) - t * m
+        r = w[:, None] * (torch.sigmoid(m) - t)
+        return (w[:, None] * loss).sum(0), torch.stack([(r * s).sum(0), r.sum(0)], dim=1)
+
+    def hessian_block(self, coef, X, y, w=None):
+        s, m, _, w = self._setup(coef, X, y, w)
+        p = torch.sigmoid(m)
+        hw = w[:, None] * p * (1 - p)
+        ss, s1, one = (hw * s * s).sum(0), (hw * s).sum(0), hw.sum(0)
+        return torch.stack([torch.stack([ss, s1], dim=1), torch.stack([s1, one], dim=1)], dim=1)
