@@ -53,7 +53,7 @@ def test_shipped_registry_points_at_sparkml():
     assert config.ESTIMATORS is STOCK or all(v[0].startswith("sparkml.") for v in config.ESTIMATORS.values())
     assert {v[0] for v in SHIPPED.values()} == {
         "sparkml.classification:LogisticRegression", "sparkml.classification:LinearSVC",
-        "sparkml.regression:LinearRegression"}
+        "sparkml.classification:KernelSVC", "sparkml.regression:LinearRegression"}
 
 
 def test_defaults_filled():
