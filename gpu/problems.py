@@ -76,11 +76,30 @@ class OneVsRestProblems:
         loss, g = self.binary._pointwise(margins, labels)
         return (w[:, None] * loss).sum(0), self.binary._grad_from_rows(X, w[:, None] * g)
 
+    def _hess_weights(self, coef, X, y, w):
+        coef, labels, w, margins = self._setup(coef, X, y, w)
+        return w[:, None] * self.binary._pointwise_hessian(margins, labels)  # (n, k)
+
     def hessian_block(self, coef, X, y, w=None):
         """(k, p, p): each problem's sum_i w_i l''_ij x~_i x~_i^T."""
-        coef, labels, w, margins = self._setup(coef, X, y, w)
-        hw = w[:, None] * self.binary._pointwise_hessian(margins, labels)
+        hw = self._hess_weights(coef, X, y, w)
         return torch.stack([self.binary._hessian_from_weights(X, hw[:, j]) for j in range(len(self.classes))])
+
+    def loss_gradient_diagonal(self, coef, X, y, w=None):
+        """(f, G, D): the sums above and the Hessians' diagonals D_j = sum_i w_i l''_ij x~_i^2, (k, p)
+        (a Jacobi preconditioner for ``hessp``-based solvers)."""
+        f, g = self.loss_gradient(coef, X, y, w)
+        hw = self._hess_weights(coef, X, y, w)
+        diag = torch.stack([X.weighted_moments(hw[:, j])[1] for j in range(len(self.classes))])
+        if self.fit_intercept:
+            diag = torch.cat([diag, hw.sum(0)[:, None]], dim=1)
+        return f, g, diag
+
+    def hessp(self, coef, X, y, w, v):
+        """(k, p): each problem's Hessian times v_j, sum_i w_i l''_ij x~_i (x~_i . v_j), without forming it."""
+        hw = self._hess_weights(coef, X, y, w)
+        v = torch.as_tensor(v).to(device=X.device, dtype=_F64)
+        return self.binary._grad_from_rows(X, hw * self.binary._margins(v, X))
 
 
 class PlattProblems:

@@ -19,6 +19,13 @@ already yields the next round's sums; the problems whose step fails Armijo's tes
 loss-only pass (over those problems only) per halving. Problem j stops when its predicted
 decrease -g.delta / 2 or its actual decrease falls below ``tol * J_j``, or after ``max_iter``
 rounds; typically 5 to 10 rounds. A 1e-10 ridge keeps H positive definite when no row is active.
+
+``solver="cg"`` (truncated Newton, for many features): H is never formed. A round's pass returns
+the Hessians' diagonals instead, and H_j delta_j = -g_j is solved by Jacobi-preconditioned
+conjugate gradients, each CG iteration one pass returning H_j v_j for every problem still
+iterating (2 n p flops against n_active p^2 for H), stopped when ||r_j|| <= eta_j ||g_j|| with
+eta_j = min(0.1, sqrt(||g_j|| / ||g_j at the start||)) (Eisenstat and Walker's forcing term: loose
+far from the optimum, tight near it) or after ``_CG_MAX_ITER`` iterations.
 """
 import time
 
@@ -29,21 +36,30 @@ from sparkml.training import TrainingSummary, logger
 _ARMIJO = 1e-4
 _RIDGE = 1e-10
 _MIN_STEP = 1e-10
+_CG_MAX_ITER = 250
+SOLVERS = ("cholesky", "cg")
 
 
 class _Problems:
-    """The driver's state: theta, J, g, H and the history of every problem."""
+    """The driver's state: theta, J, g, and H (cholesky) or its diagonal (cg), for every problem."""
 
-    def __init__(self, theta0, reg, weight_sum, fit_intercept):
+    def __init__(self, theta0, reg, weight_sum, fit_intercept, solver):
         self.theta = np.array(theta0, dtype=np.float64, ndmin=2)
         k, p = self.theta.shape
         self.penalty = np.ones(p)
         if fit_intercept:
             self.penalty[-1] = 0.0
-        self.reg, self.weight_sum = reg, weight_sum
-        self.f, self.g, self.h = np.zeros(k), np.zeros((k, p)), np.zeros((k, p, p))
+        self.reg, self.weight_sum, self.solver = reg, weight_sum, solver
+        self.f, self.g = np.zeros(k), np.zeros((k, p))
+        self.h = np.zeros((k, p, p)) if solver == "cholesky" else np.zeros((k, p))  # H, or its diagonal
+        self.g0_norm = None
         self.history, self.ends = [[] for _ in range(k)], [[] for _ in range(k)]
         self.rounds, self.converged, self.message = [0] * k, [False] * k, ["maxIter rounds reached"] * k
+
+    @property
+    def kind(self):
+        """What a pass at an accepted point returns (``PartitionSums`` method name)."""
+        return "loss_gradient_hessian" if self.solver == "cholesky" else "loss_gradient_diagonal"
 
     def value(self, f_sums, theta):
         return f_sums / self.weight_sum + 0.5 * self.reg * np.sum(self.penalty * theta * theta, axis=-1)
@@ -53,30 +69,69 @@ class _Problems:
         self.theta[idx] = theta
         self.f[idx] = self.value(f_sums, theta)
         self.g[idx] = g_sums / self.weight_sum + self.reg * self.penalty * theta
-        self.h[idx] = h_sums / self.weight_sum + np.diag(self.reg * self.penalty + _RIDGE)
+        shift = self.reg * self.penalty + _RIDGE
+        self.h[idx] = h_sums / self.weight_sum + (np.diag(shift) if self.solver == "cholesky" else shift)
+        if self.g0_norm is None:
+            self.g0_norm = np.linalg.norm(self.g, axis=1)
 
-    def direction(self, j):
-        try:
-            return -np.linalg.solve(self.h[j], self.g[j])  # symmetric positive definite: one factorization
-        except np.linalg.LinAlgError:
-            return -np.linalg.lstsq(self.h[j], self.g[j], rcond=None)[0]
+    def directions(self, running, evaluate):
+        """{j: delta_j} solving H_j delta_j = -g_j for every running problem."""
+        if self.solver == "cholesky":
+            return {j: _solve(self.h[j], self.g[j]) for j in running}
+        return self._cg(running, evaluate)
+
+    def _cg(self, running, evaluate):
+        """Jacobi-preconditioned CG for all running problems at once, one Hessian-vector pass per iteration."""
+        g = self.g[running]
+        x, r = np.zeros_like(g), -g
+        z = r / self.h[running]
+        d, rz = z.copy(), np.sum(r * z, axis=1)
+        g_norm = np.linalg.norm(g, axis=1)
+        eta = np.minimum(0.1, np.sqrt(g_norm / np.maximum(self.g0_norm[running], 1e-300)))
+        live = list(range(len(running)))
+        for _ in range(_CG_MAX_ITER):
+            live = [i for i in live if np.linalg.norm(r[i]) > eta[i] * g_norm[i]]
+            if not live:
+                break
+            ids = [running[i] for i in live]
+            hd = evaluate(np.stack([self.theta[ids], d[live]]), ids, "hessp")[0] / self.weight_sum \
+                + (self.reg * self.penalty + _RIDGE) * d[live]
+            alpha = rz[live] / np.maximum(np.sum(d[live] * hd, axis=1), 1e-300)
+            x[live] += alpha[:, None] * d[live]
+            r[live] -= alpha[:, None] * hd
+            z_new = r[live] / self.h[ids]
+            rz_new = np.sum(r[live] * z_new, axis=1)
+            d[live] = z_new + (rz_new / np.maximum(rz[live], 1e-300))[:, None] * d[live]
+            rz[live] = rz_new
+        return dict(zip(running, x))
 
 
-def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, names):
+def _solve(h, g):
+    try:
+        return -np.linalg.solve(h, g)  # symmetric positive definite: one factorization
+    except np.linalg.LinAlgError:
+        return -np.linalg.lstsq(h, g, rcond=None)[0]
+
+
+def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, names, solver="cholesky"):
     """Minimize every J_j from ``theta0`` ((k, p) float64); returns (theta (k, p), [TrainingSummary] * k).
 
-    ``evaluate(theta, idx, hessian)``: the sums over all rows for the problems ``idx`` at
-    ``theta`` (len(idx), p): (sum w l (len,), sum w dl (len, p)) and, when ``hessian``, the
-    Hessian sums (len, p, p) as a third element.
+    ``evaluate(theta, idx, kind)``: sums over all rows for the problems ``idx`` at ``theta``
+    (len(idx), p), as the ``PartitionSums`` method ``kind`` returns them: 'loss_gradient'
+    (sum w l (len,), sum w dl (len, p)), 'loss_gradient_hessian' (and the Hessians (len, p, p)),
+    'loss_gradient_diagonal' (and their diagonals (len, p)), 'hessp' (theta stacked with v,
+    (2, len, p): the Hessians at theta times v, a 1-tuple).
     """
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {', '.join(SOLVERS)}; got {solver!r}")
     start = time.perf_counter()
-    state = _Problems(theta0, reg, weight_sum, fit_intercept)
+    state = _Problems(theta0, reg, weight_sum, fit_intercept, solver)
     running = list(range(state.theta.shape[0]))
-    state.accept(running, state.theta[running], evaluate(state.theta[running], running, True))
+    state.accept(running, state.theta[running], evaluate(state.theta[running], running, state.kind))
     for j in running:
         state.history[j].append(float(state.f[j]))
     while running:
-        deltas = {j: state.direction(j) for j in running}
+        deltas = state.directions(running, evaluate)
         slopes = {j: float(state.g[j] @ deltas[j]) for j in running}
         for j in list(running):
             if -slopes[j] / 2 <= tol * max(abs(state.f[j]), 1e-300):
@@ -89,7 +144,7 @@ def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, n
         tic = time.perf_counter()
         steps = dict.fromkeys(running, 1.0)
         candidates = np.array([state.theta[j] + deltas[j] for j in running])
-        full = evaluate(candidates, running, True)
+        full = evaluate(candidates, running, state.kind)
         f_new = dict(zip(running, state.value(full[0], candidates)))
 
         def failing():
@@ -102,14 +157,14 @@ def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, n
                 steps[j] /= 2
                 halved.add(j)
             theta_bad = np.array([state.theta[j] + steps[j] * deltas[j] for j in bad])
-            f_new.update(zip(bad, state.value(evaluate(theta_bad, bad, False)[0], theta_bad)))
+            f_new.update(zip(bad, state.value(evaluate(theta_bad, bad, "loss_gradient")[0], theta_bad)))
         kept = [i for i, j in enumerate(running) if j not in halved]
         f_old = {j: state.f[j] for j in running}
         state.accept([running[i] for i in kept], candidates[kept], tuple(s[kept] for s in full))
         if halved:
             idx = sorted(halved)
             theta_h = np.array([state.theta[j] + steps[j] * deltas[j] for j in idx])
-            state.accept(idx, theta_h, evaluate(theta_h, idx, True))
+            state.accept(idx, theta_h, evaluate(theta_h, idx, state.kind))
         seconds = time.perf_counter() - start
         for j in list(running):
             state.rounds[j] += 1

@@ -67,12 +67,13 @@ def test_synthetic_nonlinear_problem_with_sampled_landmarks(spark):
 
 
 def test_random_fourier_features_on_the_nonlinear_problem(spark, tmp_path):
-    """method='rff': 1000 random Fourier features of the rbf kernel instead of landmarks; saved and loaded."""
+    """method='rff': 1500 random Fourier features of the rbf kernel instead of landmarks (more than 1024: the
+    Newton-CG solver, inside the barrier stage); saved and loaded."""
     x, y = datasets.make_moons(n_samples=2000, noise=0.25, random_state=1)
     xtr, xte, ytr, yte = _split(x, y.astype(float))
     model, acc, sk_acc = _compare(spark, xtr, xte, ytr, yte, c=10.0, kernel="rbf", gamma=1.0, method="rff",
-                                  numLandmarks=1000, strategy="allreduce")
-    assert model.numLandmarksUsed == 1000 and model.landmarks is None
+                                  numLandmarks=1500, strategy="allreduce")
+    assert model.numLandmarksUsed == 1500 and model.landmarks is None
     assert abs(acc - sk_acc) <= 0.01, (acc, sk_acc)
     model.save(str(tmp_path / "m"))
     test = _test_frame(spark, xte, yte)

@@ -24,12 +24,16 @@ def _evaluate(make_problems, x, y, w):
     block, yt, wt = DenseBlock(torch.from_numpy(x)), torch.from_numpy(y), torch.from_numpy(w)
     calls = []
 
-    def evaluate(theta, idx, hessian):
-        calls.append((tuple(idx), hessian))
-        problems = make_problems(idx)
-        f, g = problems.loss_gradient(torch.from_numpy(theta), block, yt, wt)
+    def evaluate(theta, idx, kind):
+        calls.append((tuple(idx), kind))
+        problems, t = make_problems(idx), torch.from_numpy(theta)
+        if kind == "hessp":
+            return (problems.hessp(t[0], block, yt, wt, t[1]).numpy(),)
+        if kind == "loss_gradient_diagonal":
+            return tuple(a.numpy() for a in problems.loss_gradient_diagonal(t, block, yt, wt))
+        f, g = problems.loss_gradient(t, block, yt, wt)
         out = (f.numpy(), g.numpy())
-        return out + (problems.hessian_block(torch.from_numpy(theta), block, yt, wt).numpy(),) if hessian else out
+        return out + (problems.hessian_block(t, block, yt, wt).numpy(),) if kind == "loss_gradient_hessian" else out
 
     return evaluate, calls
 
@@ -80,9 +84,40 @@ def test_one_vs_rest_problems_solved_together_match_each_solved_alone():
                        options={"gtol": 1e-10}).x
         np.testing.assert_allclose(theta[k], ref, atol=1e-6)
     # one pass per round covers every problem still running: fewer passes than solving them one by one
-    assert calls[0] == ((0, 1, 2, 3), True)
+    assert calls[0] == ((0, 1, 2, 3), "loss_gradient_hessian")
     assert len(calls) < sum(s.totalIterations + 1 for s in summaries)
     assert all(len(idx) > 1 for idx, _ in calls[:3])
+
+
+def test_truncated_newton_cg_reaches_the_same_minimizers():
+    """solver='cg': Hessian-vector passes and a Jacobi-preconditioned CG instead of forming H."""
+    x, y = _problem(seed=9, n=500, d=40, classes=3)
+    x = x * np.linspace(0.1, 3.0, 40)  # columns of very different scales, as Nystroem features have
+    w, reg = np.ones(len(y)), 1e-3
+    classes = [0.0, 1.0, 2.0]
+    results = {}
+    for solver in ("cholesky", "cg"):
+        evaluate, calls = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [classes[j] for j in idx]),
+                                    x, y, w)
+        results[solver] = newton(evaluate, np.zeros((3, 41)), reg=reg, weight_sum=w.sum(), fit_intercept=True,
+                                 max_iter=50, tol=1e-12, names=["a", "b", "c"], solver=solver)
+        kinds = {kind for _, kind in calls}
+        assert ("loss_gradient_hessian" in kinds) == (solver == "cholesky") and ("hessp" in kinds) == (solver == "cg")
+    np.testing.assert_allclose(results["cg"][0], results["cholesky"][0], atol=1e-6)
+    assert all(s.converged for s in results["cg"][1])
+
+
+def test_hessian_diagonal_and_products_match_the_hessian():
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(size=(80, 5)), rng.integers(0, 3, 80).astype(float)
+    block, yt, w = DenseBlock(torch.from_numpy(x)), torch.from_numpy(y), torch.from_numpy(rng.uniform(0.5, 2, 80))
+    ovr = OneVsRestProblems(SquaredHingeLoss(), [0.0, 2.0])
+    coef, v = torch.from_numpy(rng.normal(size=(2, 6))), torch.from_numpy(rng.normal(size=(2, 6)))
+    h = ovr.hessian_block(coef, block, yt, w).numpy()
+    f, g, diag = ovr.loss_gradient_diagonal(coef, block, yt, w)
+    np.testing.assert_allclose(diag.numpy(), np.diagonal(h, axis1=1, axis2=2), rtol=1e-12)
+    np.testing.assert_allclose(ovr.hessp(coef, block, yt, w, v).numpy(), np.einsum("kpq,kq->kp", h, v.numpy()),
+                               rtol=1e-12)
 
 
 def test_one_vs_rest_problems_are_the_binary_loss_on_indicators():

@@ -231,10 +231,11 @@ def _optimizer_body(objective, theta0, options, local_iter):
 def _newton_body(make_problems, theta0, options):
     """``sparkml.newton.newton``, each pass's sums all-reduced."""
     def body(sums, group):
-        def evaluate(theta, idx, hessian):
-            k, p = len(idx), theta.shape[1]
-            shapes = [(k,), (k, p)] + ([(k, p, p)] if hessian else [])
-            part = (sums.loss_gradient_hessian if hessian else sums.loss_gradient)(theta, make_problems(idx))
+        def evaluate(theta, idx, kind):
+            k, p = len(idx), theta.shape[-1]
+            shapes = {"loss_gradient": [(k,), (k, p)], "loss_gradient_hessian": [(k,), (k, p), (k, p, p)],
+                      "loss_gradient_diagonal": [(k,), (k, p), (k, p)], "hessp": [(k, p)]}[kind]
+            part = getattr(sums, kind)(theta, make_problems(idx))
             flat, out, at = group.add(part, sum(int(np.prod(s)) for s in shapes)), [], 0
             for shape in shapes:
                 n = int(np.prod(shape))

@@ -56,8 +56,8 @@ class SyncStrategy:
     def newton(self, make_problems, theta0, *, last_pass=False, **options):
         """``sparkml.newton.newton`` over the problems ``make_problems(idx)`` (a ``gpu.problems``
         loss for the problem indices idx), one Spark job per pass."""
-        def evaluate(theta, idx, hessian):
-            return self._run(theta, "loss_gradient_hessian" if hessian else "loss_gradient", make_problems(idx))
+        def evaluate(theta, idx, kind):
+            return self._run(theta, kind, make_problems(idx))
 
         return newton(evaluate, theta0, **options)
 
