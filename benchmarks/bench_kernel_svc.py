@@ -9,8 +9,9 @@ Datasets:
 * the classification datasets bundled with scikit-learn (breast cancer, digits with 10 classes,
   wine, iris), 70/30 stratified split, standardized on the training rows.
 
-For each: scikit-learn ``SVC(C, kernel, gamma="scale")`` fit seconds and test accuracy; then
-``KernelSVC(regParam=1/(n C), kernel, gamma="scale", numLandmarks)`` on a cached Spark DataFrame
+For each: scikit-learn ``SVC(C, kernel, gamma="scale")`` fit seconds and test accuracy; then, for
+each ``--landmarks`` value m, ``KernelSVC(regParam=1/(n C), kernel, gamma="scale", numLandmarks=m)``
+on a cached Spark DataFrame
 (``--partitions`` partitions, ``--master``): fit seconds (conversion, landmark sampling, the
 Nystroem features, Newton), test accuracy (``transform`` of the cached test DataFrame), Newton
 rounds. speedup = SVC fit s / KernelSVC fit s; accuracy diff in points. SVC runs with a 2 GB
@@ -41,7 +42,7 @@ def parse_args(argv=None):
     p.add_argument("--test-rows", type=int, default=10000)
     p.add_argument("--c", type=float, default=1.0, help="SVC's C; KernelSVC regParam = 1 / (n C)")
     p.add_argument("--kernel", default="rbf")
-    p.add_argument("--landmarks", type=int, default=1000)
+    p.add_argument("--landmarks", default="1000,3000", help="numLandmarks values, one KernelSVC fit each")
     p.add_argument("--strategy", default="allreduce")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--partitions", type=int, default=4)
@@ -53,6 +54,7 @@ def parse_args(argv=None):
     p.add_argument("--out", default="benchmarks/results/kernel_svc.json")
     args = p.parse_args(argv)
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
+    args.landmarks = [int(m) for m in str(args.landmarks).split(",") if m]
     return args
 
 
@@ -114,44 +116,50 @@ def fit_sklearn(args, xtr, xte, ytr, yte):
             "support_vectors": int(svc.support_vectors_.shape[0])}
 
 
-def fit_ours(args, spark, xtr, xte, ytr, yte):
+def fit_ours(args, train, test, n, m):
     from sparkml.classification import KernelSVC
 
-    train, test = frame(spark, xtr, ytr, args.partitions), frame(spark, xte, yte, args.partitions)
-    est = KernelSVC(regParam=1.0 / (len(ytr) * args.c), kernel=args.kernel, gamma="scale",
-                    numLandmarks=args.landmarks, strategy=args.strategy, dtype=args.dtype, seed=args.seed)
+    est = KernelSVC(regParam=1.0 / (n * args.c), kernel=args.kernel, gamma="scale", numLandmarks=m,
+                    strategy=args.strategy, dtype=args.dtype, seed=args.seed)
     t0 = time.perf_counter()
     model = est.fit(train)
     fit_s = time.perf_counter() - t0
     out = model.transform(test).select("label", "prediction").toPandas()
-    train.unpersist()
-    test.unpersist()
     return {"fit_s": fit_s, "accuracy": float(np.mean(out["label"].to_numpy() == out["prediction"].to_numpy())),
             "landmarks": model.numLandmarksUsed, "gamma": model.gammaValue,
             "newton_rounds": [s.totalIterations for s in model.summaries]}
 
 
 def run(args, spark, name, xtr, xte, ytr, yte):
-    row = {"dataset": name, "train_rows": len(ytr), "test_rows": len(yte), "features": xtr.shape[1],
-           "classes": int(len(np.unique(ytr)))}
-    row["kernel_svc"] = fit_ours(args, spark, xtr, xte, ytr, yte)
-    print(f"  {name}: KernelSVC fit {row['kernel_svc']['fit_s']:.2f} s, accuracy {row['kernel_svc']['accuracy']:.4f}",
-          flush=True)
+    """One row per numLandmarks value, each against the same SVC fit."""
+    base = {"dataset": name, "train_rows": len(ytr), "test_rows": len(yte), "features": xtr.shape[1],
+            "classes": int(len(np.unique(ytr)))}
+    svc = None
     if len(ytr) <= args.sklearn_max_rows:
-        row["svc"] = fit_sklearn(args, xtr, xte, ytr, yte)
-        row["speedup"] = row["svc"]["fit_s"] / row["kernel_svc"]["fit_s"]
-        row["accuracy_diff_points"] = 100 * (row["kernel_svc"]["accuracy"] - row["svc"]["accuracy"])
-        print(f"  {name}: SVC fit {row['svc']['fit_s']:.2f} s, accuracy {row['svc']['accuracy']:.4f}", flush=True)
-    return row
+        svc = fit_sklearn(args, xtr, xte, ytr, yte)
+        print(f"  {name}: SVC fit {svc['fit_s']:.2f} s, accuracy {svc['accuracy']:.4f}", flush=True)
+    train, test = frame(spark, xtr, ytr, args.partitions), frame(spark, xte, yte, args.partitions)
+    rows = []
+    for m in args.landmarks:
+        row = dict(base, kernel_svc=fit_ours(args, train, test, len(ytr), m))
+        print(f"  {name}: KernelSVC ({m} landmarks) fit {row['kernel_svc']['fit_s']:.2f} s, "
+              f"accuracy {row['kernel_svc']['accuracy']:.4f}", flush=True)
+        if svc is not None:
+            row.update(svc=svc, speedup=svc["fit_s"] / row["kernel_svc"]["fit_s"],
+                       accuracy_diff_points=100 * (row["kernel_svc"]["accuracy"] - svc["accuracy"]))
+        rows.append(row)
+    train.unpersist()
+    test.unpersist()
+    return rows
 
 
 def table(rows):
-    head = ["dataset", "train x d", "classes", "SVC fit s", "SVC acc", "KernelSVC fit s", "KernelSVC acc",
+    head = ["dataset", "train x d", "classes", "landmarks", "SVC fit s", "SVC acc", "KernelSVC fit s", "KernelSVC acc",
             "speedup", "acc diff pts", "Newton rounds"]
     lines = [head]
     for r in rows:
         ours, svc = r["kernel_svc"], r.get("svc")
-        lines.append([r["dataset"], f"{r['train_rows']} x {r['features']}", str(r["classes"]),
+        lines.append([r["dataset"], f"{r['train_rows']} x {r['features']}", str(r["classes"]), str(ours["landmarks"]),
                       f"{svc['fit_s']:.2f}" if svc else "-", f"{svc['accuracy']:.4f}" if svc else "-",
                       f"{ours['fit_s']:.2f}", f"{ours['accuracy']:.4f}",
                       f"{r['speedup']:.1f}x" if svc else "-", f"{r['accuracy_diff_points']:+.2f}" if svc else "-",
@@ -172,17 +180,17 @@ def main(argv=None):
     env = {"python": platform.python_version(), "cores": os.cpu_count(), "load_avg_at_start": os.getloadavg(),
            "spark": pyspark.__version__, "torch": torch.__version__, "sklearn": sklearn.__version__,
            **{k: v for k, v in vars(args).items() if k != "out"}}
-    print(f"KernelSVC vs SVC: kernel {args.kernel}, C {args.c}, {args.landmarks} landmarks, {args.strategy}, "
+    print(f"KernelSVC vs SVC: kernel {args.kernel}, C {args.c}, landmarks {args.landmarks}, {args.strategy}, "
           f"{args.dtype}, {args.master}, load {env['load_avg_at_start'][0]:.2f}", flush=True)
     rows = []
     datasets = [(f"synthetic {n // 1000}k", *synthetic(n, args.features, args.seed),
                  *synthetic(args.test_rows, args.features, args.seed + 1)) for n in args.sizes]
     for name, xtr, ytr, xte, yte in datasets:
-        rows.append(run(args, spark, name, xtr, xte, ytr, yte))
+        rows += run(args, spark, name, xtr, xte, ytr, yte)
         save(args.out, env, rows)
     if not args.no_bundled:
         for name, xtr, xte, ytr, yte in bundled():
-            rows.append(run(args, spark, name, xtr, xte, ytr, yte))
+            rows += run(args, spark, name, xtr, xte, ytr, yte)
             save(args.out, env, rows)
     print()
     print(table(rows))

@@ -11,8 +11,8 @@ landmarks and no m x m projection, but more features for the same accuracy. Then
     min_theta  lambda/2 ||beta||^2 + (1/W) sum_i w_i max(0, 1 - s_i (phi_i . beta + b))^2,
     s_i = +1 for the class and -1 for the rest, W = sum_i w_i, lambda = regParam,
 
-is solved by a distributed Newton method (``sparkml.newton``; H formed for up to 1024 features,
-Newton-CG beyond): every round is ONE pass over the features for all the classes still running
+is solved by a distributed Newton method (``sparkml.newton``; H formed for up to 256 features with
+``allreduce``, 1024 with ``sync``, Newton-CG beyond): every round is ONE pass over the features for all the classes still running
 (``gpu.OneVsRestProblems``), a Spark job per pass
 (``strategy="sync"``) or an all-reduce inside one barrier stage for the whole solve
 (``strategy="allreduce"``). Multiplying
@@ -57,9 +57,10 @@ from sparkml.validation import classification_labels
 METHODS = ("nystroem", "rff")
 NEWTON_STRATEGIES = ("sync", "allreduce")  # the Newton passes are exact sums: no model averaging
 _PLATT_MAX_ITER, _PLATT_TOL = 100, 1e-10
-# up to this many features a Newton round forms H (n_active p^2 flops, one pass); beyond, truncated
-# Newton-CG (2 n p flops per CG pass, tens of passes per round) is cheaper
-_CHOLESKY_MAX_FEATURES = 1025
+# Up to this many features a Newton round forms H (n_active p^2 flops, one pass); beyond, truncated
+# Newton-CG (2 n p flops per CG pass, about 40 passes per round) is cheaper. Inside a barrier stage a
+# pass is an all-reduce (milliseconds); with sync it is a Spark job (a tenth of a second), hence two limits.
+_CHOLESKY_MAX_FEATURES = {"allreduce": 257, "sync": 1025}
 
 
 def _gamma(value):
@@ -237,7 +238,7 @@ class KernelSVC(Classifier, _KernelSVCParams):
         names = ["KernelSVC"] if num_classes == 2 else [f"KernelSVC class {int(c)}" for c in classes]
         p = m + self.getFitIntercept()
         return strategy.newton(lambda idx: OneVsRestProblems(binary, [classes[j] for j in idx]),
-                               np.zeros((len(classes), p)), solver="cholesky" if p <= _CHOLESKY_MAX_FEATURES else "cg",
+                               np.zeros((len(classes), p)), solver=_newton_solver(p, self.getStrategy()),
                                reg=self.getRegParam(),
                                weight_sum=summary.weight_sum, fit_intercept=self.getFitIntercept(),
                                max_iter=self.getMaxIter(), tol=self.getTol(), names=names,
@@ -256,6 +257,10 @@ class KernelSVC(Classifier, _KernelSVCParams):
             theta0, reg=0.0, weight_sum=summary.weight_sum, fit_intercept=True, max_iter=_PLATT_MAX_ITER,
             tol=_PLATT_TOL, names=[f"Platt scaling, problem {j}" for j in range(len(classes))], last_pass=True)
         return ab
+
+
+def _newton_solver(p, strategy):
+    return "cholesky" if p <= _CHOLESKY_MAX_FEATURES[strategy] else "cg"
 
 
 def _problem_classes(num_classes):
