@@ -200,7 +200,8 @@ class KernelSVC(Classifier, _KernelSVCParams):
             spec = self._feature_map_spec(dataset, s, gamma)
             m = make_feature_map(spec).n_components
             features = data.derive(_feature_fn(spec), self.getDevice())
-            data.release()  # the derived features are all the solver reads
+            data, raw = None, data
+            raw.release()  # the derived features are all the solver reads
             strategy = make_strategy(self.getStrategy(), features, None, self.getDevice(), self.getAggregationDepth(),
                                      self.getNumWorkers())
             theta, summaries = self._solve(strategy, num_classes, m, s)
@@ -208,7 +209,8 @@ class KernelSVC(Classifier, _KernelSVCParams):
         finally:
             if features is not None:
                 features.release()
-            data.release()
+            if data is not None:
+                data.release()
         intercepts = theta[:, m] if self.getFitIntercept() else np.zeros(len(theta))
         model = KernelSVCModel(spec, theta[:, :m], intercepts, num_classes, gamma, platt)
         model._summaries = summaries

@@ -251,10 +251,7 @@ def test_failed_conversion_job_leaves_no_blocks(spark, created_ids, baseline):
         if weight == 7.0:
             import time
 
-            # let the healthy partition write its blocks first: on a loaded machine (its worker's first torch
-            # import) 3 s was not always enough, and a conversion task still running when the job aborts
-            # can commit its blocks after the cleanup (the race is noted in the README's Not yet list)
-            time.sleep(10)
+            time.sleep(3)  # let the healthy partition write its blocks first
             raise RuntimeError("poisoned row")
         return features
 

@@ -97,7 +97,6 @@ class TrainingData:
         self.sc = None if self.connect else handles.context
         self.blocks = []  # (partition, rows, store key) of every non-empty partition
         self.dropped_by_tasks = False  # the last pass (allreduce) deleted the blocks itself
-        self._released = False
 
     @classmethod
     def prepare(cls, df, features_col, label_col, weight_col=None, dtype="float64"):
@@ -197,16 +196,15 @@ class TrainingData:
         ``best_effort``: after a failed conversion job, whose failing partitions fail again when
         the drop job recomputes them; the drop is then attempted and its own failure ignored.
         """
-        if self._released:
-            return
-        self._released = True
         dataset_id = self.dataset_id
 
         def drop(rows):
             block_store.drop(dataset_id)  # before the input: it may fail to compute
-            for _ in rows:
-                pass
-            block_store.drop(dataset_id)  # after: an evicted handle recomputed writes its block again
+            try:
+                for _ in rows:
+                    pass
+            finally:  # after: an evicted handle recomputed writes its block again, or fails half-way
+                block_store.drop(dataset_id)
             return iter(())
 
         try:
