@@ -72,24 +72,26 @@ class OneVsRestProblems:
 
     def loss_gradient(self, coef, X, y, w=None):
         """(f (k,), G (k, p)) as in the module docstring."""
-        coef, labels, w, margins = self._setup(coef, X, y, w)
+        return self._sums(X, *self._setup(coef, X, y, w)[1:])
+
+    def _hess_weights(self, labels, w, margins):
+        return w[:, None] * self.binary._pointwise_hessian(margins, labels)  # (n, k)
+
+    def _sums(self, X, labels, w, margins):
         loss, g = self.binary._pointwise(margins, labels)
         return (w[:, None] * loss).sum(0), self.binary._grad_from_rows(X, w[:, None] * g)
 
-    def _hess_weights(self, coef, X, y, w):
-        coef, labels, w, margins = self._setup(coef, X, y, w)
-        return w[:, None] * self.binary._pointwise_hessian(margins, labels)  # (n, k)
-
     def hessian_block(self, coef, X, y, w=None):
         """(k, p, p): each problem's sum_i w_i l''_ij x~_i x~_i^T."""
-        hw = self._hess_weights(coef, X, y, w)
+        hw = self._hess_weights(*self._setup(coef, X, y, w)[1:])
         return torch.stack([self.binary._hessian_from_weights(X, hw[:, j]) for j in range(len(self.classes))])
 
     def loss_gradient_diagonal(self, coef, X, y, w=None):
         """(f, G, D): the sums above and the Hessians' diagonals D_j = sum_i w_i l''_ij x~_i^2, (k, p)
         (a Jacobi preconditioner for ``hessp``-based solvers)."""
-        f, g = self.loss_gradient(coef, X, y, w)
-        hw = self._hess_weights(coef, X, y, w)
+        coef, labels, w, margins = self._setup(coef, X, y, w)  # the margins once for both
+        f, g = self._sums(X, labels, w, margins)
+        hw = self._hess_weights(labels, w, margins)
         diag = torch.stack([X.weighted_moments(hw[:, j])[1] for j in range(len(self.classes))])
         if self.fit_intercept:
             diag = torch.cat([diag, hw.sum(0)[:, None]], dim=1)
@@ -97,7 +99,7 @@ class OneVsRestProblems:
 
     def hessp(self, coef, X, y, w, v):
         """(k, p): each problem's Hessian times v_j, sum_i w_i l''_ij x~_i (x~_i . v_j), without forming it."""
-        hw = self._hess_weights(coef, X, y, w)
+        hw = self._hess_weights(*self._setup(coef, X, y, w)[1:])
         v = torch.as_tensor(v).to(device=X.device, dtype=_F64)
         return self.binary._grad_from_rows(X, hw * self.binary._margins(v, X))
 

@@ -27,6 +27,7 @@ from sparkml.session_kind import is_connect
 from sparkml.strategies.averaging import local_solve, run_rounds
 from sparkml.strategies.partition_sums import PartitionSums
 from sparkml.strategies.sync import SyncStrategy
+from sparkml.strategies.transport import split
 from sparkml.training import TrainingSummary, run_optimizer
 
 _TIMEOUT = timedelta(minutes=30)  # a collective (one evaluation) may take this long
@@ -236,12 +237,7 @@ def _newton_body(make_problems, theta0, options):
             shapes = {"loss_gradient": [(k,), (k, p)], "loss_gradient_hessian": [(k,), (k, p), (k, p, p)],
                       "loss_gradient_diagonal": [(k,), (k, p), (k, p)], "hessp": [(k, p)]}[kind]
             part = getattr(sums, kind)(theta, make_problems(idx))
-            flat, out, at = group.add(part, sum(int(np.prod(s)) for s in shapes)), [], 0
-            for shape in shapes:
-                n = int(np.prod(shape))
-                out.append(flat[at:at + n].reshape(shape))
-                at += n
-            return tuple(out)
+            return split(group.add(part, sum(int(np.prod(s)) for s in shapes)), shapes)
 
         return newton(evaluate, theta0, **options)
 

@@ -46,31 +46,29 @@ class PartitionSums:
     def loss_gradient(self, coef, loss=None):
         """(sum_i w_i l_i, sum_i w_i dl_i/dcoef) as float64 (a float when the loss sum is a scalar), or
         None without rows. ``loss``: instead of this object's (a ``gpu.problems`` subset, say)."""
-        return self._sums(coef, loss or self.loss, False)
+        return self._sums(coef, loss or self.loss, "loss_gradient")
 
     def loss_gradient_hessian(self, coef, loss=None):
         """The sums above plus the Hessian block sum_i w_i h_i x~_i x~_i^T."""
-        return self._sums(coef, loss or self.loss, True)
+        return self._sums(coef, loss or self.loss, "loss_gradient_hessian")
 
     def loss_gradient_diagonal(self, coef, loss=None):
         """(loss, gradient, Hessian diagonal) sums of a ``gpu.problems`` loss."""
-        return self._sums(coef, loss or self.loss, "diagonal")
+        return self._sums(coef, loss or self.loss, "loss_gradient_diagonal")
 
     def hessp(self, coef_and_v, loss=None):
         """Hessian-vector product sums at coef_and_v[0] times coef_and_v[1] (one array: one broadcast)."""
         return self._sums(coef_and_v, loss or self.loss, "hessp")
 
-    def _sums(self, coef, loss, extra):
+    def _sums(self, coef, loss, kind):
         c, total = self._coef(coef), None
         for p in self.parts:
-            if extra == "hessp":
+            if kind == "hessp":
                 part = (loss.hessp(c[0], p.block, p.y, p.w, c[1]),)
-            elif extra == "diagonal":
-                part = loss.loss_gradient_diagonal(c, p.block, p.y, p.w)
+            elif kind == "loss_gradient_hessian":
+                part = loss.loss_gradient(c, p.block, p.y, p.w) + (loss.hessian_block(c, p.block, p.y, p.w),)
             else:
-                part = loss.loss_gradient(c, p.block, p.y, p.w)
-            if extra is True:
-                part = part + (loss.hessian_block(c, p.block, p.y, p.w),)
+                part = getattr(loss, kind)(c, p.block, p.y, p.w)
             part = tuple(_numpy(t) for t in part)
             total = part if total is None else tuple(a + b for a, b in zip(total, part))
         return total

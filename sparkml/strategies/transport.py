@@ -41,11 +41,16 @@ def pack(part):
 
 
 def unpack(data, shapes):
-    flat, out, at = np.frombuffer(data, dtype=np.float64), [], 0
-    for shape in json.loads(shapes):
-        n = int(np.prod(shape)) if shape else 1
+    return split(np.frombuffer(data, dtype=np.float64), json.loads(shapes))
+
+
+def split(flat, shapes):
+    """The tuple ``flat`` (float64) holds, one array per shape in order; shape () gives a float."""
+    out, at = [], 0
+    for shape in shapes:
+        n = int(np.prod(shape)) if len(shape) else 1
         chunk = flat[at:at + n].copy()
-        out.append(float(chunk[0]) if not shape else chunk.reshape(shape))
+        out.append(float(chunk[0]) if not len(shape) else chunk.reshape(shape))
         at += n
     return tuple(out)
 
