@@ -10,17 +10,26 @@ tensors (or their device copy) in a small per-process cache keyed by dataset and
 Files are plain numbers, never pickles. They live under Spark's own
 block-manager directory, which Spark deletes when the application ends; ``drop`` deletes them as
 soon as a fit is over.
+
+A task killed when its job aborts can outlive the abort: its Python worker may still commit a
+partition after the fit's cleanup has run. ``drop`` therefore leaves a tombstone
+(``.<dataset>.dropped``) before deleting, and ``PartitionWriter.commit`` publishes nothing into a
+dropped dataset, checking again after its rename so that a commit racing the drop removes itself.
+Tombstones are empty files, pruned by later drops once a day old.
 """
+import glob
 import json
 import os
 import shutil
 import socket
 import tempfile
+import time
 import uuid
 
 import numpy as np
 
 _OPEN = {}  # (dataset_id, partition, device) -> PartitionData, per Python worker process
+_TOMBSTONE_TTL_S = 24 * 3600  # far longer than any zombie task lives (Spark kills them within minutes)
 
 
 class PartitionData:
@@ -53,19 +62,31 @@ def _partition_dir(dataset_id, partition):
     return os.path.join(root_dir(), dataset_id, str(partition))
 
 
+def _tombstone(dataset_id):
+    return os.path.join(root_dir(), f".{dataset_id}.dropped")
+
+
+def is_dropped(dataset_id):
+    """Whether ``drop`` has run for this dataset on this executor."""
+    return os.path.exists(_tombstone(dataset_id))
+
+
 class PartitionWriter:
     """Streams one partition's arrays into a staging directory; ``commit`` publishes them atomically.
 
     Each array is a raw file grown by ``append`` (rows of a fixed trailing shape), so a partition
     is written batch by batch as Arrow delivers it and never held whole in the worker's memory.
     ``meta.json`` records each array's dtype and shape. A retried task overwrites cleanly.
+    The staging directory sits beside the datasets (``.<dataset>-<partition>-*``, same file
+    system, so the rename is atomic), and the dataset's directory is created only by ``commit``:
+    a writer that never commits leaves nothing a listing of datasets would show.
     """
 
     def __init__(self, dataset_id, partition):
         self.final = _partition_dir(dataset_id, partition)
-        self.key = (dataset_id, partition)
-        os.makedirs(os.path.dirname(self.final), exist_ok=True)
-        self.staging = tempfile.mkdtemp(prefix=f".{partition}-", dir=os.path.dirname(self.final))
+        self.dataset_id, self.key = dataset_id, (dataset_id, partition)
+        os.makedirs(root_dir(), exist_ok=True)
+        self.staging = tempfile.mkdtemp(prefix=f".{dataset_id}-{partition}-", dir=root_dir())
         self.files, self.meta = {}, {}
 
     def append(self, name, rows):
@@ -80,13 +101,28 @@ class PartitionWriter:
         meta["shape"][0] += len(rows)
 
     def commit(self):
+        """Publish the partition; returns False (and publishes nothing) if the dataset was dropped."""
         for f in self.files.values():
             f.close()
+        if is_dropped(self.dataset_id):
+            self.abort()
+            return False
         with open(os.path.join(self.staging, "meta.json"), "w") as f:
             json.dump(self.meta, f)
-        shutil.rmtree(self.final, ignore_errors=True)
-        os.replace(self.staging, self.final)
+        try:
+            os.makedirs(os.path.dirname(self.final), exist_ok=True)
+            shutil.rmtree(self.final, ignore_errors=True)
+            os.replace(self.staging, self.final)
+        except FileNotFoundError:  # a concurrent drop removed the directories under us
+            self.abort()
+            if is_dropped(self.dataset_id):
+                return False
+            raise
         _evict(lambda key: key[:2] == self.key)
+        if is_dropped(self.dataset_id):  # drop ran between the first check and the rename
+            drop(self.dataset_id)
+            return False
+        return True
 
     def abort(self):
         for f in self.files.values():
@@ -154,9 +190,27 @@ def drop_partitions(dataset_id, partitions):
 
 
 def drop(dataset_id):
-    """Delete a dataset's blocks on this executor and forget any opened tensors."""
-    shutil.rmtree(os.path.join(root_dir(), dataset_id), ignore_errors=True)
+    """Delete a dataset's blocks on this executor, forget any opened tensors, and mark it dropped
+    (the tombstone goes first: a writer that commits after it sees it and removes itself)."""
+    root = root_dir()
+    os.makedirs(root, exist_ok=True)
+    with open(_tombstone(dataset_id), "w"):
+        pass
+    shutil.rmtree(os.path.join(root, dataset_id), ignore_errors=True)
+    for staging in glob.glob(os.path.join(root, f".{glob.escape(dataset_id)}-*")):
+        shutil.rmtree(staging, ignore_errors=True)
     _evict(lambda key: key[0] == dataset_id)
+    _prune_tombstones(root)
+
+
+def _prune_tombstones(root):
+    cutoff = time.time() - _TOMBSTONE_TTL_S
+    for path in glob.glob(os.path.join(root, ".*.dropped")):
+        try:
+            if os.path.getmtime(path) < cutoff:
+                os.remove(path)
+        except OSError:  # another worker pruned it first
+            pass
 
 
 def _evict(predicate):

@@ -1,6 +1,43 @@
-"""Which kind of Spark session a DataFrame belongs to: classic (py4j, RDDs) or Spark Connect."""
+"""Which kind of Spark session a DataFrame belongs to (classic: py4j, RDDs; or Spark Connect), and how
+many tasks its cluster runs at once."""
 
 
 def is_connect(obj):
     """True for a Spark Connect DataFrame or SparkSession (there is no SparkContext or RDD API)."""
     return type(obj).__module__.startswith("pyspark.sql.connect")
+
+
+def task_slots(spark):
+    """Tasks the cluster can run at once (None when a Spark Connect client cannot tell)."""
+    if not is_connect(spark):
+        sc = spark.sparkContext
+        try:  # what Spark's own barrier check counts
+            jsc = sc._jsc.sc()
+            n = int(jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile()))
+            if n > 0:
+                return n
+        except Exception:  # a JVM without that (private) method: estimate from the conf
+            pass
+        return max(1, sc.defaultParallelism // int(sc.getConf().get("spark.task.cpus", "1")))
+    return slots_from_conf(lambda key: spark.conf.get(key, None))
+
+
+def slots_from_conf(get):
+    """Task slots from the master URL and executor settings, or None."""
+    import os
+    import re
+
+    cpus = int(get("spark.task.cpus") or 1)
+    master = get("spark.master") or ""
+    m = re.fullmatch(r"local\[(\d+|\*)(?:,\d+)?\]", master)
+    if master == "local":
+        return 1
+    if m:
+        return (os.cpu_count() or 1) if m.group(1) == "*" else int(m.group(1))
+    m = re.fullmatch(r"local-cluster\[(\d+),\s*(\d+),\s*\d+\]", master)
+    if m:
+        return int(m.group(1)) * int(m.group(2)) // cpus
+    instances, cores = get("spark.executor.instances"), get("spark.executor.cores")
+    if instances and cores:
+        return int(instances) * int(cores) // cpus
+    return None

@@ -242,16 +242,19 @@ def test_linear_svc_labels_outside_0_1(spark, caplog, created_ids, baseline, lab
     assert_refused(spark, caplog, created_ids, LinearSVC(), df, "'label'", "0 or 1")
 
 
-def test_failed_conversion_job_leaves_no_blocks(spark, created_ids, baseline):
+@pytest.mark.parametrize("delay", [0.0, 3.0])
+def test_failed_conversion_job_leaves_no_blocks(spark, created_ids, baseline, delay):
     """A DataFrame whose computation fails in one partition while the other converts: Spark's error
-    comes through unmasked and the converted partition's blocks are deleted."""
+    comes through unmasked and the converted partition's blocks are deleted. delay 0: the job
+    aborts while the healthy partition still converts (its task is killed, or commits late); 3 s:
+    after it has written its blocks."""
     from pyspark.sql import functions as F
 
     def poison(features, weight):
         if weight == 7.0:
             import time
 
-            time.sleep(3)  # let the healthy partition write its blocks first
+            time.sleep(delay)
             raise RuntimeError("poisoned row")
         return features
 

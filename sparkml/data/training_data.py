@@ -17,7 +17,7 @@ from pyspark.sql.types import NumericType
 
 from sparkml import block_store
 from sparkml.data.convert import STATS_SCHEMA, convert_partition, stats_batch
-from sparkml.session_kind import is_connect
+from sparkml.session_kind import is_connect, task_slots
 
 SPARSE_DENSITY = 0.5  # first row sparser than this -> CSR blocks
 
@@ -193,8 +193,12 @@ class TrainingData:
     def release(self, best_effort=False):
         """Delete the blocks on every executor that holds some, and drop the cached handles.
 
-        ``best_effort``: after a failed conversion job, whose failing partitions fail again when
-        the drop job recomputes them; the drop is then attempted and its own failure ignored.
+        After a fit the drop job runs over the cached handles, so each task runs where its
+        partition's blocks are. ``best_effort``: after a failed conversion job. Its handles are
+        not all cached, and recomputing them would rerun the failing conversion (the job could
+        even fail before a drop task started), so the drop runs instead as a job of its own, one
+        task per task slot, on no input; its failure is ignored. Either drop leaves a tombstone
+        that stops a killed conversion task's late commit (``block_store.drop``).
         """
         dataset_id = self.dataset_id
 
@@ -210,7 +214,10 @@ class TrainingData:
         try:
             if self.dropped_by_tasks:
                 return
-            if self.connect:
+            if best_effort:
+                n = task_slots(self.spark) or 2
+                self.spark.range(0, n, 1, n).mapInArrow(drop, STATS_SCHEMA).collect()
+            elif self.connect:
                 self.handles.mapInArrow(drop, STATS_SCHEMA).collect()
             else:
                 self.handles.mapPartitions(drop).count()
