@@ -31,3 +31,25 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(items):
+    """The modules that await background runs go last, so the runs have the whole suite to finish in."""
+    items.sort(key=lambda item: hasattr(getattr(item, "module", None), "background_runs"))
+
+
+def pytest_collection_finish(session):
+    """Start the subprocess runs of the selected modules (tests/background.py) while the rest runs."""
+    import background
+
+    modules = {item.module for item in session.items if hasattr(item, "module")}
+    for module in sorted(modules, key=lambda m: m.__name__):
+        runs = getattr(module, "background_runs", None)
+        if runs is not None:
+            background.start(runs())
+
+
+def pytest_sessionfinish(session):
+    import background
+
+    background.stop_all()

@@ -5,50 +5,83 @@ processes. Each strategy's saved model must equal the one the same job fits in-p
 ``sync`` (the strategies reach the same optimum; tol is tight)."""
 import json
 import os
-import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
 import yaml
 
+import background
 from jobs import datasets, train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FEATURES = [f"c{i}" for i in range(8)]
+STRATEGIES = ["sync", "allreduce", "averaging"]
+_SCRATCH, _LOCK = {}, threading.Lock()
 
 
-@pytest.fixture(scope="module")
-def data(spark, tmp_path_factory):
-    """Fixed train and test Parquet files: both runs fit the very same rows (a holdout split would
-    depend on the partitioning, which differs between the two masters)."""
-    import pandas as pd
+def _data():
+    """Fixed train and test Parquet files, written once (pandas: no Spark needed to start the runs).
+    Both runs fit the very same rows (a holdout split would depend on the partitioning, which
+    differs between the two masters)."""
+    with _LOCK:
+        if "data" not in _SCRATCH:
+            out = background.scratch_dir("cluster-submit-")
+            X, y = datasets.generate_arrays("binary", 3000, len(FEATURES), seed=5)
+            import pandas as pd
 
-    out = tmp_path_factory.mktemp("cluster-data")
-    X, y = datasets.generate_arrays("binary", 3000, len(FEATURES), seed=5)
-    pdf = pd.DataFrame(X, columns=FEATURES)
-    pdf["y"] = y
-    spark.createDataFrame(pdf[:2400]).write.parquet(str(out / "train"))
-    spark.createDataFrame(pdf[2400:]).write.parquet(str(out / "test"))
-    return {"train": str(out / "train"), "test": str(out / "test"), "features": FEATURES, "label": "y"}
+            pdf = pd.DataFrame(X, columns=FEATURES)
+            pdf["y"] = np.asarray(y, dtype=float)
+            pdf[:2400].to_parquet(os.path.join(out, "train.parquet"), index=False)
+            pdf[2400:].to_parquet(os.path.join(out, "test.parquet"), index=False)
+            _SCRATCH["dir"] = out
+            _SCRATCH["data"] = {"train": os.path.join(out, "train.parquet"),
+                                "test": os.path.join(out, "test.parquet"), "features": FEATURES, "label": "y"}
+        return _SCRATCH["data"]
 
 
-def _config(tmp_path, data, name, strategy):
-    raw = {"data": data,
+def _config(directory, name, strategy):
+    raw = {"data": _data(),
            "model": {"estimator": "LogisticRegression",
                      "params": {"regParam": 0.01, "strategy": strategy, "maxIter": 100, "tol": 1e-10}},
-           "output": {"dir": str(tmp_path / name), "overwrite": True}}
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(raw))
-    return str(path)
+           "output": {"dir": os.path.join(directory, name), "overwrite": True}}
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{name}.yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(raw, f)
+    return path
+
+
+def _run_dir(strategy):
+    _data()
+    return os.path.join(_SCRATCH["dir"], strategy)
+
+
+def background_runs():
+    """One spark-submit per strategy, one after another (each starts three JVMs), in the background."""
+    spark_submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
+    runs = {}
+    for strategy in STRATEGIES:
+        def prepare(strategy=strategy):
+            config = _config(_run_dir(strategy), "cluster", strategy)
+            runs[f"local-cluster-{strategy}"].argv[-1] = config
+
+        argv = [spark_submit, "--master", "local-cluster[2,1,1024]", "--conf", "spark.ui.enabled=false",
+                "--conf", "spark.ui.showConsoleProgress=false", "--conf", "spark.executor.memory=1g",
+                os.path.join(ROOT, "jobs", "train.py"), "--config", None]
+        runs[f"local-cluster-{strategy}"] = background.Run(argv, env=background.python_env(sys.executable),
+                                                           prepare=prepare, group="local-cluster")
+    return runs
 
 
 @pytest.fixture(scope="module")
-def local_run(spark, data, tmp_path_factory):
+def local_run(spark, tmp_path_factory):
     """The same job in this process (local[2]); every strategy must reproduce its model."""
-    tmp = tmp_path_factory.mktemp("local-run")
-    assert train.main(["--config", _config(tmp, data, "local", "sync")], spark=spark) == 0
-    return json.loads((tmp / "local" / "metrics.json").read_text()), _coefficients(spark, str(tmp / "local"))
+    tmp = str(tmp_path_factory.mktemp("local-run"))
+    assert train.main(["--config", _config(tmp, "local", "sync")], spark=spark) == 0
+    with open(os.path.join(tmp, "local", "metrics.json")) as f:
+        return json.load(f), _coefficients(spark, os.path.join(tmp, "local"))
 
 
 def _coefficients(spark, run_dir):
@@ -59,19 +92,16 @@ def _coefficients(spark, run_dir):
 
 
 @pytest.mark.cluster
-@pytest.mark.parametrize("strategy", ["sync", "allreduce", "averaging"])
-def test_spark_submit_on_local_cluster(spark, data, local_run, tmp_path, strategy):
-    spark_submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    cmd = [spark_submit, "--master", "local-cluster[2,1,1024]", "--conf", "spark.ui.enabled=false",
-           "--conf", "spark.ui.showConsoleProgress=false", "--conf", "spark.executor.memory=1g",
-           os.path.join(ROOT, "jobs", "train.py"), "--config", _config(tmp_path, data, "cluster", strategy)]
-    done = subprocess.run(cmd, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=900)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_spark_submit_on_local_cluster(spark, local_run, strategy):
+    done = background.result(f"local-cluster-{strategy}", background_runs())
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    metrics = json.loads((tmp_path / "cluster" / "metrics.json").read_text())
+    run_dir = os.path.join(_run_dir(strategy), "cluster")
+    with open(os.path.join(run_dir, "metrics.json")) as f:
+        metrics = json.load(f)
 
     local, ref = local_run
-    ours = _coefficients(spark, str(tmp_path / "cluster"))
+    ours = _coefficients(spark, run_dir)
     np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-6 * np.linalg.norm(ref))
     assert metrics["rows"] == local["rows"] == {"train": 2400, "test": 600}
     assert abs(metrics["metrics"]["areaUnderROC"] - local["metrics"]["areaUnderROC"]) < 1e-6

@@ -4,24 +4,26 @@ The Connect session runs in a subprocess (tests/connect_fits.py: a local Connect
 own JVM); its coefficients and predictions are compared with the same fits in the classic session.
 """
 import json
-import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+import background
 import connect_fits
 
 pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect] (grpcio)")
 
 
+def background_runs():
+    """The Connect session's fits, started with the test run (tests/background.py)."""
+    argv = [sys.executable, connect_fits.__file__, background.scratch_dir("connect-")]
+    return {"connect": background.Run(argv, env=background.python_env(sys.executable))}
+
+
 @pytest.fixture(scope="module")
-def connect_results(tmp_path_factory):
-    out = tmp_path_factory.mktemp("connect")
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    done = subprocess.run([sys.executable, connect_fits.__file__, str(out)], env=env, capture_output=True,
-                          text=True, timeout=900)
+def connect_results():
+    done = background.result("connect", background_runs())
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULTS ")]
     assert done.returncode == 0 and lines, done.stdout[-2000:] + done.stderr[-4000:]
     return json.loads(lines[-1][len("RESULTS "):])

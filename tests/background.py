@@ -1,0 +1,96 @@
+"""Subprocess tests started as soon as the run is collected, and awaited by the tests that need them.
+
+The Spark Connect run and the local-cluster spark-submits each start JVMs of their own and spend
+most of their minute or two waiting on them, while the in-process tests leave the cores mostly
+idle. A test module that defines ``background_runs()`` (name -> ``Run``) has its runs started by
+``conftest.pytest_collection_finish`` when any of its tests is selected; its tests call
+``result(name)``. Every run still started at the end of the session is killed.
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass, field
+
+_RUNS = {}
+
+
+@dataclass
+class Run:
+    """One subprocess: ``argv`` with ``env`` and ``cwd``; ``prepare()`` runs first (in the launching
+    thread), for inputs the command reads. Runs in the same ``group`` go one after another."""
+
+    argv: list
+    env: dict = None
+    cwd: str = None
+    prepare: object = None
+    group: str = None
+    timeout: float = 900
+    proc: subprocess.Popen = field(default=None, repr=False)
+    done: threading.Event = field(default_factory=threading.Event, repr=False)
+    outcome: subprocess.CompletedProcess = field(default=None, repr=False)
+
+
+def start(runs):
+    """Start ``runs`` (name -> Run): one thread per group (or per ungrouped run)."""
+    groups = {}
+    for name, run in runs.items():
+        if name in _RUNS:
+            continue
+        _RUNS[name] = run
+        groups.setdefault(run.group or name, []).append(run)
+    for members in groups.values():
+        threading.Thread(target=_run_all, args=(members,), daemon=True).start()
+
+
+def _run_all(members):
+    for run in members:
+        try:
+            if run.prepare is not None:
+                run.prepare()
+            with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+                run.proc = subprocess.Popen(run.argv, env=run.env, cwd=run.cwd, stdout=out, stderr=err, text=True)
+                try:
+                    code = run.proc.wait(timeout=run.timeout)
+                except subprocess.TimeoutExpired:
+                    run.proc.kill()
+                    code = run.proc.wait()
+                    err.write(f"\n[killed after {run.timeout} s]\n")
+                out.seek(0)
+                err.seek(0)
+                run.outcome = subprocess.CompletedProcess(run.argv, code, out.read(), err.read())
+        except Exception as e:  # reported to the test that awaits it
+            run.outcome = subprocess.CompletedProcess(run.argv, -1, "", f"could not run: {e!r}")
+        finally:
+            run.done.set()
+
+
+def result(name, runs=None):
+    """The finished ``CompletedProcess`` of run ``name``; starts ``runs`` first if nothing has (a test
+    module run on its own, e.g. with ``-p no:conftest`` semantics or a direct call)."""
+    if name not in _RUNS and runs is not None:
+        start(runs)
+    run = _RUNS[name]
+    run.done.wait()
+    return run.outcome
+
+
+def stop_all():
+    for run in _RUNS.values():
+        if run.proc is not None and run.proc.poll() is None:
+            run.proc.kill()
+
+
+def scratch_dir(prefix):
+    """A temporary directory removed at interpreter exit (runs may outlive any pytest tmp_path)."""
+    import atexit
+
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+def python_env(python):
+    """The environment a Spark subprocess needs to use this interpreter for its Python workers."""
+    return dict(os.environ, PYSPARK_PYTHON=python, PYSPARK_DRIVER_PYTHON=python)
