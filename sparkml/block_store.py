@@ -146,7 +146,8 @@ def _load_all(directory):
 
 
 def open_partition(dataset_id, partition, device, dtype):
-    """The partition's tensors on ``device``, opened once per worker process and then reused."""
+    """The partition's tensors on ``device``, computing in ``dtype``, opened once per worker process
+    and then reused."""
     import torch
 
     from gpu import CsrBlock, DenseBlock
@@ -168,11 +169,16 @@ def open_partition(dataset_id, partition, device, dtype):
     def tensor(name):
         return torch.from_numpy(arrays[name]).to(device)
 
+    def values(name):
+        """Float32 rows computed in float64 stay float32 (exact, half the memory); else cast."""
+        t = tensor(name)
+        return t if (t.dtype, dtype) == (torch.float32, torch.float64) else t.to(dtype)
+
     if "x" in arrays:
-        block = DenseBlock(tensor("x").to(dtype))
+        block = DenseBlock(values("x"), compute_dtype=dtype)
     else:
         shape = tuple(int(v) for v in arrays["shape"])
-        block = CsrBlock(tensor("indptr"), tensor("indices"), tensor("values").to(dtype), shape)
+        block = CsrBlock(tensor("indptr"), tensor("indices"), values("values"), shape, compute_dtype=dtype)
     data = PartitionData(block, tensor("y"), tensor("w"))
     _OPEN[key] = data
     return data

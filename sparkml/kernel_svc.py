@@ -165,7 +165,7 @@ class KernelSVC(Classifier, _KernelSVCParams):
                  rawPredictionCol="rawPrediction", probabilityCol="probability", kernel="rbf", gamma="scale",
                  degree=3, coef0=0.0, regParam=1e-4, method="nystroem", numLandmarks=1000, probability=False,
                  maxIter=100, tol=1e-6, seed=0, fitIntercept=True, threshold=0.0, weightCol=None,
-                 aggregationDepth=2, strategy="sync", device="auto", dtype="float64", numWorkers=0, localIter=10):
+                 aggregationDepth=2, strategy="sync", device="auto", dtype="float32", numWorkers=0, localIter=10):
         super().__init__()
         self._set(**self._input_kwargs)
 

@@ -46,7 +46,7 @@ class LinearRegression(Predictor, _Params):
     def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction", maxIter=100,
                  regParam=0.0, elasticNetParam=0.0, tol=1e-6, fitIntercept=True, standardization=True,
                  solver="auto", weightCol=None, aggregationDepth=2, loss="squaredError", epsilon=1.35,
-                 maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float64",
+                 maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float32",
                  numWorkers=0, localIter=10):
         super().__init__()
         self._initial_model = None
@@ -68,7 +68,8 @@ class LinearRegression(Predictor, _Params):
         if self.getSolver() not in ("auto", "normal", "l-bfgs"):
             raise ValueError(f"solver must be one of auto, normal, l-bfgs; got {self.getSolver()!r}")
         weight_col = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
-        data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype())
+        data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype(),
+                                    compute_dtype="float64")
         try:
             s = data.summary
             loss = SquaredLoss(fit_intercept=self.getFitIntercept())

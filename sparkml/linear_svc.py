@@ -38,7 +38,7 @@ class LinearSVC(Classifier, _Params):
     def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction", maxIter=100,
                  regParam=0.0, tol=1e-6, rawPredictionCol="rawPrediction", fitIntercept=True,
                  standardization=True, threshold=0.0, weightCol=None, aggregationDepth=2,
-                 maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float64",
+                 maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float32",
                  numWorkers=0, localIter=10):
         super().__init__()
         self._initial_model = None
@@ -56,7 +56,8 @@ class LinearSVC(Classifier, _Params):
     def _fit(self, dataset):
         check_common_params(self)
         weight_col = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
-        data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype())
+        data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype(),
+                                    compute_dtype="float64")
         try:
             s = data.summary
             binary_labels(s, self.getLabelCol())

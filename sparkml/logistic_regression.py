@@ -49,7 +49,7 @@ class LogisticRegression(ProbabilisticClassifier, _Params):
                  aggregationDepth=2, family="auto", lowerBoundsOnCoefficients=None,
                  upperBoundsOnCoefficients=None, lowerBoundsOnIntercepts=None,
                  upperBoundsOnIntercepts=None, maxBlockSizeInMB=0.0, strategy="sync", device="auto",
-                 dtype="float64", numWorkers=0, localIter=10):
+                 dtype="float32", numWorkers=0, localIter=10):
         super().__init__()
         self._setDefault(maxIter=100, regParam=0.0, tol=1e-6, threshold=0.5, family="auto",
                          maxBlockSizeInMB=0.0, elasticNetParam=0.0, fitIntercept=True,
@@ -76,7 +76,7 @@ class LogisticRegression(ProbabilisticClassifier, _Params):
                 raise NotImplementedError(f"{bound}: bound-constrained optimization is not supported yet")
         data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(),
                                     self.getOrDefault("weightCol") if self.isDefined("weightCol") else None,
-                                    self.getDtype())
+                                    self.getDtype(), compute_dtype="float64")
         try:
             return self._train(data)
         finally:

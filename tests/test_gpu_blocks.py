@@ -75,6 +75,34 @@ def test_chunked_paths(layout, monkeypatch):
     _close(b.weighted_moments(th)[1], (x * x).T @ h, torch.float64)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_float32_storage_computes_exactly_in_float64(layout, device, monkeypatch):
+    """compute_dtype=float64 over float32 values: the float64 products of the float32-rounded matrix
+    to 1e-13, over several upcast chunks, and no float64 copy of the rows is kept."""
+    monkeypatch.setattr(blocks_mod, "_SUM_CHUNK_ROWS", 5)
+    x = _matrix(n=23, d=7) * 1e3 + 0.1  # values far from representable in float32
+    x32 = x.astype(np.float32).astype(np.float64)  # what the block stores, exactly
+    b = _block(x, layout, torch.float32, device)
+    mixed = (DenseBlock(b.x, compute_dtype=torch.float64) if layout == "dense"
+             else CsrBlock(b.crow_indices, b.col_indices, b.values, b.shape, compute_dtype=torch.float64))
+    assert (mixed.dtype, mixed.storage_dtype) == (torch.float64, torch.float32)
+    assert mixed.to(device).dtype == torch.float64
+    rng = np.random.default_rng(2)
+    v, r, h = rng.normal(size=(7, 2)), rng.normal(size=23), rng.uniform(0.5, 2, size=23)
+    t = lambda a: torch.tensor(a, device=device)  # noqa: E731
+    exact = dict(rtol=1e-13, atol=1e-13 * np.abs(x32).max())
+    for out, ref in [(mixed.matmul(t(v[:, 0])), x32 @ v[:, 0]), (mixed.matmul(t(v)), x32 @ v),
+                     (mixed.rmatmul(t(r)), x32.T @ r), (mixed.weighted_gram(t(h)), x32.T @ (x32 * h[:, None])),
+                     (mixed.rows(3, 9), x32[3:9]), (mixed.to_dense(), x32)]:
+        assert out.dtype == torch.float64
+        np.testing.assert_allclose(out.cpu().numpy(), ref, **exact)
+    # the float32 product itself is off by far more than that: the test can tell the two apart
+    assert np.abs(b.matmul(t(v[:, 0])).double().cpu().numpy() - x32 @ v[:, 0]).max() > 1e3 * exact["atol"]
+    with pytest.raises(ValueError, match="only float32 storage"):
+        DenseBlock(torch.zeros(2, 2, dtype=torch.float64), compute_dtype=torch.float32)
+
+
 def test_csr_int32_indices_and_duplicates():
     x = _matrix()
     csr = sp.csr_matrix(x)

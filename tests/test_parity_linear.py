@@ -1,5 +1,7 @@
 """Side-by-side parity with pyspark.ml on the same data, across the Param grid of issue 2.
 
+Ours run with ``dtype="float64"`` (MLlib's precision: the same iterates); the default float32
+training copy is compared with MLlib in ``test_float32_default_is_mllib_to_float32_rounding``.
 Every combination of regParam x elasticNetParam x fitIntercept x standardization x weightCol x
 dense/sparse is generated; the ones in ``COVER`` (every axis value at least once) run in
 ``make test``, the rest are marked ``full`` and run in ``make test-full``.
@@ -69,7 +71,7 @@ def rel_diff(ours, ref):
 def test_binary_logistic_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
     df = data(spark, "binary", sparse)
     p = params(reg, net, fit, std, weighted)
-    ours = LogisticRegression(**p).fit(df)
+    ours = LogisticRegression(**p, dtype="float64").fit(df)
     ref = stock_cls.LogisticRegression(**p).fit(df)
     diff = rel_diff((ours.coefficients.toArray(), [ours.intercept]), (ref.coefficients.toArray(), [ref.intercept]))
     assert diff < 1e-4, f"coefficients differ by {diff:.2e} relative"
@@ -80,7 +82,7 @@ def test_binary_logistic_matches_mllib(spark, reg, net, fit, std, weighted, spar
 def test_multinomial_logistic_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
     df = data(spark, "multiclass", sparse)
     p = params(reg, net, fit, std, weighted)
-    ours = LogisticRegression(**p).fit(df)
+    ours = LogisticRegression(**p, dtype="float64").fit(df)
     ref = stock_cls.LogisticRegression(**p).fit(df)
     assert ours.numClasses == ref.numClasses == 3
     if reg > 0:
@@ -131,7 +133,7 @@ def linear_regression_reference(df, reg, net, fit, std, weighted):
 def test_linear_regression_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
     df = data(spark, "regression", sparse)
     p = params(reg, net, fit, std, weighted)
-    ours = LinearRegression(**p).fit(df)
+    ours = LinearRegression(**p, dtype="float64").fit(df)
     ref = stock_reg.LinearRegression(**p).fit(df)
     diff = rel_diff((ours.coefficients.toArray(), [ours.intercept]), (ref.coefficients.toArray(), [ref.intercept]))
     assert diff < 1e-4, f"coefficients differ by {diff:.2e} relative"
@@ -154,7 +156,7 @@ def test_linear_regression_lbfgs_reaches_documented_minimizer(spark):
 def test_linear_regression_solvers_match_mllib(spark, solver, net):
     df = data(spark, "regression", False)
     p = dict(regParam=0.1, elasticNetParam=net, standardization=False, weightCol="weight", solver=solver)
-    ours = LinearRegression(**p).fit(df)
+    ours = LinearRegression(**p, dtype="float64").fit(df)
     ref = stock_reg.LinearRegression(**p).fit(df)
     diff = rel_diff((ours.coefficients.toArray(), [ours.intercept]), (ref.coefficients.toArray(), [ref.intercept]))
     assert diff < 1e-4, f"{solver}: coefficients differ by {diff:.2e} relative"
@@ -169,7 +171,7 @@ def test_linear_svc_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
     df = data(spark, "binary", sparse)
     p = params(reg, net, fit, std, weighted)
     del p["elasticNetParam"]
-    ours = LinearSVC(strategy="allreduce", **p).fit(df)
+    ours = LinearSVC(strategy="allreduce", **p, dtype="float64").fit(df)
     ref = stock_cls.LinearSVC(**p).fit(df)
     # pyspark's LinearSVCModel.summary is a method (its other models' a property)
     assert ours.summary().objectiveHistory[-1] <= ref.summary().objectiveHistory[-1] * (1 + 1e-9) + 1e-12
@@ -181,7 +183,39 @@ def test_linear_svc_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
 def test_linear_svc_tightly_converged_matches_mllib(spark, fit, sparse):
     df = data(spark, "binary", sparse)
     tight = dict(regParam=0.01, fitIntercept=fit, weightCol="weight", maxIter=1000, tol=1e-10)
-    ours = LinearSVC(strategy="allreduce", **tight).fit(df)
+    ours = LinearSVC(strategy="allreduce", **tight, dtype="float64").fit(df)
     ref = stock_cls.LinearSVC(**tight).fit(df)
     diff = rel_diff((ours.coefficients.toArray(), [ours.intercept]), (ref.coefficients.toArray(), [ref.intercept]))
     assert diff < 1e-4, f"tightly converged coefficients differ by {diff:.2e} relative"
+
+
+@pytest.mark.parametrize("name", ["logistic", "svc"])
+def test_float32_default_is_mllib_to_float32_rounding(spark, name):
+    """The default float32 training copy computes in float64: the fit equals the float64 fit of the
+    features rounded to float32 (same iterations, coefficients to 1e-9), and MLlib's model to the
+    parity bar above."""
+    from pyspark.ml.functions import array_to_vector, vector_to_array
+
+    df = data(spark, "binary", False)
+    rounded = df.withColumn("features", array_to_vector(vector_to_array("features", "float32").cast("array<double>")))
+    if name == "logistic":
+        p = dict(regParam=0.01, weightCol="weight")
+        ours, stock = LogisticRegression, stock_cls.LogisticRegression
+    else:
+        p = dict(regParam=0.1)
+        ours, stock = (lambda **kw: LinearSVC(strategy="allreduce", **kw)), stock_cls.LinearSVC
+    default = ours(**p).fit(df)
+    assert default.getDtype() == "float32"
+    on_rounded = ours(**p, dtype="float64").fit(rounded)
+
+    def coef(m):
+        return np.append(m.coefficients.toArray(), m.intercept)
+
+    def history(m):
+        return m.summary.objectiveHistory if name == "logistic" else m.summary().objectiveHistory
+
+    assert len(history(default)) == len(history(on_rounded))
+    np.testing.assert_allclose(coef(default), coef(on_rounded), rtol=0, atol=1e-9 * np.linalg.norm(coef(on_rounded)))
+    ref = stock(**p).fit(df)
+    diff = rel_diff((coef(default),), (coef(ref),))
+    assert diff < 1e-4, f"coefficients differ by {diff:.2e} relative"

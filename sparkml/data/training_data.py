@@ -88,18 +88,23 @@ def _problem_message(key, value, features_col, label_col, weight_col):
 class TrainingData:
     """A DataFrame converted once into blocks held on the executors, plus its summary."""
 
-    def __init__(self, handles, dataset_id, summary, sparse, dtype, spark):
+    def __init__(self, handles, dataset_id, summary, sparse, dtype, spark, compute_dtype=None):
         # handles: one row (partition, rows, info, moments) per partition; a cached RDD in a classic
         # session, a cached DataFrame in a Spark Connect session (no RDD API there)
         self.handles, self.dataset_id, self.summary = handles, dataset_id, summary
+        # dtype: how the blocks are stored; compute_dtype: what the passes over them compute in
         self.sparse, self.dtype, self.spark = sparse, dtype, spark
+        self.compute_dtype = compute_dtype or dtype
         self.connect = is_connect(spark)
         self.sc = None if self.connect else handles.context
         self.blocks = []  # (partition, rows, store key) of every non-empty partition
+        self.n_partitions = 0  # of the handles (empty partitions included)
         self.dropped_by_tasks = False  # the last pass (allreduce) deleted the blocks itself
 
     @classmethod
-    def prepare(cls, df, features_col, label_col, weight_col=None, dtype="float64"):
+    def prepare(cls, df, features_col, label_col, weight_col=None, dtype="float64", compute_dtype=None):
+        """Convert ``df`` into blocks stored in ``dtype``, read by passes computing in ``compute_dtype``
+        (default ``dtype``; float64 over float32 storage is exact arithmetic on the stored values)."""
         from sparkml.data.convert import PROBLEM_KEYS
 
         weight_col = weight_col or None
@@ -118,7 +123,7 @@ class TrainingData:
         converted = selected.mapInArrow(convert, STATS_SCHEMA)
         spark = df.sparkSession
         handles = converted.cache() if is_connect(spark) else converted.rdd.map(tuple).cache()
-        data = cls(handles, dataset_id, None, sparse, dtype, spark)
+        data = cls(handles, dataset_id, None, sparse, dtype, spark, compute_dtype)
         try:
             rows = handles.collect()
         except Exception:
@@ -134,6 +139,7 @@ class TrainingData:
                     raise ValueError(_problem_message(key, value, features_col, label_col, weight_col))
             data.summary = _summarize(rows, infos, features_col)
             data.blocks = [(i["partition"], i["rows"], i["store"]) for i in infos if i["rows"]]
+            data.n_partitions = len(rows)
         except Exception:
             data.release()
             raise
@@ -188,6 +194,7 @@ class TrainingData:
             derived.release(best_effort=True)
             raise
         derived.blocks = [(r[0], r[1], json.loads(r[2])["store"]) for r in rows if r[1]]
+        derived.n_partitions = len(rows)
         return derived
 
     def release(self, best_effort=False):

@@ -6,8 +6,13 @@ session, by rank 0 in Spark Connect: ``_rendezvous``), exchange where they run a
 resident blocks among the tasks that can read them (``assign_blocks``). Each task opens its blocks
 once, joins a process group (gloo on CPU, NCCL on CUDA) over that store and runs the same
 driver-free L-BFGS / OWL-QN as ``sync``.
-The stage is ``spark.range(n).mapInArrow(..., barrier=True)``, so classic and Spark Connect
-sessions run it alike.
+The stage is a ``mapInArrow(..., barrier=True)``, so classic and Spark Connect sessions run it
+alike. By default it runs over the fit's cached handles, one task per input partition, so each
+task prefers the executor whose cache (and blocks) holds its partition: Spark's scheduler then
+puts a task on every executor that holds blocks. With fewer task slots than partitions, or an
+explicit ``numWorkers``, it runs over ``spark.range(n)`` (Spark does not allow a coalesce inside a
+barrier stage) and relies on the tasks taking every slot; ``assign_blocks`` names the executor a
+task is missing from otherwise.
 Every evaluation sums the tasks' partial (loss, gradient) with a reduce to rank 0 followed by a
 broadcast from it, so every rank sees bit-identical values, takes identical steps and stops at the
 same iteration: no rank can wait on a collective the others never enter. Rank 0 returns the
@@ -22,6 +27,7 @@ from datetime import timedelta
 
 import numpy as np
 
+from sparkml.data.convert import STATS_SCHEMA
 from sparkml.newton import newton
 from sparkml.session_kind import is_connect, task_slots
 from sparkml.strategies.averaging import local_solve, run_rounds
@@ -143,7 +149,7 @@ def _barrier_task(batches, blocks, dataset_id, loss, device, dtype, driver_store
     import pyarrow as pa
     from pyspark import BarrierTaskContext
 
-    for _ in batches:  # drain the input (one id per task)
+    for _ in batches:  # drain the input (a range id, or this partition's handle row)
         pass
     from sparkml import block_store
 
@@ -226,7 +232,12 @@ class AllReduceStrategy(SyncStrategy):
 
     def __init__(self, data, loss, device, aggregation_depth=2, num_workers=0):
         super().__init__(data, loss, device, aggregation_depth)
-        self.n_workers = plan_workers(num_workers, max(1, len(data.blocks)), task_slots(data.spark))
+        slots = task_slots(data.spark)
+        self.n_workers = plan_workers(num_workers, max(1, len(data.blocks)), slots)
+        # one task per partition, placed where the partition's blocks are (module docstring)
+        self.on_handles = num_workers == 0 and (slots is None or data.n_partitions <= slots)
+        if self.on_handles:
+            self.n_workers = data.n_partitions
 
     def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False):
         """``last_pass``: the fit reads the blocks no more, so each task deletes its own when done."""
@@ -245,13 +256,19 @@ class AllReduceStrategy(SyncStrategy):
     def _run_stage(self, body, last_pass):
         """Run ``body`` on every barrier task; rank 0's (theta, [TrainingSummary]). The summaries'
         seconds are the stage's wall time: task launch, rendezvous and block loading included."""
-        dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.dtype
+        dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.compute_dtype
         start = time.perf_counter()
         blocks, n = self.data.blocks, self.n_workers
         master = None if self.data.connect else _store((_driver_host(self.data.spark), 0), n, True)
         driver_store = None if master is None else (_driver_host(self.data.spark), master.port)
+        if not self.on_handles:
+            tasks = self.data.spark.range(0, n, 1, n)
+        elif self.data.connect:
+            tasks = self.data.handles
+        else:
+            tasks = self.data.spark.createDataFrame(self.data.handles, STATS_SCHEMA)
         try:
-            out = (self.data.spark.range(0, n, 1, n)
+            out = (tasks
                    .mapInArrow(lambda batches: _barrier_task(batches, blocks, dataset_id, loss, device, dtype,
                                                              driver_store, last_pass, body),
                                "theta binary, summary string", barrier=True)

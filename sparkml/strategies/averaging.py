@@ -102,7 +102,7 @@ class AveragingStrategy(SyncStrategy):
 
     def _round(self, objective, theta, global_grad, method):
         theta_bc = self.transport.share((np.ascontiguousarray(theta, dtype=np.float64), global_grad))
-        dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.dtype
+        dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.compute_dtype
         task_objective, local_iter = objective.with_data_sum(None), self.local_iter
         try:
             total = self.transport.sum(lambda rows: _round_task(rows, dataset_id, loss, device, dtype,

@@ -33,7 +33,7 @@ class SyncStrategy:
 
     def _run(self, coef, kind, loss=None):
         coef_bc = self.transport.share(np.ascontiguousarray(coef, dtype=np.float64))
-        dataset_id, device, dtype = self.data.dataset_id, self.device, self.data.dtype
+        dataset_id, device, dtype = self.data.dataset_id, self.device, self.data.compute_dtype
         loss = loss or self.loss
         try:
             total = self.transport.sum(lambda rows: _partition_sums(rows, dataset_id, loss, coef_bc, device, dtype,
