@@ -1,0 +1,66 @@
+"""What one pass of a linear model costs per storage / compute dtype: X @ w and X^T r on one block.
+
+Torch only (no Spark): the per-task work of every iteration. Prints a table and writes JSON.
+
+    python benchmarks/bench_blocks.py [--rows 500000] [--features 100] [--threads 1] [--device cpu]
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from gpu import DenseBlock, resolve_device  # noqa: E402
+
+
+def best_ms(f, reps, sync):
+    f()
+    times = []
+    for _ in range(reps):
+        sync()
+        start = time.perf_counter()
+        f()
+        sync()
+        times.append(time.perf_counter() - start)
+    return min(times) * 1e3
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", type=int, default=500_000)
+    p.add_argument("--features", type=int, default=100)
+    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (one per Spark task core)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "blocks.json"))
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    dev = resolve_device(args.device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    x32 = torch.randn(args.rows, args.features, dtype=torch.float32, device=dev)
+    w = torch.randn(args.features, dtype=torch.float64, device=dev)
+    r = torch.randn(args.rows, dtype=torch.float64, device=dev)
+    blocks = [("float32", "float32", DenseBlock(x32)),
+              ("float32", "float64", DenseBlock(x32, compute_dtype=torch.float64)),
+              ("float64", "float64", DenseBlock(x32.double()))]
+    rows = []
+    for storage, compute, block in blocks:
+        rows.append({"storage": storage, "compute": compute,
+                     "matmul_ms": best_ms(lambda: block.matmul(w), args.reps, sync),
+                     "rmatmul_ms": best_ms(lambda: block.rmatmul(r), args.reps, sync),
+                     "bytes_per_row": args.features * (4 if storage == "float32" else 8)})
+    print(f"{args.rows} x {args.features} on {dev}, {args.threads} thread(s); best of {args.reps}, ms")
+    print(f"{'storage':8s} {'compute':8s} {'X @ w':>8s} {'X^T r':>8s}")
+    for row in rows:
+        print(f"{row['storage']:8s} {row['compute']:8s} {row['matmul_ms']:8.1f} {row['rmatmul_ms']:8.1f}")
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump({"args": vars(args), "device": str(dev), "results": rows}, f, indent=2)
+    print(f"-> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
