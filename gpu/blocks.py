@@ -16,9 +16,9 @@ feed feature means and standard deviations.
 A block may store its values in float32 and compute in float64 (``compute_dtype=torch.float64``):
 ``dtype`` is then float64 and every product is exact float64 arithmetic on the stored values
 (float32 numbers are exact in float64), half the memory of a float64 block. Dense products
-upcast 1024 rows at a time into a buffer that stays in cache, so on a CPU they cost about what
-the float32 product costs (both are bound by reading the stored rows). ``CsrBlock`` uses only gathers and
-``index_add_`` (no torch.sparse), so it runs on any device.
+upcast 1024 rows at a time into a reused buffer that stays in cache; on one CPU core the
+conversion is the larger cost, about 1.4x a float64 product (``benchmarks/bench_blocks.py``).
+``CsrBlock`` uses only gathers and ``index_add_`` (no torch.sparse), so it runs on any device.
 """
 from __future__ import annotations
 

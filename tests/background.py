@@ -67,8 +67,8 @@ def _run_all(members):
 
 
 def result(name, runs=None):
-    """The finished ``CompletedProcess`` of run ``name``; starts ``runs`` first if nothing has (a test
-    module run on its own, e.g. with ``-p no:conftest`` semantics or a direct call)."""
+    """The finished ``CompletedProcess`` of run ``name``; starts ``runs`` first if the collection hook
+    did not (a test called outside a normal pytest collection)."""
     if name not in _RUNS and runs is not None:
         start(runs)
     run = _RUNS[name]

@@ -63,15 +63,12 @@ def background_runs():
     spark_submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
     runs = {}
     for strategy in STRATEGIES:
-        def prepare(strategy=strategy):
-            config = _config(_run_dir(strategy), "cluster", strategy)
-            runs[f"local-cluster-{strategy}"].argv[-1] = config
-
         argv = [spark_submit, "--master", "local-cluster[2,1,1024]", "--conf", "spark.ui.enabled=false",
                 "--conf", "spark.ui.showConsoleProgress=false", "--conf", "spark.executor.memory=1g",
-                os.path.join(ROOT, "jobs", "train.py"), "--config", None]
-        runs[f"local-cluster-{strategy}"] = background.Run(argv, env=background.python_env(sys.executable),
-                                                           prepare=prepare, group="local-cluster")
+                os.path.join(ROOT, "jobs", "train.py"), "--config", os.path.join(_run_dir(strategy), "cluster.yaml")]
+        runs[f"local-cluster-{strategy}"] = background.Run(
+            argv, env=background.python_env(sys.executable), group="local-cluster",
+            prepare=lambda strategy=strategy: _config(_run_dir(strategy), "cluster", strategy))
     return runs
 
 

@@ -233,11 +233,10 @@ class AllReduceStrategy(SyncStrategy):
     def __init__(self, data, loss, device, aggregation_depth=2, num_workers=0):
         super().__init__(data, loss, device, aggregation_depth)
         slots = task_slots(data.spark)
-        self.n_workers = plan_workers(num_workers, max(1, len(data.blocks)), slots)
-        # one task per partition, placed where the partition's blocks are (module docstring)
+        # by default one task per partition, placed where the partition's blocks are (module docstring)
         self.on_handles = num_workers == 0 and (slots is None or data.n_partitions <= slots)
-        if self.on_handles:
-            self.n_workers = data.n_partitions
+        self.n_workers = (data.n_partitions if self.on_handles
+                          else plan_workers(num_workers, max(1, len(data.blocks)), slots))
 
     def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False):
         """``last_pass``: the fit reads the blocks no more, so each task deletes its own when done."""
