@@ -1,5 +1,8 @@
-"""What one pass of a linear model costs per storage / compute dtype: X @ w and X^T r on one block.
+"""What one pass of a linear model costs per storage / compute dtype, on one block.
 
+Columns: X @ w; X^T r; a whole logistic loss-and-gradient pass (``LogisticLoss.loss_gradient``:
+margins, pointwise loss, X^T r; float32 storage computing in float64 converts each run of rows
+once for both products); and one read of the stored block (``x.sum()``, the memory floor).
 Torch only (no Spark): the per-task work of every iteration. Prints a table and writes JSON.
 
     python benchmarks/bench_blocks.py [--rows 500000] [--features 100] [--threads 1] [--device cpu]
@@ -13,7 +16,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from gpu import DenseBlock, resolve_device  # noqa: E402
+from gpu import DenseBlock, LogisticLoss, resolve_device  # noqa: E402
 
 
 def best_ms(f, reps, sync):
@@ -43,6 +46,8 @@ def main(argv=None):
     x32 = torch.randn(args.rows, args.features, dtype=torch.float32, device=dev)
     w = torch.randn(args.features, dtype=torch.float64, device=dev)
     r = torch.randn(args.rows, dtype=torch.float64, device=dev)
+    y = (torch.rand(args.rows, device=dev) < 0.5).to(torch.float64)
+    loss, coef = LogisticLoss(fit_intercept=True), torch.randn(args.features + 1, dtype=torch.float64) * 0.1
     blocks = [("float32", "float32", DenseBlock(x32)),
               ("float32", "float64", DenseBlock(x32, compute_dtype=torch.float64)),
               ("float64", "float64", DenseBlock(x32.double()))]
@@ -51,11 +56,14 @@ def main(argv=None):
         rows.append({"storage": storage, "compute": compute,
                      "matmul_ms": best_ms(lambda: block.matmul(w), args.reps, sync),
                      "rmatmul_ms": best_ms(lambda: block.rmatmul(r), args.reps, sync),
+                     "logistic_pass_ms": best_ms(lambda: loss.loss_gradient(coef, block, y), args.reps, sync),
+                     "read_ms": best_ms(lambda: block.x.sum(), args.reps, sync),
                      "bytes_per_row": args.features * (4 if storage == "float32" else 8)})
     print(f"{args.rows} x {args.features} on {dev}, {args.threads} thread(s); best of {args.reps}, ms")
-    print(f"{'storage':8s} {'compute':8s} {'X @ w':>8s} {'X^T r':>8s}")
+    print(f"{'storage':8s} {'compute':8s} {'X @ w':>8s} {'X^T r':>8s} {'logistic':>9s} {'read X':>8s}")
     for row in rows:
-        print(f"{row['storage']:8s} {row['compute']:8s} {row['matmul_ms']:8.1f} {row['rmatmul_ms']:8.1f}")
+        print(f"{row['storage']:8s} {row['compute']:8s} {row['matmul_ms']:8.1f} {row['rmatmul_ms']:8.1f} "
+              f"{row['logistic_pass_ms']:9.1f} {row['read_ms']:8.1f}")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"args": vars(args), "device": str(dev), "results": rows}, f, indent=2)

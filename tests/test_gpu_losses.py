@@ -260,3 +260,28 @@ def test_unit_weights_default_and_float32_coef():
     ones = torch.ones_like(w)
     assert_close(loss.loss(coef, X, y, None), loss.loss(coef, X, y, ones), 1e-14)
     assert_close(loss.gradient(coef.float(), X, y, ones.float()), loss.gradient(coef, X, y, ones), 1e-6)
+
+
+@FI
+@pytest.mark.parametrize("name", LOSSES)
+def test_loss_gradient_over_float32_storage_reads_rows_in_runs(name, fit_intercept):
+    """A float32 block computing in float64 runs loss_gradient as one margin_pass over runs of
+    4096 rows (each converted once): it must give the float64 block's sums over the same rounded
+    values, with the runs covering every row once and in order (10,000 rows: 3 runs, the last short)."""
+    n = 10_000
+    x, y, _, coef = make_data(name, fit_intercept, n=40, d=7, seed=3)  # rows away from hinge kinks
+    x, y = np.tile(x, (n // 40, 1)), np.tile(y, n // 40)  # 4096 is not a multiple of 40: a run
+    w = np.random.default_rng(4).uniform(0.2, 3.0, size=n)  # misplaced in y or w would show
+    x32 = torch.as_tensor(x, dtype=torch.float32)
+    mixed = DenseBlock(x32, compute_dtype=torch.float64)
+    exact = DenseBlock(x32.to(torch.float64))
+    loss = make_loss(name, fit_intercept)
+    got = loss.loss_gradient(torch.as_tensor(coef), mixed, torch.as_tensor(y), torch.as_tensor(w))
+    want = loss.loss_gradient(torch.as_tensor(coef), exact, torch.as_tensor(y), torch.as_tensor(w))
+    for a, b in zip(got, want):
+        assert a.dtype == torch.float64
+        assert_close(a, b, 1e-12)
+    runs = []
+    mixed.margin_pass(torch.zeros(7, dtype=torch.float64),
+                      lambda start, stop, m: runs.append((start, stop, len(m))) or torch.zeros_like(m))
+    assert runs == [(0, 4096, 4096), (4096, 8192, 4096), (8192, n, n - 8192)]
