@@ -21,7 +21,7 @@ A block may store its values in float32 and compute in float64 (``compute_dtype=
 upcast 1024 rows at a time into a reused buffer that stays in cache; on one CPU core the
 conversion is the larger cost, about 1.4x a float64 product (``benchmarks/bench_blocks.py``).
 ``margin_pass`` converts each run of rows once for both of its products: a whole logistic
-loss-and-gradient pass then costs about 1.06x the float64 one.
+loss-and-gradient pass then costs 1.1x to 1.25x the float64 one.
 ``CsrBlock`` uses only gathers and ``index_add_`` (no torch.sparse), so it runs on any device.
 """
 from __future__ import annotations
