@@ -103,21 +103,22 @@ class LinearLoss:
         """(sum_i w_i l_i, sum_i w_i dl_i/dcoef), both float64, in one ``margin_pass`` over X."""
         coef, y, w = self._check(coef, X, y, w)
         beta, b = self._split(coef)
-        sums = {"loss": 0.0, "r": 0.0}  # running over the pass's runs of rows
+        # running over the pass's runs of rows (a block of no rows makes no run)
+        loss_sum = torch.zeros((), dtype=_F64, device=X.device)
+        r_sum = torch.zeros(coef.shape[:-1], dtype=_F64, device=X.device)
 
         def residuals(start, stop, m):
             m = m.to(_F64) if b is None else m.to(_F64) + b
             loss, g = self._pointwise(m, y[start:stop])
             r = _rows(w[start:stop], g)
-            sums["loss"] = sums["loss"] + (w[start:stop] * loss).sum()
-            sums["r"] = sums["r"] + r.sum(0)
+            loss_sum.add_((w[start:stop] * loss).sum())
+            r_sum.add_(r.sum(0))
             return r.to(X.dtype)
 
         g_beta = X.margin_pass(_product_operand(beta, X), residuals).to(_F64)
         if g_beta.dim() == 2:
             g_beta = g_beta.T
-        loss = torch.as_tensor(sums["loss"], dtype=_F64, device=X.device)
-        return loss, self._join(g_beta, sums["r"] if self.fit_intercept else None)
+        return loss_sum, self._join(g_beta, r_sum if self.fit_intercept else None)
 
     def loss(self, coef, X, y, w=None):
         """sum_i w_i l_i as a float64 0-dim tensor."""
