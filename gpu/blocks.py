@@ -8,6 +8,7 @@ Both classes expose the same products, which is all the losses need:
 * ``column_sums(h)``   X^T h          h: (n,) -> (d,)   float64
 * ``weighted_moments(w)`` (sum_i w_i x_i, sum_i w_i x_i^2), both (d,) float64
 * ``rows(start, stop)`` rows [start, stop) as a dense (stop - start, d) tensor
+* ``take(index)``      the rows ``index`` as a new block of the same kind (a copy)
 * ``margin_pass(v, fn)`` X^T fn(X v) where fn maps the products of a run of rows to a vector
   of the same shape: a loss-and-gradient pass (fn: margins -> weighted dl/dm)
 
@@ -73,6 +74,9 @@ class _Block:
 
     def _vec(self, t: torch.Tensor, dtype=None) -> torch.Tensor:
         return torch.as_tensor(t).to(device=self.device, dtype=dtype or self.dtype)
+
+    def _index(self, index) -> torch.Tensor:
+        return torch.as_tensor(index).to(device=self.device, dtype=torch.int64).reshape(-1)
 
 
 _SUM_CHUNK_ROWS = 1024
@@ -160,6 +164,9 @@ class DenseBlock(_Block):
 
     def rows(self, start: int, stop: int) -> torch.Tensor:
         return self.x[start:stop].to(self.dtype)
+
+    def take(self, index: torch.Tensor) -> "DenseBlock":
+        return DenseBlock(self.x.index_select(0, self._index(index)), self._compute)
 
     def rmatmul(self, r: torch.Tensor) -> torch.Tensor:
         """X^T @ r, in float64 when the block is float32 (see ``_chunked_rmatmul``)."""
@@ -281,6 +288,18 @@ class CsrBlock(_Block):
 
     def rows(self, start: int, stop: int) -> torch.Tensor:
         return self._dense_rows(start, stop, self.dtype)
+
+    def take(self, index: torch.Tensor) -> "CsrBlock":
+        index = self._index(index)
+        starts = self.crow_indices.index_select(0, index)
+        counts = self.crow_indices.index_select(0, index + 1) - starts
+        crow = torch.zeros(len(index) + 1, dtype=torch.int64, device=self.device)
+        torch.cumsum(counts, 0, out=crow[1:])
+        nnz = int(crow[-1])
+        # position of each kept nonzero in the old arrays: its row's old start + its offset in the row
+        pos = torch.repeat_interleave(starts - crow[:-1], counts, output_size=nnz) + \
+            torch.arange(nnz, device=self.device)
+        return CsrBlock(crow, self.col_indices[pos], self.values[pos], (len(index), self.n_features), self._compute)
 
     def _dense_rows(self, start: int, stop: int, dtype) -> torch.Tensor:
         """Rows [start, stop) as a dense (stop-start, d) tensor."""

@@ -38,8 +38,26 @@ class NystroemMap:
             lam, v = torch.linalg.eigh(k_ll)
             scale = torch.where(lam < 0, -1.0, 1.0) / torch.sqrt(torch.clamp(lam.abs(), min=eps))
             projection = ((v * scale) @ v.T).T
+            # Phi_L = K_LL projection = V diag(lam scale) V^T: Phi_L^T Phi_L = V diag((lam scale)^2) V^T
+            self._gram_spectrum = (v, (lam * scale) ** 2)
+        else:
+            self._gram_spectrum = None
         self.projection = torch.as_tensor(projection, dtype=_F64, device=self.landmarks.device)
         self._cast = {}  # dtype -> (landmarks, projection) in it: transform runs once per row chunk
+
+    def gram_spectrum(self):
+        """(V (p, p), s (p,)), float64: the landmarks' own features' Gram matrix Phi_L^T Phi_L = V diag(s) V^T.
+
+        With landmarks sampled from the rows, sum_i phi(x_i) phi(x_i)^T over n rows is about
+        (n / p) Phi_L^T Phi_L: the shape ``sparkml.newton`` preconditions Newton-CG with. Comes
+        with the eigendecomposition that made the projection (for a map built from a given
+        projection, one more eigendecomposition).
+        """
+        if self._gram_spectrum is None:
+            phi = self.transform(self.landmarks.to(_F64))
+            s, v = torch.linalg.eigh(phi.T @ phi)
+            self._gram_spectrum = (v, s.clamp(min=0))
+        return self._gram_spectrum
 
     @property
     def n_components(self):

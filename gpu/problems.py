@@ -35,6 +35,8 @@ from .losses import LinearLoss
 __all__ = ["OneVsRestProblems", "PlattProblems"]
 
 _F64 = torch.float64
+# ``hessp_operator`` copies the active rows out when they are at most this share of the block
+_ACTIVE_COPY_FRACTION = 0.5
 
 
 def _inputs(coef, X, y, w, classes, shape):
@@ -99,9 +101,26 @@ class OneVsRestProblems:
 
     def hessp(self, coef, X, y, w, v):
         """(k, p): each problem's Hessian times v_j, sum_i w_i l''_ij x~_i (x~_i . v_j), without forming it."""
+        return self.hessp_operator(coef, X, y, w)(v)
+
+    def hessp_operator(self, coef, X, y, w=None):
+        """v -> ``hessp(coef, X, y, w, v)`` for many v at one coef (the CG iterations of a Newton round).
+
+        Only the rows with l''_ij != 0 for some problem enter a product (a squared hinge's active
+        set). When they are at most half the block they are copied out once here, so each product
+        reads those rows only: two passes over the active rows per v instead of three over all.
+        """
         hw = self._hess_weights(*self._setup(coef, X, y, w)[1:])
-        v = torch.as_tensor(v).to(device=X.device, dtype=_F64)
-        return self.binary._grad_from_rows(X, hw * self.binary._margins(v, X))
+        active = torch.nonzero(hw.ne(0).any(1), as_tuple=True)[0]
+        if len(active) <= X.n_rows * _ACTIVE_COPY_FRACTION:
+            X, hw = X.take(active), hw.index_select(0, active)
+        binary = self.binary
+
+        def times(v):
+            v = torch.as_tensor(v).to(device=X.device, dtype=_F64)
+            return binary._grad_from_rows(X, hw * binary._margins(v, X))
+
+        return times
 
 
 class PlattProblems:

@@ -12,7 +12,8 @@ landmarks and no m x m projection, but more features for the same accuracy. Then
     s_i = +1 for the class and -1 for the rest, W = sum_i w_i, lambda = regParam,
 
 is solved by a distributed Newton method (``sparkml.newton``; H formed for up to 256 features with
-``allreduce``, 1024 with ``sync``, Newton-CG beyond): every round is ONE pass over the features for all the classes still running
+``allreduce``, 1024 with ``sync``, Newton-CG beyond, preconditioned by the landmarks' own Gram matrix
+for Nystroem and by the diagonal for rff): every round is ONE pass over the features for all the classes still running
 (``gpu.OneVsRestProblems``), a Spark job per pass
 (``strategy="sync"``) or an all-reduce inside one barrier stage for the whole solve
 (``strategy="allreduce"``). Multiplying
@@ -197,14 +198,14 @@ class KernelSVC(Classifier, _KernelSVCParams):
             s = data.summary
             num_classes = classification_labels(s, self.getLabelCol())
             gamma = resolve_gamma(self.getGamma(), s)
-            spec = self._feature_map_spec(dataset, s, gamma)
+            spec, gram = self._feature_map_spec(dataset, s, gamma)
             m = make_feature_map(spec).n_components
             features = data.derive(_feature_fn(spec), self.getDevice())
             data, raw = None, data
             raw.release()  # the derived features are all the solver reads
             strategy = make_strategy(self.getStrategy(), features, None, self.getDevice(), self.getAggregationDepth(),
                                      self.getNumWorkers())
-            theta, summaries = self._solve(strategy, num_classes, m, s)
+            theta, summaries = self._solve(strategy, num_classes, m, s, gram)
             platt = self._platt(strategy, num_classes, theta, s) if self.getProbability() else None
         finally:
             if features is not None:
@@ -217,8 +218,9 @@ class KernelSVC(Classifier, _KernelSVCParams):
         return self._copyValues(model)
 
     def _feature_map_spec(self, dataset, summary, gamma):
-        """The fitted feature map's data (``gpu.feature_maps``): sampled landmarks and K_LL^-1/2, or drawn
-        Fourier frequencies."""
+        """(The fitted feature map's data (``gpu.feature_maps``): sampled landmarks and K_LL^-1/2, or drawn
+        Fourier frequencies; the landmarks' feature Gram spectrum (V float32, s) that preconditions
+        Newton-CG, or None for rff)."""
         from gpu.fourier import RandomFourierMap
         from gpu.nystroem import NystroemMap
 
@@ -226,21 +228,26 @@ class KernelSVC(Classifier, _KernelSVCParams):
             rff = RandomFourierMap(self.getKernel(), summary.n_features, self.getNumLandmarks(), gamma=gamma,
                                    seed=self.getSeed())
             return {"method": "rff", "kernel": self.getKernel(), "frequencies": rff.frequencies.numpy(),
-                    "offsets": rff.offsets.numpy()}
+                    "offsets": rff.offsets.numpy()}, None
         landmarks = sample_landmarks(dataset, self.getFeaturesCol(), self.getLabelCol(), summary,
                                      self.getNumLandmarks(), self.getSeed())
         nystroem = NystroemMap(self.getKernel(), landmarks, **self._kernel_args(gamma))
         return {"method": "nystroem", "kernel": self.getKernel(), "landmarks": landmarks,
-                "projection": nystroem.projection.numpy(), **self._kernel_args(gamma)}
+                "projection": nystroem.projection.numpy(), **self._kernel_args(gamma)}, \
+            tuple(t.numpy().astype(dtype) for t, dtype in zip(nystroem.gram_spectrum(), ("float32", "float64")))
 
-    def _solve(self, strategy, num_classes, m, summary):
-        """All one-vs-rest problems (one when binary: class 1 against 0) by Newton, one pass per round."""
+    def _solve(self, strategy, num_classes, m, summary, gram=None):
+        """All one-vs-rest problems (one when binary: class 1 against 0) by Newton, one pass per round;
+        Newton-CG preconditioned by the landmarks' Gram spectrum ``gram`` when given (``sparkml.newton``).
+        V travels as float32 (half the closure; M^-1 stays symmetric positive definite)."""
         classes = _problem_classes(num_classes)
         binary = SquaredHingeLoss(fit_intercept=self.getFitIntercept())
         names = ["KernelSVC"] if num_classes == 2 else [f"KernelSVC class {int(c)}" for c in classes]
         p = m + self.getFitIntercept()
+        solver = _newton_solver(p, self.getStrategy())
         return strategy.newton(lambda idx: OneVsRestProblems(binary, [classes[j] for j in idx]),
-                               np.zeros((len(classes), p)), solver=_newton_solver(p, self.getStrategy()),
+                               np.zeros((len(classes), p)), solver=solver,
+                               preconditioner=gram if solver == "cg" else None,
                                reg=self.getRegParam(),
                                weight_sum=summary.weight_sum, fit_intercept=self.getFitIntercept(),
                                max_iter=self.getMaxIter(), tol=self.getTol(), names=names,

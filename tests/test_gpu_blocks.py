@@ -103,6 +103,26 @@ def test_float32_storage_computes_exactly_in_float64(layout, device, monkeypatch
         DenseBlock(torch.zeros(2, 2, dtype=torch.float64), compute_dtype=torch.float32)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_take_copies_the_rows_asked_for(layout, device):
+    """take(index): those rows, in that order (repeats and the empty row included), as a block of the same
+    kind that keeps computing as the original (float32 storage computing in float64 here)."""
+    x = _matrix()
+    index = [5, 3, 0, 22, 5, 11]
+    block = DenseBlock(torch.tensor(x, dtype=torch.float32, device=device), torch.float64) if layout == "dense" \
+        else CsrBlock(*(lambda c: (c.indptr, c.indices, torch.tensor(c.data, dtype=torch.float32, device=device),
+                                   c.shape))(sp.csr_matrix(x)), compute_dtype=torch.float64)
+    taken = block.take(torch.tensor(index))
+    assert type(taken) is type(block) and taken.shape == (6, 7) and taken.dtype == torch.float64
+    expected = x.astype(np.float32)[index].astype(np.float64)
+    _close(taken.to_dense(), expected, torch.float64)
+    v = np.random.default_rng(1).normal(size=7)
+    _close(taken.matmul(torch.tensor(v)), expected @ v, torch.float64)
+    empty = block.take(torch.tensor([], dtype=torch.int64))
+    assert empty.shape == (0, 7) and empty.matmul(torch.tensor(v)).numel() == 0
+
+
 def test_csr_int32_indices_and_duplicates():
     x = _matrix()
     csr = sp.csr_matrix(x)

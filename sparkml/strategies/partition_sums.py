@@ -36,6 +36,7 @@ class PartitionSums:
         # always drain the handles so Spark can reuse this Python worker
         self.parts = [block_store.open_partition(dataset_id, row[0], self.device, dt)
                       for row in list(handles) if row[1] > 0]
+        self._hessp_cache = None
 
     def __bool__(self):
         return bool(self.parts)
@@ -60,15 +61,30 @@ class PartitionSums:
         """Hessian-vector product sums at coef_and_v[0] times coef_and_v[1] (one array: one broadcast)."""
         return self._sums(coef_and_v, loss or self.loss, "hessp")
 
+    def _hessp_operators(self, coef, loss):
+        """Per block, v -> H v at ``coef`` (``hessp_operator``), kept while the passes ask for the same
+        coef and loss (a Newton round's CG iterations): the active rows are found and copied once."""
+        key = (repr(loss), coef.cpu().numpy().tobytes())
+        if self._hessp_cache is None or self._hessp_cache[0] != key:
+            self._hessp_cache = None  # frees the previous round's copies before making new ones
+            self._hessp_cache = (key, [loss.hessp_operator(coef, p.block, p.y, p.w) for p in self.parts])
+        return self._hessp_cache[1]
+
+    def _part_sums(self, c, loss, kind):
+        """One tuple of tensors per block."""
+        if kind == "hessp" and hasattr(loss, "hessp_operator"):
+            return [(op(c[1]),) for op in self._hessp_operators(c[0], loss)]
+        self._hessp_cache = None
+        if kind == "hessp":
+            return [(loss.hessp(c[0], p.block, p.y, p.w, c[1]),) for p in self.parts]
+        if kind == "loss_gradient_hessian":
+            return [loss.loss_gradient(c, p.block, p.y, p.w) + (loss.hessian_block(c, p.block, p.y, p.w),)
+                    for p in self.parts]
+        return [getattr(loss, kind)(c, p.block, p.y, p.w) for p in self.parts]
+
     def _sums(self, coef, loss, kind):
-        c, total = self._coef(coef), None
-        for p in self.parts:
-            if kind == "hessp":
-                part = (loss.hessp(c[0], p.block, p.y, p.w, c[1]),)
-            elif kind == "loss_gradient_hessian":
-                part = loss.loss_gradient(c, p.block, p.y, p.w) + (loss.hessian_block(c, p.block, p.y, p.w),)
-            else:
-                part = getattr(loss, kind)(c, p.block, p.y, p.w)
+        total = None
+        for part in self._part_sums(self._coef(coef), loss, kind):
             part = tuple(_numpy(t) for t in part)
             total = part if total is None else tuple(a + b for a, b in zip(total, part))
         return total
