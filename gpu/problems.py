@@ -99,6 +99,13 @@ class OneVsRestProblems:
             diag = torch.cat([diag, hw.sum(0)[:, None]], dim=1)
         return f, g, diag
 
+    def loss_gradient_curvature(self, coef, X, y, w=None):
+        """(f, G, c): the sums above and each problem's curvature weight c_j = sum_i w_i l''_ij, (k,)
+        (the intercept's Hessian diagonal; what a spectral preconditioner scales with), one pass."""
+        coef, labels, w, margins = self._setup(coef, X, y, w)
+        f, g = self._sums(X, labels, w, margins)
+        return f, g, self._hess_weights(labels, w, margins).sum(0)
+
     def hessp(self, coef, X, y, w, v):
         """(k, p): each problem's Hessian times v_j, sum_i w_i l''_ij x~_i (x~_i . v_j), without forming it."""
         return self.hessp_operator(coef, X, y, w)(v)

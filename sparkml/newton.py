@@ -33,14 +33,17 @@ A better preconditioner when the features' Gram matrix has a known shape (``prec
 if sum_i phi_i phi_i^T is about proportional to V diag(s) V^T (V orthonormal) over the first q
 coordinates, CG is preconditioned there by
 
-    M_j = (lambda + 1e-10) I + c_j V diag(s) V^T,   c_j = trace(H_j - lambda I) / sum(s) over those q,
+    M_j = (lambda + 1e-10) I + c_j V diag(s) V^T,   c_j = (1/W) sum_i w_i l''_ij / q,
 
-(c_j matches M_j's trace to H_j's, from the diagonal the round's pass returns) and by the diagonal
-on the rest (the intercept). M_j^-1 r is two q x q products. For Nystroem features phi(x) =
+and by the diagonal on the rest (the intercept, whose Hessian entry is (1/W) sum_i w_i l''_ij).
+c_j matches M_j's trace to H_j's when every ||phi_i||^2 is about the same (k(x, x) = 1 for rbf),
+and the pass at an accepted point then returns only those curvature sums
+('loss_gradient_curvature'), not the Hessians' diagonals (one more read of the rows per problem).
+M_j^-1 r is two q x q products. For Nystroem features phi(x) =
 K(x, L) K_LL^-1/2 the landmarks' own features give the shape: with the landmarks sampled from the
 rows, sum_i phi_i phi_i^T is about (n / m) Phi_L^T Phi_L, which is FALKON's preconditioner (Rudi,
 Carratino and Rosasco 2017); on the active rows of a squared hinge it is an approximation. The CG
-iterations per round drop by 2x to 3x against Jacobi (``benchmarks/README.md``).
+iterations per round drop by 1.7x to 3x against Jacobi (``benchmarks/README.md``).
 """
 import time
 
@@ -74,6 +77,7 @@ class _Problems:
         self.reg, self.weight_sum, self.solver = reg, weight_sum, solver
         self.f, self.g = np.zeros(k), np.zeros((k, p))
         self.h = np.zeros((k, p, p)) if solver == "cholesky" else np.zeros((k, p))  # H, or its diagonal
+        self.curvature = np.zeros(k)  # (1/W) sum_i w_i l''_ij, with the spectral preconditioner
         self.g0_norm, self.cg_passes = None, 0
         self.history, self.ends = [[] for _ in range(k)], [[] for _ in range(k)]
         self.rounds, self.converged, self.message = [0] * k, [False] * k, ["maxIter rounds reached"] * k
@@ -81,7 +85,9 @@ class _Problems:
     @property
     def kind(self):
         """What a pass at an accepted point returns (``PartitionSums`` method name)."""
-        return "loss_gradient_hessian" if self.solver == "cholesky" else "loss_gradient_diagonal"
+        if self.solver == "cholesky":
+            return "loss_gradient_hessian"
+        return "loss_gradient_diagonal" if self.spectrum is None else "loss_gradient_curvature"
 
     def value(self, f_sums, theta):
         return f_sums / self.weight_sum + 0.5 * self.reg * np.sum(self.penalty * theta * theta, axis=-1)
@@ -92,6 +98,10 @@ class _Problems:
         self.f[idx] = self.value(f_sums, theta)
         self.g[idx] = g_sums / self.weight_sum + self.reg * self.penalty * theta
         shift = self.reg * self.penalty + _RIDGE
+        if self.kind == "loss_gradient_curvature":
+            # of the diagonal only the intercept's entry is used (``_precondition``), and it is the curvature
+            self.curvature[idx] = h_sums / self.weight_sum
+            h_sums = np.outer(h_sums, self.penalty == 0)
         self.h[idx] = h_sums / self.weight_sum + (np.diag(shift) if self.solver == "cholesky" else shift)
         if self.g0_norm is None:
             self.g0_norm = np.linalg.norm(self.g, axis=1)
@@ -108,7 +118,7 @@ class _Problems:
         if self.spectrum is not None:
             v, s = self.spectrum
             q, shift = len(s), self.reg + _RIDGE
-            c = np.maximum((self.h[ids, :q] - shift).sum(axis=1), 0.0) / max(float(s.sum()), 1e-300)
+            c = self.curvature[ids] / q
             z[:, :q] = ((r[:, :q] @ v) / (shift + c[:, None] * s)) @ v.T
         return z
 

@@ -29,8 +29,8 @@ def _evaluate(make_problems, x, y, w):
         problems, t = make_problems(idx), torch.from_numpy(theta)
         if kind == "hessp":
             return (problems.hessp(t[0], block, yt, wt, t[1]).numpy(),)
-        if kind == "loss_gradient_diagonal":
-            return tuple(a.numpy() for a in problems.loss_gradient_diagonal(t, block, yt, wt))
+        if kind in ("loss_gradient_diagonal", "loss_gradient_curvature"):
+            return tuple(a.numpy() for a in getattr(problems, kind)(t, block, yt, wt))
         f, g = problems.loss_gradient(t, block, yt, wt)
         out = (f.numpy(), g.numpy())
         return out + (problems.hessian_block(t, block, yt, wt).numpy(),) if kind == "loss_gradient_hessian" else out

@@ -205,7 +205,8 @@ def _newton_body(make_problems, theta0, options):
         def evaluate(theta, idx, kind):
             k, p = len(idx), theta.shape[-1]
             shapes = {"loss_gradient": [(k,), (k, p)], "loss_gradient_hessian": [(k,), (k, p), (k, p, p)],
-                      "loss_gradient_diagonal": [(k,), (k, p), (k, p)], "hessp": [(k, p)]}[kind]
+                      "loss_gradient_diagonal": [(k,), (k, p), (k, p)],
+                      "loss_gradient_curvature": [(k,), (k, p), (k,)], "hessp": [(k, p)]}[kind]
             part = getattr(sums, kind)(theta, make_problems(idx))
             return split(group.add(part, sum(int(np.prod(s)) for s in shapes)), shapes)
 

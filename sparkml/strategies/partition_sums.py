@@ -57,6 +57,10 @@ class PartitionSums:
         """(loss, gradient, Hessian diagonal) sums of a ``gpu.problems`` loss."""
         return self._sums(coef, loss or self.loss, "loss_gradient_diagonal")
 
+    def loss_gradient_curvature(self, coef, loss=None):
+        """(loss, gradient, sum_i w_i l''_i per problem) sums of a ``gpu.problems`` loss."""
+        return self._sums(coef, loss or self.loss, "loss_gradient_curvature")
+
     def hessp(self, coef_and_v, loss=None):
         """Hessian-vector product sums at coef_and_v[0] times coef_and_v[1] (one array: one broadcast)."""
         return self._sums(coef_and_v, loss or self.loss, "hessp")
