@@ -43,7 +43,7 @@ M_j^-1 r is two q x q products. For Nystroem features phi(x) =
 K(x, L) K_LL^-1/2 the landmarks' own features give the shape: with the landmarks sampled from the
 rows, sum_i phi_i phi_i^T is about (n / m) Phi_L^T Phi_L, which is FALKON's preconditioner (Rudi,
 Carratino and Rosasco 2017); on the active rows of a squared hinge it is an approximation. The CG
-iterations per round drop by 1.7x to 3x against Jacobi (``benchmarks/README.md``).
+iterations drop by 1.7x to 2.7x against Jacobi (``benchmarks/README.md``).
 """
 import time
 
