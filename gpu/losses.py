@@ -150,6 +150,11 @@ class LinearLoss:
         bottom = torch.cat([cross, hw.sum().reshape(1)])[None, :]
         return torch.cat([top, bottom], dim=0)
 
+    def hessp_operator(self, coef, X, y, w=None):
+        """v -> ``hessp(coef, X, y, w, v)``: what ``gpu.problems.OneVsRestProblems`` specializes to
+        read only the active rows; here each product is a plain ``hessp``."""
+        return lambda v: self.hessp(coef, X, y, w, v)
+
     def hessp(self, coef, X, y, w, v):
         """Hessian times v (shape of coef): sum_i w_i h_i x~_i (x~_i . v), float64."""
         coef, hw = self._hess_weights(coef, X, y, w)

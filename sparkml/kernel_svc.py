@@ -232,9 +232,10 @@ class KernelSVC(Classifier, _KernelSVCParams):
         landmarks = sample_landmarks(dataset, self.getFeaturesCol(), self.getLabelCol(), summary,
                                      self.getNumLandmarks(), self.getSeed())
         nystroem = NystroemMap(self.getKernel(), landmarks, **self._kernel_args(gamma))
+        v, s = nystroem.gram_spectrum()
         return {"method": "nystroem", "kernel": self.getKernel(), "landmarks": landmarks,
                 "projection": nystroem.projection.numpy(), **self._kernel_args(gamma)}, \
-            tuple(t.numpy().astype(dtype) for t, dtype in zip(nystroem.gram_spectrum(), ("float32", "float64")))
+            (v.numpy().astype(np.float32), s.numpy())
 
     def _solve(self, strategy, num_classes, m, summary, gram=None):
         """All one-vs-rest problems (one when binary: class 1 against 0) by Newton, one pass per round;

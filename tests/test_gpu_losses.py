@@ -111,6 +111,7 @@ def test_hessian_block_matches_finite_differences(name, fit_intercept, layout, d
     assert_close(H, H.T, 1e-14)
     v = torch.linspace(-1, 1, p, dtype=torch.float64, device=device)
     assert_close(loss.hessp(coef, X, y, w, v), H @ v, 1e-12)
+    assert_close(loss.hessp_operator(coef, X, y, w)(v), H @ v, 1e-12)
 
 
 @DEVICE

@@ -76,11 +76,9 @@ class PartitionSums:
 
     def _part_sums(self, c, loss, kind):
         """One tuple of tensors per block."""
-        if kind == "hessp" and hasattr(loss, "hessp_operator"):
+        if kind == "hessp":
             return [(op(c[1]),) for op in self._hessp_operators(c[0], loss)]
         self._hessp_cache = None
-        if kind == "hessp":
-            return [(loss.hessp(c[0], p.block, p.y, p.w, c[1]),) for p in self.parts]
         if kind == "loss_gradient_hessian":
             return [loss.loss_gradient(c, p.block, p.y, p.w) + (loss.hessian_block(c, p.block, p.y, p.w),)
                     for p in self.parts]
