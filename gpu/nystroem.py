@@ -11,6 +11,18 @@ the symmetric eigendecomposition, which gives the same matrix.
 The projection is computed in float64 on the landmarks' device; ``transform`` runs the kernel in
 tiles (``gpu.kernels``) and multiplies each tile by the projection, so only the (n, p) features
 are ever held, never a larger kernel matrix.
+
+With ``rcond`` the map is written in K_LL's eigenbasis and truncated to its well-conditioned part:
+K_LL = V diag(lambda) V^T, keep the r directions with |lambda| >= rcond max |lambda| and
+
+    phi(x) = K(x, L) V_r diag(|lambda_r|^{-1/2})            (r features, not p)
+
+the same inner products as above up to the dropped directions (a rotation of the same features when
+none is dropped). The projection's entries are then bounded by (rcond max |lambda|)^{-1/2}, so
+K(x, L) and the projection can be kept apart and multiplied per product in float32
+(``gpu.factored``) without the catastrophic cancellation that K_LL's near-zero eigenvalues (up to
+1e6 in the projection) cause; and the landmarks' own features have the diagonal Gram matrix
+diag(|lambda_r|).
 """
 from __future__ import annotations
 
@@ -26,27 +38,35 @@ _F64 = torch.float64
 class NystroemMap:
     """phi(x) = K(x, L) K_LL^{-1/2} for one kernel and one set of landmarks (tensors or numpy arrays)."""
 
-    def __init__(self, kind, landmarks, *, gamma=None, degree=3, coef0=1.0, eps=1e-12, projection=None):
+    def __init__(self, kind, landmarks, *, gamma=None, degree=3, coef0=1.0, eps=1e-12, rcond=None, projection=None):
         self.kind, self.gamma, self.degree, self.coef0 = kind, gamma, degree, coef0
         self.landmarks = torch.as_tensor(landmarks)
         if self.landmarks.dim() != 2 or self.landmarks.shape[0] == 0:
             raise ValueError(f"landmarks must be a non-empty 2-D (rows, features) array; got {tuple(self.landmarks.shape)}")
         if projection is None:
             k_ll = kernel_matrix(kind, self.landmarks.to(_F64), gamma=gamma, degree=degree, coef0=coef0)
-            # K_LL is symmetric: its SVD is U = V sign(lambda), s = |lambda| of its eigendecomposition, so
-            # U diag(s^-1/2) V^T = V diag(sign(lambda) |lambda|^-1/2) V^T, 3x cheaper by eigh than by svd
             lam, v = torch.linalg.eigh(k_ll)
-            scale = torch.where(lam < 0, -1.0, 1.0) / torch.sqrt(torch.clamp(lam.abs(), min=eps))
-            projection = ((v * scale) @ v.T).T
-            # Phi_L = K_LL projection = V diag(lam scale) V^T: Phi_L^T Phi_L = V diag((lam scale)^2) V^T
-            self._gram_spectrum = (v, (lam * scale) ** 2)
+            if rcond is not None:
+                keep = lam.abs() >= rcond * lam.abs().max()
+                v, lam = v[:, keep], lam[keep].abs()
+                projection = v / torch.sqrt(lam)
+                # Phi_L = V diag(lam) V^T V_r diag(lam_r^-1/2): Phi_L^T Phi_L = diag(lam_r)
+                self._gram_spectrum = (None, lam)
+            else:
+                # K_LL is symmetric: its SVD is U = V sign(lambda), s = |lambda| of its eigendecomposition, so
+                # U diag(s^-1/2) V^T = V diag(sign(lambda) |lambda|^-1/2) V^T, 3x cheaper by eigh than by svd
+                scale = torch.where(lam < 0, -1.0, 1.0) / torch.sqrt(torch.clamp(lam.abs(), min=eps))
+                projection = ((v * scale) @ v.T).T
+                # Phi_L = K_LL projection = V diag(lam scale) V^T: Phi_L^T Phi_L = V diag((lam scale)^2) V^T
+                self._gram_spectrum = (v, (lam * scale) ** 2)
         else:
             self._gram_spectrum = None
         self.projection = torch.as_tensor(projection, dtype=_F64, device=self.landmarks.device)
         self._cast = {}  # dtype -> (landmarks, projection) in it: transform runs once per row chunk
 
     def gram_spectrum(self):
-        """(V (p, p), s (p,)), float64: the landmarks' own features' Gram matrix Phi_L^T Phi_L = V diag(s) V^T.
+        """(V (r, r), s (r,)), float64: the landmarks' own features' Gram matrix Phi_L^T Phi_L = V diag(s) V^T
+        (V None, the identity, for a map built with ``rcond``).
 
         With landmarks sampled from the rows, sum_i phi(x_i) phi(x_i)^T over n rows is about
         (n / p) Phi_L^T Phi_L: the shape ``sparkml.newton`` preconditions Newton-CG with. Comes
@@ -61,24 +81,33 @@ class NystroemMap:
 
     @property
     def n_components(self):
-        return int(self.landmarks.shape[0])
+        """r, the number of features: the landmarks' count, or fewer with ``rcond``."""
+        return int(self.projection.shape[1])
 
     def to(self, device):
         return NystroemMap(self.kind, self.landmarks.to(device), gamma=self.gamma, degree=self.degree,
                            coef0=self.coef0, projection=self.projection.to(device))
 
     def transform(self, x, budget_bytes=DEFAULT_BUDGET_BYTES):
-        """phi(X), (n, p), float64 for float64 X else float32, on the map's device."""
+        """phi(X), (n, r), float64 for float64 X else float32, on the map's device."""
+        return self._tiles(x, budget_bytes, project=True)
+
+    def kernel_block(self, x, budget_bytes=DEFAULT_BUDGET_BYTES):
+        """K(X, L), (n, p), dtype as ``transform``: phi(X) = kernel_block(X) @ projection, the left
+        factor of ``gpu.factored.FactoredBlock``."""
+        return self._tiles(x, budget_bytes, project=False)
+
+    def _tiles(self, x, budget_bytes, project):
         x = torch.as_tensor(x).to(self.landmarks.device)
         dtype = _F64 if x.dtype == _F64 else torch.float32
         if dtype not in self._cast:
             self._cast[dtype] = (self.landmarks.to(dtype), self.projection.to(dtype))
         landmarks, projection = self._cast[dtype]
-        p = self.n_components
+        p = int(self.landmarks.shape[0])
         rows = max(1, budget_bytes // max(1, 8 * 4 * p))  # the kernel tile and its product, with headroom
-        out = torch.empty((x.shape[0], p), dtype=dtype, device=x.device)
+        out = torch.empty((x.shape[0], self.n_components if project else p), dtype=dtype, device=x.device)
         for i in range(0, x.shape[0], rows):
             k = kernel_matrix(self.kind, x[i:i + rows].to(dtype), landmarks, gamma=self.gamma, degree=self.degree,
                               coef0=self.coef0, budget_bytes=budget_bytes)
-            out[i:i + rows] = k @ projection
+            out[i:i + rows] = k @ projection if project else k
         return out

@@ -151,6 +151,7 @@ def open_partition(dataset_id, partition, device, dtype):
     import torch
 
     from gpu import CsrBlock, DenseBlock
+    from gpu.factored import FactoredBlock
 
     key = (dataset_id, partition, str(device))
     hit = _OPEN.get(key)
@@ -179,6 +180,8 @@ def open_partition(dataset_id, partition, device, dtype):
     else:
         shape = tuple(int(v) for v in arrays["shape"])
         block = CsrBlock(tensor("indptr"), tensor("indices"), values("values"), shape, compute_dtype=dtype)
+    if "right" in arrays:  # derived features kept as two factors (``TrainingData.derive``)
+        block = FactoredBlock(block, values("right"))
     data = PartitionData(block, tensor("y"), tensor("w"))
     _OPEN[key] = data
     return data

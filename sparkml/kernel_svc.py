@@ -1,9 +1,12 @@
 """KernelSVC: kernel support vector machines on Spark, which MLlib does not have.
 
 Features (``method="nystroem"``): m landmarks L sampled from the training rows, stratified by
-class, and the Nystroem map phi(x) = k(x, L) K_LL^{-1/2} (``gpu.nystroem``; the kernels and their
-formulas are in ``gpu.kernels``). Each partition computes its phi block once per fit, on the
-executor that holds it (``TrainingData.derive``). ``method="rff"``: m random Fourier features
+class, and the Nystroem map phi(x) = k(x, L) V_r diag(lambda_r^{-1/2}) (``gpu.nystroem`` with
+``rcond``: K_LL^{-1/2} in K_LL's eigenbasis, the r <= m directions with lambda >= 1e-6 lambda_max;
+the kernels and their formulas are in ``gpu.kernels``). Each partition computes its kernel block
+K(X_p, L) once per fit, on the executor that holds it (``TrainingData.derive``), and keeps it apart
+from the projection (``gpu.factored``): the n m r flops of forming phi are never spent, and every
+pass costs what a pass over phi would. ``method="rff"``: m random Fourier features
 z(x) = sqrt(2/m) cos(x W + b) of the rbf or laplacian kernel instead (``gpu.fourier``), no
 landmarks and no m x m projection, but more features for the same accuracy. Then, per class
 (one-vs-rest; a single problem when binary), the primal squared-hinge SVM
@@ -62,6 +65,8 @@ _PLATT_MAX_ITER, _PLATT_TOL = 100, 1e-10
 # Newton-CG (2 n p flops per CG pass, about 40 passes per round) is cheaper. Inside a barrier stage a
 # pass is an all-reduce (milliseconds); with sync it is a Spark job (a tenth of a second), hence two limits.
 _CHOLESKY_MAX_FEATURES = {"allreduce": 257, "sync": 1025}
+# Nystroem directions kept: |lambda| >= this * max |lambda| of K_LL (bounds the projection for float32 products)
+_NYSTROEM_RCOND = 1e-6
 
 
 def _gamma(value):
@@ -200,7 +205,8 @@ class KernelSVC(Classifier, _KernelSVCParams):
             gamma = resolve_gamma(self.getGamma(), s)
             spec, gram = self._feature_map_spec(dataset, s, gamma)
             m = make_feature_map(spec).n_components
-            features = data.derive(_feature_fn(spec), self.getDevice())
+            # Nystroem: the blocks hold K(X, L); the projection is applied per product (gpu.factored)
+            features = data.derive(_feature_fn(spec), self.getDevice(), right_factor=spec.get("projection"))
             data, raw = None, data
             raw.release()  # the derived features are all the solver reads
             strategy = make_strategy(self.getStrategy(), features, None, self.getDevice(), self.getAggregationDepth(),
@@ -231,11 +237,11 @@ class KernelSVC(Classifier, _KernelSVCParams):
                     "offsets": rff.offsets.numpy()}, None
         landmarks = sample_landmarks(dataset, self.getFeaturesCol(), self.getLabelCol(), summary,
                                      self.getNumLandmarks(), self.getSeed())
-        nystroem = NystroemMap(self.getKernel(), landmarks, **self._kernel_args(gamma))
-        v, s = nystroem.gram_spectrum()
+        nystroem = NystroemMap(self.getKernel(), landmarks, rcond=_NYSTROEM_RCOND, **self._kernel_args(gamma))
+        _, s = nystroem.gram_spectrum()  # diagonal: the map is in K_LL's eigenbasis
         return {"method": "nystroem", "kernel": self.getKernel(), "landmarks": landmarks,
                 "projection": nystroem.projection.numpy(), **self._kernel_args(gamma)}, \
-            (v.numpy().astype(np.float32), s.numpy())
+            (None, s.numpy() / len(landmarks))  # the landmarks' average phi phi^T
 
     def _solve(self, strategy, num_classes, m, summary, gram=None):
         """All one-vs-rest problems (one when binary: class 1 against 0) by Newton, one pass per round;
@@ -279,7 +285,8 @@ def _problem_classes(num_classes):
 
 
 def _feature_fn(spec):
-    """phi(rows) on the executors (numpy in the closure: no tensors pickled)."""
+    """On the executors (numpy in the closure: no tensors pickled): the random Fourier features of
+    rows, or their Nystroem kernel block K(rows, L) (the projection is the right factor)."""
     cache = {}
 
     def phi(rows):
@@ -287,7 +294,8 @@ def _feature_fn(spec):
 
         if rows.device not in cache:  # one map per executor process and device, its casts cached
             cache[rows.device] = make_feature_map(spec).to(rows.device)
-        return cache[rows.device].transform(rows)
+        fmap = cache[rows.device]
+        return fmap.kernel_block(rows) if spec["method"] == "nystroem" else fmap.transform(rows)
 
     return phi
 
@@ -323,7 +331,15 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO):
 
     @property
     def numLandmarksUsed(self):
-        """Nystroem landmarks, or random Fourier features: the length of each coefficient row."""
+        """Nystroem landmarks sampled, or random Fourier features drawn."""
+        x = self._spec.get("landmarks")
+        return int(self._coef.shape[1] if x is None else x.shape[0])
+
+    @property
+    def numKernelFeatures(self):
+        """The length of each coefficient row: the random Fourier features, or the Nystroem
+        directions kept (K_LL's eigen-directions with lambda >= 1e-6 lambda_max; at most
+        numLandmarksUsed, fewer when the landmarks' kernel matrix is numerically low-rank)."""
         return int(self._coef.shape[1])
 
     @property
@@ -339,7 +355,7 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO):
 
     @property
     def coefficientMatrix(self):
-        """(1 or numClasses, numLandmarksUsed): the linear model on the kernel features."""
+        """(1 or numClasses, numKernelFeatures): the linear model on the kernel features."""
         return DenseMatrix(*self._coef.shape, self._coef.ravel(), True)
 
     @property

@@ -29,21 +29,22 @@ far from the optimum, tight near it) or after ``_CG_MAX_ITER`` iterations. Every
 all the problems CG started with (those already done get a product they ignore), so the executors
 can keep what they derived from theta (the active rows) for the whole round.
 
-A better preconditioner when the features' Gram matrix has a known shape (``preconditioner=(V, s)``):
-if sum_i phi_i phi_i^T is about proportional to V diag(s) V^T (V orthonormal) over the first q
+A better preconditioner when the features' second moment has a known shape (``preconditioner=(V, s)``):
+if the rows' average phi_i phi_i^T is about V diag(s) V^T (V orthonormal) over the first q
 coordinates, CG is preconditioned there by
 
-    M_j = (lambda + 1e-10) I + c_j V diag(s) V^T,   c_j = (1/W) sum_i w_i l''_ij / q,
+    M_j = (lambda + 1e-10) I + c_j V diag(s) V^T,   c_j = (1/W) sum_i w_i l''_ij,
 
-and by the diagonal on the rest (the intercept, whose Hessian entry is (1/W) sum_i w_i l''_ij).
-c_j matches M_j's trace to H_j's when every ||phi_i||^2 is about the same (k(x, x) = 1 for rbf),
-and the pass at an accepted point then returns only those curvature sums
-('loss_gradient_curvature'), not the Hessians' diagonals (one more read of the rows per problem).
-M_j^-1 r is two q x q products. For Nystroem features phi(x) =
-K(x, L) K_LL^-1/2 the landmarks' own features give the shape: with the landmarks sampled from the
-rows, sum_i phi_i phi_i^T is about (n / m) Phi_L^T Phi_L, which is FALKON's preconditioner (Rudi,
-Carratino and Rosasco 2017); on the active rows of a squared hinge it is an approximation. The CG
-iterations drop by 1.7x to 2.7x against Jacobi (``benchmarks/README.md``).
+(H_j's data part is (1/W) sum_i w_i l''_ij phi_i phi_i^T: M_j is it with phi_i phi_i^T replaced by
+its average) and by the diagonal on the rest (the intercept, whose Hessian entry is c_j). The pass
+at an accepted point then returns only those curvature sums ('loss_gradient_curvature'), not the
+Hessians' diagonals (one more read of the rows per problem). M_j^-1 r is two q x q products, none
+when V is None (a diagonal shape). For Nystroem features the landmarks' own features give the
+shape: with the landmarks sampled from the rows, the average phi phi^T is about (1/m) Phi_L^T Phi_L
+over the m landmarks, which is FALKON's preconditioner (Rudi, Carratino and Rosasco 2017); on the
+active rows of a squared hinge it is an approximation. In K_LL's eigenbasis (``gpu.nystroem`` with
+``rcond``) Phi_L^T Phi_L = diag(lambda): V is None. The CG iterations drop by 1.7x to 2.7x against
+Jacobi (``benchmarks/README.md``; measured before the eigenbasis, with V dense).
 """
 import time
 
@@ -66,10 +67,12 @@ class _Problems:
         k, p = self.theta.shape
         self.spectrum = None
         if preconditioner is not None:
-            v, s = (np.asarray(a, dtype=np.float64) for a in preconditioner)
-            if v.ndim != 2 or v.shape != (len(s), len(s)) or len(s) > p - fit_intercept:
+            v, s = preconditioner
+            s = np.asarray(s, dtype=np.float64).reshape(-1)
+            v = None if v is None else np.asarray(v, dtype=np.float64)  # None: the identity (diagonal shape)
+            if (v is not None and v.shape != (len(s), len(s))) or len(s) > p - fit_intercept:
                 raise ValueError(f"preconditioner (V, s) needs V (q, q) and s (q,) with q <= {p - fit_intercept} "
-                                 f"penalized coordinates; got V {v.shape} and s {s.shape}")
+                                 f"penalized coordinates; got V {None if v is None else v.shape} and s {s.shape}")
             self.spectrum = (v, np.maximum(s, 0.0))
         self.penalty = np.ones(p)
         if fit_intercept:
@@ -118,8 +121,9 @@ class _Problems:
         if self.spectrum is not None:
             v, s = self.spectrum
             q, shift = len(s), self.reg + _RIDGE
-            c = self.curvature[ids] / q
-            z[:, :q] = ((r[:, :q] @ v) / (shift + c[:, None] * s)) @ v.T
+            c = self.curvature[ids]
+            scale = shift + c[:, None] * s
+            z[:, :q] = r[:, :q] / scale if v is None else ((r[:, :q] @ v) / scale) @ v.T
         return z
 
     def _cg(self, running, evaluate):

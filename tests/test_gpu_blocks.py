@@ -218,3 +218,33 @@ def test_package_has_no_spark_imports():
         for banned in ("import pyspark", "from pyspark", "import sparkml", "from sparkml",
                        "import jobs", "from jobs"):
             assert banned not in src, f"{path.name} must not use {banned!r}"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_factored_block_is_the_product_of_its_factors(dtype, device):
+    """gpu.factored.FactoredBlock (A R, never formed) against the dense product, every method the losses use."""
+    from gpu.factored import FactoredBlock
+
+    rng = np.random.default_rng(3)
+    a, r = rng.normal(size=(40, 6)), rng.normal(size=(6, 5))
+    x = a @ r
+    block = FactoredBlock(DenseBlock(torch.tensor(a, dtype=dtype, device=device)), torch.from_numpy(r))
+    assert block.shape == (40, 5) and block.dtype == dtype and block.device.type == device
+    v, res, h = rng.normal(size=5), rng.normal(size=40), rng.uniform(0, 2, 40) * (rng.random(40) < 0.7)
+    _close(block.matmul(torch.from_numpy(v)), x @ v, dtype)
+    _close(block.rmatmul(torch.from_numpy(res)), x.T @ res, dtype)
+    _close(block.weighted_gram(torch.from_numpy(h)), x.T @ (h[:, None] * x), dtype)
+    s1, s2 = block.weighted_moments(torch.from_numpy(h))
+    _close(s1, h @ x, dtype)
+    _close(s2, h @ (x * x), dtype)
+    _close(block.take(torch.tensor([7, 2, 2])).to_dense(), x[[7, 2, 2]], dtype)
+    _close(block.rows(3, 9), x[3:9], dtype)
+    _close(block.margin_pass(torch.from_numpy(v), lambda i, j, m: 2 * m), 2 * x.T @ (x @ v), dtype)
+    with pytest.raises(ValueError, match=r"right factor must be \(6, p\)"):
+        FactoredBlock(DenseBlock(torch.tensor(a)), torch.zeros(5, 5))
+    # enough rows for a float32 block's chunked float64 sums (X^T r then comes back in float64)
+    a = rng.normal(size=(2500, 6))
+    big = FactoredBlock(DenseBlock(torch.tensor(a, dtype=dtype, device=device)), torch.from_numpy(r))
+    res = rng.normal(size=2500)
+    _close(big.rmatmul(torch.from_numpy(res)), (a @ r).T @ res, dtype)

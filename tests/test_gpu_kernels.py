@@ -112,6 +112,37 @@ def test_nystroem_matches_sklearn_on_the_same_landmarks(kind, dtype):
     np.testing.assert_allclose(got, expected, rtol=0, atol=(1e-9 if dtype == np.float64 else 2e-4) * scale)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kind", KERNELS)
+def test_nystroem_eigenbasis_map_is_sklearns_up_to_a_rotation(kind, dtype):
+    """``rcond``: K(X, L) V_r diag(|lambda_r|^-1/2), the map KernelSVC trains on as two factors. Its
+    left factor is sklearn's kernel block, its inner products are sklearn's Nystroem's, the landmarks'
+    own features have the Gram matrix diag(|lambda_r|), and the projection is bounded."""
+    from sklearn.kernel_approximation import Nystroem
+
+    from gpu.nystroem import NystroemMap
+
+    a, _ = _data(np.float64)
+    ref = Nystroem(kernel=kind, n_components=5 if kind == "linear" else 20, random_state=0, **PARAMS[kind]).fit(a)
+    phi = NystroemMap(kind, torch.from_numpy(ref.components_), rcond=1e-6, **PARAMS[kind])
+    x = torch.from_numpy(a.astype(dtype))
+    k = phi.kernel_block(x, budget_bytes=2000).numpy()
+    np.testing.assert_allclose(k, pairwise.pairwise_kernels(a, ref.components_, metric=kind, **PARAMS[kind]),
+                               rtol=1e-9 if dtype == np.float64 else 1e-5, atol=1e-9 if dtype == np.float64 else 1e-5)
+    got = phi.transform(x, budget_bytes=2000).numpy().astype(np.float64)
+    assert got.shape == (len(a), phi.n_components) and phi.n_components <= len(ref.components_)
+    np.testing.assert_allclose(got, k.astype(np.float64) @ phi.projection.numpy(), rtol=0,
+                               atol=(1e-9 if dtype == np.float64 else 1e-4) * np.abs(got).max())
+    expected = ref.transform(a) @ ref.transform(a).T
+    np.testing.assert_allclose(got @ got.T, expected, rtol=0,
+                               atol=(1e-7 if dtype == np.float64 else 1e-4) * np.abs(expected).max())
+    v, lam = phi.gram_spectrum()
+    assert v is None and len(lam) == phi.n_components
+    phi_l = phi.transform(torch.from_numpy(ref.components_)).numpy()
+    np.testing.assert_allclose(phi_l.T @ phi_l, np.diag(lam.numpy()), rtol=0, atol=1e-8 * float(lam.max()))
+    assert np.abs(phi.projection.numpy()).max() <= (1e-6 * float(lam.max())) ** -0.5
+
+
 def test_nystroem_with_all_rows_as_landmarks_reproduces_the_kernel():
     from gpu.nystroem import NystroemMap
 

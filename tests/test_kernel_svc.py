@@ -62,6 +62,9 @@ def test_synthetic_nonlinear_problem_with_sampled_landmarks(spark):
     xtr, xte, ytr, yte = _split(x, y.astype(float))
     model, acc, sk_acc = _compare(spark, xtr, xte, ytr, yte, c=10.0, kernel="rbf", gamma=1.0, numLandmarks=400)
     assert model.numLandmarksUsed == pytest.approx(400, abs=3)
+    # 2-D moons at gamma=1: K_LL is numerically low-rank, the map keeps its well-conditioned directions
+    assert 50 < model.numKernelFeatures < model.numLandmarksUsed
+    assert model.coefficientMatrix.numCols == model.numKernelFeatures
     assert abs(acc - sk_acc) <= 0.01, (acc, sk_acc)
     assert acc > 0.9  # a linear model gets about 0.86 here
 

@@ -192,7 +192,8 @@ def test_landmark_gram_preconditioner_needs_fewer_cg_passes_for_the_same_minimiz
     w, reg = np.ones(len(y)), 1.0 / (len(y) * 10.0)
     results = {}
     for name, solver, preconditioner in [("cholesky", "cholesky", None), ("jacobi", "cg", None),
-                                         ("gram", "cg", tuple(t.numpy() for t in nystroem.gram_spectrum()))]:
+                                         ("gram", "cg", (nystroem.gram_spectrum()[0].numpy(),
+                                                         nystroem.gram_spectrum()[1].numpy() / 200))]:
         evaluate, calls = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), phi, y.astype(float), w)
         theta, (summary,) = newton(evaluate, np.zeros((1, 201)), reg=reg, weight_sum=w.sum(), fit_intercept=True,
                                    max_iter=50, tol=1e-10, names=[name], solver=solver, preconditioner=preconditioner)
@@ -201,13 +202,46 @@ def test_landmark_gram_preconditioner_needs_fewer_cg_passes_for_the_same_minimiz
         return phi @ theta[0, :200] + theta[0, 200]
 
     for name in ("jacobi", "gram"):
-        # the same objective and decision values (the coefficients differ by 1e-5 along K_LL's flat directions)
+        # the same objective and decision values (they differ by 1e-5 along K_LL's flat directions)
         assert results[name][2].objectiveHistory[-1] == pytest.approx(results["cholesky"][2].objectiveHistory[-1],
                                                                       rel=1e-9)
-        np.testing.assert_allclose(margins(results[name][0]), margins(results["cholesky"][0]), atol=1e-5)
+        np.testing.assert_allclose(margins(results[name][0]), margins(results["cholesky"][0]), atol=3e-5)
         assert results[name][2].converged
     # measured 222 against 386 passes (2-D moons, a fast-decaying spectrum); 2.7x fewer at 50k rows in 20-D
     assert results["gram"][1] < 0.7 * results["jacobi"][1], (results["gram"][1], results["jacobi"][1])
+
+
+def test_diagonal_preconditioner_of_the_eigenbasis_map():
+    """In K_LL's eigenbasis (``NystroemMap(rcond=...)``) the landmarks' Gram matrix is diag(lambda):
+    preconditioner (None, lambda / m) reaches the Cholesky minimizer of those features in fewer passes than
+    Jacobi (measured 199 against 226: in this basis the Hessian is nearly diagonal already), and without
+    the Hessians' diagonals, which cost n m^2 on factored blocks (``gpu.factored``)."""
+    from sklearn.datasets import make_moons
+
+    from gpu.nystroem import NystroemMap
+
+    x, y = make_moons(n_samples=1500, noise=0.25, random_state=1)
+    landmarks = x[np.random.default_rng(0).choice(len(x), 200, replace=False)]
+    nystroem = NystroemMap("rbf", torch.from_numpy(landmarks), gamma=1.0, rcond=1e-6)
+    phi, r = nystroem.transform(torch.from_numpy(x)).numpy(), nystroem.n_components
+    v, lam = nystroem.gram_spectrum()
+    w, reg = np.ones(len(y)), 1.0 / (len(y) * 10.0)
+    results = {}
+    for name, solver, preconditioner in [("cholesky", "cholesky", None), ("jacobi", "cg", None),
+                                         ("diagonal", "cg", (v, lam.numpy() / 200))]:
+        evaluate, calls = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), phi, y.astype(float), w)
+        theta, (summary,) = newton(evaluate, np.zeros((1, r + 1)), reg=reg, weight_sum=w.sum(), fit_intercept=True,
+                                   max_iter=50, tol=1e-10, names=[name], solver=solver, preconditioner=preconditioner)
+        results[name] = phi @ theta[0, :r] + theta[0, r], sum(kind == "hessp" for _, kind in calls), summary
+        kinds = {kind for _, kind in calls}
+        assert ("loss_gradient_diagonal" in kinds) == (name == "jacobi"), (name, kinds)
+    assert v is None and r < 200
+    for name in ("jacobi", "diagonal"):
+        assert results[name][2].objectiveHistory[-1] == pytest.approx(results["cholesky"][2].objectiveHistory[-1],
+                                                                      rel=1e-9)
+        # decision values to 1e-4: an objective within 1e-9 leaves that much along the weakly curved directions
+        np.testing.assert_allclose(results[name][0], results["cholesky"][0], atol=1e-4)
+    assert results["diagonal"][1] < results["jacobi"][1], (results["diagonal"][1], results["jacobi"][1])
 
 
 def test_preconditioner_shape_is_checked():

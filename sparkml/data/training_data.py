@@ -146,13 +146,16 @@ class TrainingData:
         return data
 
 
-    def derive(self, features, device="cpu", chunk_rows=8192):
-        """A new ``TrainingData`` over the same rows whose features are ``features(rows)``.
+    def derive(self, features, device="cpu", chunk_rows=8192, right_factor=None):
+        """A new ``TrainingData`` over the same rows whose features are ``features(rows)``, times
+        ``right_factor`` when given.
 
         ``features`` maps a dense (k, d) tensor of rows to a (k, m) tensor (a kernel feature map).
         One Spark job computes it for every partition, on the executor that holds the partition's
         blocks, ``chunk_rows`` rows at a time, and writes the result as new dense blocks (labels
-        and weights copied). The summary stays the input's. Release the derived data first.
+        and weights copied). ``right_factor`` (m, r): stored beside each block and opened as
+        ``gpu.factored.FactoredBlock`` (features(rows) @ right_factor, never formed). The summary
+        stays the input's. Release the derived data first.
         """
         source, target, dtype = self.dataset_id, block_store.new_dataset_id(), self.dtype
 
@@ -168,6 +171,8 @@ class TrainingData:
                     try:
                         for i in range(0, part.n_rows, chunk_rows):
                             writer.append("x", features(part.block.rows(i, i + chunk_rows)).cpu().numpy())
+                        if right_factor is not None:
+                            writer.append("right", np.asarray(right_factor, dtype=writer.meta["x"]["dtype"]))
                         writer.append("y", part.y.cpu().numpy())
                         writer.append("w", part.w.cpu().numpy())
                         writer.commit()

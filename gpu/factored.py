@@ -1,0 +1,81 @@
+"""A design matrix kept as two factors, X = A R: Nystroem features without forming them.
+
+Nystroem features are Phi = K(X, L) K_LL^{-1/2}: an (n, m) kernel block times an (m, m) projection.
+Forming Phi costs n m^2 flops, more than all the Newton passes of a fit at m in the thousands;
+every product a loss needs goes through the factors instead, at the cost of one (m, m) product
+per call:
+
+    X v = A (R v)        X^T r = R^T (A^T r)        X^T diag(h) X = R^T (A^T diag(h) A) R
+
+so a pass over the rows costs what a pass over Phi costs. The factors must be well conditioned for
+float32 products (X^T is then the transpose of X to float32 accuracy): ``gpu.nystroem``'s ``rcond``
+map bounds the projection's entries; K_LL^{-1/2} itself (entries up to 1e6) does not.
+``weighted_moments``' second moment
+(the diagonal of R^T A^T diag(w) A R) is the exception: it forms the Gram matrix, n m^2 flops;
+the Newton-CG of ``sparkml.newton`` does not ask for it when it preconditions with the landmarks'
+spectrum.
+"""
+from __future__ import annotations
+
+import torch
+
+from .blocks import _Block
+
+__all__ = ["FactoredBlock"]
+
+
+class FactoredBlock(_Block):
+    """X = left @ right: ``left`` a row block (n, m), ``right`` an (m, p) tensor. The row products run
+    in left's dtype; the (m, p) ones in float64 (m p flops per call, and no second rounding)."""
+
+    def __init__(self, left: _Block, right: torch.Tensor):
+        right = torch.as_tensor(right)
+        if right.dim() != 2 or right.shape[0] != left.n_features:
+            raise ValueError(f"the right factor must be ({left.n_features}, p); got {tuple(right.shape)}")
+        self.left = left
+        self.right = right.to(device=left.device, dtype=left.dtype)
+        self._right64 = self.right.to(torch.float64)
+        self.n_rows, self.n_features = left.n_rows, int(right.shape[1])
+
+    @property
+    def storage_dtype(self) -> torch.dtype:
+        return self.left.storage_dtype
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.left.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.left.device
+
+    def to(self, device) -> "FactoredBlock":
+        return FactoredBlock(self.left.to(device), self.right.to(device))
+
+    def matmul(self, v: torch.Tensor) -> torch.Tensor:
+        return self.left.matmul(self._right64 @ self._vec(v, torch.float64))
+
+    def rmatmul(self, r: torch.Tensor) -> torch.Tensor:
+        """X^T r; float64 where left's is (a float32 block's chunked sums, ``gpu.blocks``)."""
+        out = self.left.rmatmul(r)
+        return (self._right64.T @ out.to(torch.float64)).to(out.dtype)
+
+    def take(self, index) -> "FactoredBlock":
+        return FactoredBlock(self.left.take(index), self.right)
+
+    def rows(self, start: int, stop: int) -> torch.Tensor:
+        return self.left.rows(start, stop) @ self.right
+
+    def weighted_gram(self, h: torch.Tensor) -> torch.Tensor:
+        return self.right.T @ self.left.weighted_gram(h) @ self.right
+
+    def _moments(self, w, second):
+        right = self._right64
+        s1 = right.T @ self.left.column_sums(w)
+        if not second:
+            return s1, None
+        gram = self.left.weighted_gram(self._vec(w)).to(torch.float64)  # n m^2: see the module docstring
+        return s1, ((gram @ right) * right).sum(0)
+
+    def to_dense(self) -> torch.Tensor:
+        return self.left.to_dense() @ self.right
