@@ -224,9 +224,9 @@ class KernelSVC(Classifier, _KernelSVCParams):
         return self._copyValues(model)
 
     def _feature_map_spec(self, dataset, summary, gamma):
-        """(The fitted feature map's data (``gpu.feature_maps``): sampled landmarks and K_LL^-1/2, or drawn
-        Fourier frequencies; the landmarks' feature Gram spectrum (V float32, s) that preconditions
-        Newton-CG, or None for rff)."""
+        """(The fitted feature map's data (``gpu.feature_maps``): sampled landmarks and K_LL^-1/2 in K_LL's
+        truncated eigenbasis, or drawn Fourier frequencies; the preconditioner's shape (None, s), the
+        landmarks' average phi phi^T = diag(s), that preconditions Newton-CG, or None for rff)."""
         from gpu.fourier import RandomFourierMap
         from gpu.nystroem import NystroemMap
 
@@ -245,8 +245,7 @@ class KernelSVC(Classifier, _KernelSVCParams):
 
     def _solve(self, strategy, num_classes, m, summary, gram=None):
         """All one-vs-rest problems (one when binary: class 1 against 0) by Newton, one pass per round;
-        Newton-CG preconditioned by the landmarks' Gram spectrum ``gram`` when given (``sparkml.newton``).
-        V travels as float32 (half the closure; M^-1 stays symmetric positive definite)."""
+        Newton-CG preconditioned by the landmarks' Gram spectrum ``gram`` when given (``sparkml.newton``)."""
         classes = _problem_classes(num_classes)
         binary = SquaredHingeLoss(fit_intercept=self.getFitIntercept())
         names = ["KernelSVC"] if num_classes == 2 else [f"KernelSVC class {int(c)}" for c in classes]
