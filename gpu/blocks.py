@@ -81,6 +81,8 @@ class _Block:
 
 _SUM_CHUNK_ROWS = 1024
 _PASS_CHUNK_ROWS = 4096
+_WIDE_FEATURES = 512  # columns from which X^T r sums a loop of 4096-row chunks
+_WIDE_SUM_ROWS = 4096
 
 
 def _compute_dtype(storage: torch.dtype, compute) -> torch.dtype | None:
@@ -93,17 +95,27 @@ def _compute_dtype(storage: torch.dtype, compute) -> torch.dtype | None:
 
 
 def _chunked_rmatmul(x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-    """X^T r as float64 sums of float32 partial products over chunks of 1024 rows.
+    """X^T r as float64 sums of float32 partial products over chunks of rows.
 
     One float32 GEMV over 500k rows loses about 1e-5 relative accuracy to accumulation, which
     puts a floor under the gradient norm well above MLlib's stopping rule; summing per-chunk
-    partials in float64 brings that to ~4e-7. Written as a batch of row-vector products
-    r_c^T X_c (X read row by row, as stored), it costs the same as the plain GEMV (measured
-    19 ms vs 18 ms for 500k x 100 on one core; 43 ms for the column-wise X_c^T r_c batch).
+    partials in float64 brings that to ~4e-7 (1024-row chunks) or ~1e-6 (4096).
+
+    Narrow blocks: one batch of row-vector products r_c^T X_c over 1024-row chunks (X read row by
+    row, as stored), the cost of the plain GEMV (measured 19 ms vs 18 ms for 500k x 100 on one
+    core; 43 ms for the column-wise X_c^T r_c batch). Wide blocks (a kernel block K(X, L) of
+    thousands of columns) make that batch slow (47 ms against 27 ms for the plain GEMV over
+    25k x 3000): there a loop of r_c^T X_c over 4096-row chunks costs the plain GEMV's time.
     """
     n, d = x.shape
     r2 = r.reshape(n, -1)
-    k, m = r2.shape[1], n - n % _SUM_CHUNK_ROWS
+    k = r2.shape[1]
+    if d >= _WIDE_FEATURES:
+        out = torch.zeros((k, d), dtype=torch.float64, device=x.device)
+        for i in range(0, n, _WIDE_SUM_ROWS):
+            out += (r2[i:i + _WIDE_SUM_ROWS].T @ x[i:i + _WIDE_SUM_ROWS]).to(torch.float64)
+        return out.T.reshape((d,) + tuple(r.shape[1:]))
+    m = n - n % _SUM_CHUNK_ROWS
     rc = r2[:m].view(-1, _SUM_CHUNK_ROWS, k).transpose(1, 2)  # (chunks, k, rows)
     out = torch.bmm(rc, x[:m].view(-1, _SUM_CHUNK_ROWS, d)).to(torch.float64).sum(0).T  # (d, k)
     if m < n:

@@ -248,3 +248,55 @@ def test_factored_block_is_the_product_of_its_factors(dtype, device):
     big = FactoredBlock(DenseBlock(torch.tensor(a, dtype=dtype, device=device)), torch.from_numpy(r))
     res = rng.normal(size=2500)
     _close(big.rmatmul(torch.from_numpy(res)), (a @ r).T @ res, dtype)
+
+
+@pytest.mark.parametrize("k", [None, 2])
+def test_wide_float32_rmatmul_sums_chunks_in_float64(k):
+    """A float32 block of >= 512 columns (a kernel block) sums X^T r over 4096-row chunks in float64:
+    it agrees with the float64 product to 1e-6 (the plain float32 product is off by 3.8e-6 here), rows
+    past the last full chunk included, for one residual column or several."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0, 1, size=(40000, 512)).astype(np.float32)  # kernel-like values: no cancellation help
+    r = rng.uniform(0, 1, size=(40000,) if k is None else (40000, k)).astype(np.float32)
+    out = DenseBlock(torch.from_numpy(x)).rmatmul(torch.from_numpy(r))
+    exact = x.astype(np.float64).T @ r.astype(np.float64)
+    assert out.dtype == torch.float64 and tuple(out.shape) == exact.shape
+    np.testing.assert_allclose(out.numpy(), exact, rtol=1e-6)
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_row_stack_is_the_concatenation_of_its_blocks(layout, dtype):
+    """gpu.stacked.RowStack against one block of the concatenated rows: every method the losses use,
+    take() and rows() across the blocks' boundaries, margin_pass's row positions, and a stacked
+    FactoredBlock (how partition_sums reads several partitions' kernel blocks) against the formed product."""
+    from gpu.factored import FactoredBlock
+    from gpu.stacked import RowStack
+
+    parts = [_matrix(n=n, seed=s) for n, s in ((23, 0), (5, 1), (11, 2))]
+    x = np.vstack(parts)
+    stack = RowStack([_block(p, layout, dtype, "cpu") for p in parts])
+    assert stack.shape == x.shape and stack.dtype == dtype
+    rng = np.random.default_rng(4)
+    v, r, h = rng.normal(size=(7, 2)), rng.normal(size=39), rng.uniform(0.1, 2.0, size=39)
+    t = torch.tensor
+    _close(stack.matmul(t(v)), x @ v, dtype)
+    _close(stack.rmatmul(t(r)), x.T @ r, dtype)
+    _close(stack.weighted_gram(t(h)), x.T @ (x * h[:, None]), dtype)
+    m1, m2 = stack.weighted_moments(t(h))
+    _close(m1, x.T @ h, dtype)
+    _close(m2, (x * x).T @ h, dtype)
+    _close(stack.margin_pass(t(v[:, 0]), lambda i, j, m: m * t(h[i:j], dtype=m.dtype)), x.T @ (h * (x @ v[:, 0])), dtype)
+    index = [1, 22, 23, 27, 30, 38]
+    _close(stack.take(t(index)).to_dense(), x[index], dtype)
+    assert stack.take(t([], dtype=torch.int64)).n_rows == 0
+    _close(stack.rows(20, 30), x[20:30], dtype)
+    _close(stack.to_dense(), x, dtype)
+    with pytest.raises(ValueError, match="increasing"):
+        stack.take(t([5, 2]))
+    with pytest.raises(ValueError, match="agree in width"):
+        RowStack([_block(parts[0], layout, dtype, "cpu"), _block(np.zeros((3, 4)), layout, dtype, "cpu")])
+    right = rng.normal(size=(7, 3))
+    factored = FactoredBlock(stack, t(right))
+    _close(factored.rmatmul(t(r)), (x @ right).T @ r, dtype)
+    _close(factored.matmul(t(v[:3, 0])), x @ right @ v[:3, 0], dtype)
