@@ -285,7 +285,24 @@ def _problem_classes(num_classes):
 
 def _feature_fn(spec):
     """On the executors (numpy in the closure: no tensors pickled): the random Fourier features of
-    rows, or their Nystroem kernel block K(rows, L) (the projection is the right factor)."""
+    rows, or their Nystroem kernel block K(rows, L) (the projection is the right factor, shipped
+    apart: the closure carries only the landmarks)."""
+    if spec["method"] == "nystroem":
+        kernel = {k: spec[k] for k in ("kernel", "landmarks", "gamma", "degree", "coef0")}
+        cache = {}
+
+        def block(rows):
+            import torch
+
+            from gpu.kernels import kernel_matrix
+
+            key = (rows.device, rows.dtype)
+            if key not in cache:  # the landmarks on each device and dtype, once per executor process
+                cache[key] = torch.as_tensor(kernel["landmarks"]).to(device=rows.device, dtype=rows.dtype)
+            return kernel_matrix(kernel["kernel"], rows, cache[key], gamma=kernel["gamma"],
+                                 degree=kernel["degree"], coef0=kernel["coef0"])
+
+        return block
     cache = {}
 
     def phi(rows):
@@ -293,8 +310,7 @@ def _feature_fn(spec):
 
         if rows.device not in cache:  # one map per executor process and device, its casts cached
             cache[rows.device] = make_feature_map(spec).to(rows.device)
-        fmap = cache[rows.device]
-        return fmap.kernel_block(rows) if spec["method"] == "nystroem" else fmap.transform(rows)
+        return cache[rows.device].transform(rows)
 
     return phi
 

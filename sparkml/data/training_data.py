@@ -158,6 +158,8 @@ class TrainingData:
         stays the input's. Release the derived data first.
         """
         source, target, dtype = self.dataset_id, block_store.new_dataset_id(), self.dtype
+        if right_factor is not None:  # stored in the blocks' dtype: cast before it enters the closure
+            right_factor = np.ascontiguousarray(right_factor, dtype=np.float32 if dtype == "float32" else np.float64)
 
         def run(pairs):
             from gpu import resolve_device, resolve_dtype

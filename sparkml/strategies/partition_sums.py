@@ -71,7 +71,9 @@ class PartitionSums:
         key = (repr(loss), coef.cpu().numpy().tobytes())
         if self._hessp_cache is None or self._hessp_cache[0] != key:
             self._hessp_cache = None  # frees the previous round's copies before making new ones
-            self._hessp_cache = (key, [loss.hessp_operator(coef, p.block, p.y, p.w) for p in self.parts])
+            # the products only: the other sums stay per partition, summed as the sync strategy sums them
+            self._hessp_cache = (key, [loss.hessp_operator(coef, p.block, p.y, p.w)
+                                       for p in _stack_factored(self.parts)])
         return self._hessp_cache[1]
 
     def _part_sums(self, c, loss, kind):
@@ -90,6 +92,23 @@ class PartitionSums:
             part = tuple(_numpy(t) for t in part)
             total = part if total is None else tuple(a + b for a, b in zip(total, part))
         return total
+
+
+def _stack_factored(parts):
+    """Partitions whose blocks share one right factor (Nystroem's projection) read as one stacked
+    block (``gpu.stacked``): the right factor's products then run once per pass, not per partition."""
+    import torch
+
+    from gpu.factored import FactoredBlock
+    from gpu.stacked import RowStack
+
+    if len(parts) < 2 or not all(isinstance(p.block, FactoredBlock) for p in parts):
+        return parts
+    right = parts[0].block.right
+    if not all(p.block.right.shape == right.shape and torch.equal(p.block.right, right) for p in parts[1:]):
+        return parts
+    block = FactoredBlock(RowStack([p.block.left for p in parts]), right)
+    return [block_store.PartitionData(block, torch.cat([p.y for p in parts]), torch.cat([p.w for p in parts]))]
 
 
 def _numpy(t):
