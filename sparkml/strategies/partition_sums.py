@@ -37,6 +37,7 @@ class PartitionSums:
         self.parts = [block_store.open_partition(dataset_id, row[0], self.device, dt)
                       for row in list(handles) if row[1] > 0]
         self._hessp_cache = None
+        self._hessp_parts = None  # self.parts as the products read them (_stack_factored), made once
 
     def __bool__(self):
         return bool(self.parts)
@@ -72,8 +73,9 @@ class PartitionSums:
         if self._hessp_cache is None or self._hessp_cache[0] != key:
             self._hessp_cache = None  # frees the previous round's copies before making new ones
             # the products only: the other sums stay per partition, summed as the sync strategy sums them
-            self._hessp_cache = (key, [loss.hessp_operator(coef, p.block, p.y, p.w)
-                                       for p in _stack_factored(self.parts)])
+            if self._hessp_parts is None:
+                self._hessp_parts = _stack_factored(self.parts)
+            self._hessp_cache = (key, [loss.hessp_operator(coef, p.block, p.y, p.w) for p in self._hessp_parts])
         return self._hessp_cache[1]
 
     def _part_sums(self, c, loss, kind):
