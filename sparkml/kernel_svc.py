@@ -1,7 +1,9 @@
 """KernelSVC: kernel support vector machines on Spark, which MLlib does not have.
 
-Features (``method="nystroem"``): m landmarks L sampled from the training rows, stratified by
-class, and the Nystroem map phi(x) = k(x, L) V_r diag(lambda_r^{-1/2}) (``gpu.nystroem`` with
+Features (``method="nystroem"``): m landmarks L per class in proportion to the class counts,
+the centres of k-means over a sample of the training rows (``landmarkSelection="kmeans"``, the
+default; ``sparkml.landmarks``) or the sampled rows themselves (``"random"``), and the Nystroem map
+phi(x) = k(x, L) V_r diag(lambda_r^{-1/2}) (``gpu.nystroem`` with
 ``rcond``: K_LL^{-1/2} in K_LL's eigenbasis, the r <= m directions with lambda >= 1e-6 lambda_max;
 the kernels and their formulas are in ``gpu.kernels``). Each partition computes its kernel block
 K(X_p, L) once per fit, on the executor that holds it (``TrainingData.derive``), and keeps it apart
@@ -44,13 +46,13 @@ from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, VectorUDT
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import (HasAggregationDepth, HasFitIntercept, HasMaxIter, HasProbabilityCol,
                                      HasRegParam, HasSeed, HasThreshold, HasTol, HasWeightCol)
-from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
 
 from gpu import KERNELS, OneVsRestProblems, PlattProblems, SquaredHingeLoss
 from gpu.feature_maps import input_features, make_feature_map
 from gpu.fourier import FOURIER_KERNELS
 from sparkml.data.training_data import TrainingData
+from sparkml.landmarks import LANDMARK_SELECTIONS, choose_landmarks
 from sparkml.linear_model import ModelIO
 from sparkml.params import HasTorchTrainingParams, one_of, with_getters, with_setters
 from sparkml.prediction import transform_linear
@@ -80,7 +82,7 @@ def _gamma(value):
     return value
 
 
-@with_getters("kernel", "gamma", "degree", "coef0", "method", "numLandmarks", "probability")
+@with_getters("kernel", "gamma", "degree", "coef0", "method", "numLandmarks", "landmarkSelection", "probability")
 class _KernelSVCParams(_ClassifierParams, HasMaxIter, HasTol, HasRegParam, HasFitIntercept, HasWeightCol,
                        HasThreshold, HasSeed, HasProbabilityCol, HasAggregationDepth, HasTorchTrainingParams):
     kernel = Param(Params._dummy(), "kernel", "Kernel: " + ", ".join(KERNELS) + " (formulas in gpu.kernels).",
@@ -99,6 +101,11 @@ class _KernelSVCParams(_ClassifierParams, HasMaxIter, HasTol, HasRegParam, HasFi
                          "Feature count m: Nystroem landmarks sampled from the training rows, stratified by class "
                          "(all rows when there are fewer), or random Fourier features. More: closer to the exact "
                          "kernel machine, m^2 per active row per Newton round.", typeConverter=TypeConverters.toInt)
+    landmarkSelection = Param(Params._dummy(), "landmarkSelection",
+                              "Nystroem landmarks: 'kmeans' (per class, the centres of Lloyd's k-means over a "
+                              "sample of about 10 rows per landmark: a closer kernel approximation for the same m) "
+                              "or 'random' (the sampled rows themselves).",
+                              typeConverter=one_of("landmarkSelection", LANDMARK_SELECTIONS))
     probability = Param(Params._dummy(), "probability",
                         "Fit Platt scaling (one sigmoid per one-vs-rest problem, on the training decision values) "
                         "and output the probability column; the multi-class probabilities are the sigmoids "
@@ -108,7 +115,7 @@ class _KernelSVCParams(_ClassifierParams, HasMaxIter, HasTol, HasRegParam, HasFi
         super().__init__(*args)
         self._setDefault(maxIter=100, tol=1e-6, regParam=1e-4, fitIntercept=True, threshold=0.0,
                          aggregationDepth=2, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
-                         method="nystroem", numLandmarks=1000, probability=False, seed=0)
+                         method="nystroem", numLandmarks=1000, landmarkSelection="kmeans", probability=False, seed=0)
 
     def _kernel_args(self, gamma):
         return {"gamma": gamma, "degree": self.getDegree(), "coef0": self.getCoef0()}
@@ -126,39 +133,8 @@ def resolve_gamma(gamma, summary):
     return 1.0 / (d * var) if var > 0 else 1.0
 
 
-def sample_landmarks(dataset, features_col, label_col, summary, m, seed):
-    """About m training rows as a float64 (m', d) array, each class's share as in the data (at least one
-    row per class); every row when there are at most m.
-
-    Each row gets a pseudo-random key u in [0, 1), a hash of (seed, label, features): the same rows
-    are picked whatever the partitioning or row order (a ``rand``-based sample is not, after a
-    shuffle). Rows with u below a bound that gives about 1.5 times each class's quota are collected, and the quota
-    of each class is filled with its smallest keys; the landmarks are in key order.
-    """
-    from pyspark.ml.functions import vector_to_array
-
-    label = F.col(label_col).cast("double")
-    key = (F.xxhash64(F.lit(int(seed)), label, vector_to_array(F.col(features_col), "float64"))
-           .bitwiseAND(F.lit((1 << 53) - 1)).cast("double") / float(1 << 53))
-    rows = dataset.select(F.col(features_col).alias("x"), label.alias("label"), key.alias("u"))
-    if summary.rows > m:
-        share = summary.class_weights / summary.class_weights.sum()
-        quota = {float(c): max(1, int(round(m * p))) for c, p in enumerate(share) if p > 0}
-        bound = F.lit(0.0)
-        for c, q in quota.items():
-            fraction = min(1.0, (1.5 * q + 3 * q ** 0.5 + 10) / max(1.0, share[int(c)] * summary.rows))
-            bound = F.when(F.col("label") == c, F.lit(fraction)).otherwise(bound)
-        rows = rows.where(F.col("u") < bound)
-    picked, taken = [], {}
-    for r in sorted(rows.collect(), key=lambda r: (r.u, r.label)):
-        if summary.rows <= m or taken.get(r.label, 0) < quota.get(r.label, 0):
-            taken[r.label] = taken.get(r.label, 0) + 1
-            picked.append(r)
-    return np.array([r.x.toArray() for r in picked], dtype=np.float64)
-
-
 @with_setters("maxIter", "tol", "regParam", "fitIntercept", "weightCol", "threshold", "seed", "aggregationDepth",
-              "kernel", "gamma", "degree", "coef0", "method", "numLandmarks", "probability")
+              "kernel", "gamma", "degree", "coef0", "method", "numLandmarks", "landmarkSelection", "probability")
 class KernelSVC(Classifier, _KernelSVCParams):
     """Kernel SVM classifier (binary and one-vs-rest multi-class) trained on Spark with PyTorch kernels.
 
@@ -169,8 +145,8 @@ class KernelSVC(Classifier, _KernelSVCParams):
     @keyword_only
     def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction",
                  rawPredictionCol="rawPrediction", probabilityCol="probability", kernel="rbf", gamma="scale",
-                 degree=3, coef0=0.0, regParam=1e-4, method="nystroem", numLandmarks=1000, probability=False,
-                 maxIter=100, tol=1e-6, seed=0, fitIntercept=True, threshold=0.0, weightCol=None,
+                 degree=3, coef0=0.0, regParam=1e-4, method="nystroem", numLandmarks=1000, landmarkSelection="kmeans",
+                 probability=False, maxIter=100, tol=1e-6, seed=0, fitIntercept=True, threshold=0.0, weightCol=None,
                  aggregationDepth=2, strategy="sync", device="auto", dtype="float32", numWorkers=0, localIter=10):
         super().__init__()
         self._set(**self._input_kwargs)
@@ -235,8 +211,8 @@ class KernelSVC(Classifier, _KernelSVCParams):
                                    seed=self.getSeed())
             return {"method": "rff", "kernel": self.getKernel(), "frequencies": rff.frequencies.numpy(),
                     "offsets": rff.offsets.numpy()}, None
-        landmarks = sample_landmarks(dataset, self.getFeaturesCol(), self.getLabelCol(), summary,
-                                     self.getNumLandmarks(), self.getSeed())
+        landmarks = choose_landmarks(dataset, self.getFeaturesCol(), self.getLabelCol(), summary,
+                                     self.getNumLandmarks(), self.getLandmarkSelection(), self.getSeed())
         nystroem = NystroemMap(self.getKernel(), landmarks, rcond=_NYSTROEM_RCOND, **self._kernel_args(gamma))
         _, s = nystroem.gram_spectrum()  # diagonal: the map is in K_LL's eigenbasis
         return {"method": "nystroem", "kernel": self.getKernel(), "landmarks": landmarks,
@@ -364,7 +340,8 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO):
 
     @property
     def landmarks(self):
-        """(numLandmarksUsed, numFeatures) training rows of a Nystroem model (None for method='rff')."""
+        """(numLandmarksUsed, numFeatures) landmarks of a Nystroem model: k-means centres, or training rows
+        with landmarkSelection='random' (None for method='rff')."""
         x = self._spec.get("landmarks")
         return None if x is None else DenseMatrix(*x.shape, x.ravel(), True)
 

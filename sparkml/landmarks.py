@@ -1,0 +1,74 @@
+"""Nystroem landmarks for KernelSVC, chosen on Spark: a class-stratified sample of the training rows,
+and optionally the k-means centres of a larger sample (``gpu.kmeans``)."""
+import numpy as np
+from pyspark.sql import functions as F
+
+LANDMARK_SELECTIONS = ("kmeans", "random")
+# k-means landmarks: the centres of a sample of about this many rows per landmark, capped at this many
+# values collected to the driver (2^23 float64: 64 MB), and this many Lloyd iterations
+_KMEANS_OVERSAMPLE, _KMEANS_SAMPLE_ELEMENTS, _KMEANS_ITERS = 10, 1 << 23, 10
+
+
+def class_quotas(summary, m):
+    """Landmarks per class label: about m in all, each class's share as in the data (at least one)."""
+    share = summary.class_weights / summary.class_weights.sum()
+    return {float(c): max(1, int(round(m * p))) for c, p in enumerate(share) if p > 0}
+
+
+def sample_landmarks(dataset, features_col, label_col, summary, quota, seed):
+    """(rows, labels): up to ``quota[c]`` training rows of each class c as a float64 (m', d) array and
+    their labels; every row when the data has at most sum(quota) rows.
+
+    Each row gets a pseudo-random key u in [0, 1), a hash of (seed, label, features): the same rows
+    are picked whatever the partitioning or row order (a ``rand``-based sample is not, after a
+    shuffle). Rows with u below a bound that gives about 1.5 times each class's quota are collected, and the quota
+    of each class is filled with its smallest keys; the rows are in key order.
+    """
+    from pyspark.ml.functions import vector_to_array
+
+    label = F.col(label_col).cast("double")
+    key = (F.xxhash64(F.lit(int(seed)), label, vector_to_array(F.col(features_col), "float64"))
+           .bitwiseAND(F.lit((1 << 53) - 1)).cast("double") / float(1 << 53))
+    rows = dataset.select(F.col(features_col).alias("x"), label.alias("label"), key.alias("u"))
+    everything = summary.rows <= sum(quota.values())
+    if not everything:
+        share = summary.class_weights / summary.class_weights.sum()
+        bound = F.lit(0.0)
+        for c, q in quota.items():
+            fraction = min(1.0, (1.5 * q + 3 * q ** 0.5 + 10) / max(1.0, share[int(c)] * summary.rows))
+            bound = F.when(F.col("label") == c, F.lit(fraction)).otherwise(bound)
+        rows = rows.where(F.col("u") < bound)
+    picked, taken = [], {}
+    for r in sorted(rows.collect(), key=lambda r: (r.u, r.label)):
+        if everything or taken.get(r.label, 0) < quota.get(r.label, 0):
+            taken[r.label] = taken.get(r.label, 0) + 1
+            picked.append(r)
+    x = np.array([r.x.toArray() for r in picked], dtype=np.float64).reshape(len(picked), summary.n_features)
+    return x, np.array([r.label for r in picked], dtype=np.float64)
+
+
+def choose_landmarks(dataset, features_col, label_col, summary, m, selection, seed):
+    """About m landmarks as a float64 (m', d) array, each class's share as in the data; every training
+    row when there are at most m.
+
+    ``selection="random"``: the sampled rows themselves (``sample_landmarks``). ``"kmeans"``: a sample
+    ``_KMEANS_OVERSAMPLE`` times larger (fewer when wide, see ``_kmeans_sample_factor``), and per class
+    the centres of Lloyd's k-means over that class's sample (``gpu.kmeans``), as many as its quota.
+    """
+    from gpu.kmeans import kmeans
+
+    quota = class_quotas(summary, m)
+    if selection == "random" or summary.rows <= m:
+        return sample_landmarks(dataset, features_col, label_col, summary, quota, seed)[0]
+    factor = _kmeans_sample_factor(m, summary.n_features)
+    rows, labels = sample_landmarks(dataset, features_col, label_col, summary,
+                                    {c: q * factor for c, q in quota.items()}, seed)
+    centres = [kmeans(rows[labels == c], q, iters=_KMEANS_ITERS, seed=seed).numpy() for c, q in quota.items()
+               if np.any(labels == c)]
+    return np.concatenate(centres)
+
+
+def _kmeans_sample_factor(m, d):
+    """Rows sampled per k-means centre: ``_KMEANS_OVERSAMPLE``, fewer when the sample would pass
+    ``_KMEANS_SAMPLE_ELEMENTS`` values (wide data), at least 2."""
+    return int(max(2, min(_KMEANS_OVERSAMPLE, _KMEANS_SAMPLE_ELEMENTS // max(1, m * d))))

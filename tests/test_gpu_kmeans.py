@@ -1,0 +1,55 @@
+"""gpu.kmeans against scikit-learn's Lloyd iterations from the same starting centres."""
+import numpy as np
+import pytest
+import torch
+from sklearn.cluster import KMeans
+
+import gpu.kmeans as km
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
+
+
+def _blobs(n=600, d=5, centres=8, seed=0):
+    rng = np.random.default_rng(seed)
+    means = rng.normal(0.0, 4.0, (centres, d))
+    return means[rng.integers(0, centres, n)] + rng.normal(0.0, 1.0, (n, d))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("iters", [1, 3, 50])
+def test_lloyd_iterations_are_sklearns_from_the_same_start(iters, device):
+    x = _blobs()
+    init = x[np.random.default_rng(1).choice(len(x), 8, replace=False)]
+    ref = KMeans(8, init=init, n_init=1, max_iter=iters, tol=0.0, algorithm="lloyd").fit(x)
+    ours = km.kmeans(torch.from_numpy(x).to(device), 8, iters=iters, init=init).cpu().numpy()
+    np.testing.assert_allclose(ours, ref.cluster_centers_, rtol=0, atol=1e-10)
+
+
+def test_centres_are_the_means_of_their_rows_and_lower_the_sum_of_squares(monkeypatch):
+    x = torch.from_numpy(_blobs(n=2000, d=7, centres=30, seed=2))
+    start = km.kmeans(x, 40, iters=0, seed=5)
+    assert len(np.unique(start.numpy(), axis=0)) == 40  # 40 distinct rows of x
+    assert all(any(torch.equal(c, row) for row in x) for c in start[:5])
+    centres = km.kmeans(x, 40, iters=200, seed=5)  # to a fixed point
+    assign = km.nearest(x, centres)
+    for j in range(40):
+        if (assign == j).any():
+            np.testing.assert_allclose(centres[j].numpy(), x[assign == j].mean(0).numpy(), atol=1e-12)
+
+    def sum_of_squares(c):
+        return float(((x - c[km.nearest(x, c)]) ** 2).sum())
+
+    assert sum_of_squares(centres) < 0.5 * sum_of_squares(start)
+    # the assignment over chunks of a few rows is the one-shot assignment
+    monkeypatch.setattr(km, "_CHUNK_PAIRS", 97)
+    assert torch.equal(km.nearest(x, centres), assign)
+    assert torch.equal(km.kmeans(x, 40, iters=200, seed=5), centres)
+
+
+def test_few_rows_and_bad_arguments():
+    x = torch.arange(12.0).reshape(4, 3)
+    assert torch.equal(km.kmeans(x, 4), x.double()) and torch.equal(km.kmeans(x, 9), x.double())
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        km.kmeans(x, 0)
+    with pytest.raises(ValueError, match="init must hold k=2 centres of 3 features"):
+        km.kmeans(x, 2, init=np.zeros((2, 4)))
