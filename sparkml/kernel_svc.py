@@ -201,8 +201,10 @@ class KernelSVC(Classifier, _KernelSVCParams):
 
     def _feature_map_spec(self, dataset, summary, gamma):
         """(The fitted feature map's data (``gpu.feature_maps``): sampled landmarks and K_LL^-1/2 in K_LL's
-        truncated eigenbasis, or drawn Fourier frequencies; the preconditioner's shape (None, s), the
-        landmarks' average phi phi^T = diag(s), that preconditions Newton-CG, or None for rff)."""
+        truncated eigenbasis, or drawn Fourier frequencies; the shape (None, s) of the rows' average
+        phi phi^T ~ diag(s) that preconditions Newton-CG (``sparkml.newton``), or None for rff)."""
+        import torch
+
         from gpu.fourier import RandomFourierMap
         from gpu.nystroem import NystroemMap
 
@@ -211,13 +213,15 @@ class KernelSVC(Classifier, _KernelSVCParams):
                                    seed=self.getSeed())
             return {"method": "rff", "kernel": self.getKernel(), "frequencies": rff.frequencies.numpy(),
                     "offsets": rff.offsets.numpy()}, None
-        landmarks = choose_landmarks(dataset, self.getFeaturesCol(), self.getLabelCol(), summary,
-                                     self.getNumLandmarks(), self.getLandmarkSelection(), self.getSeed())
+        landmarks, rows = choose_landmarks(dataset, self.getFeaturesCol(), self.getLabelCol(), summary,
+                                           self.getNumLandmarks(), self.getLandmarkSelection(), self.getSeed())
         nystroem = NystroemMap(self.getKernel(), landmarks, rcond=_NYSTROEM_RCOND, **self._kernel_args(gamma))
-        _, s = nystroem.gram_spectrum()  # diagonal: the map is in K_LL's eigenbasis
+        if rows is None:  # landmarks sampled from the rows: their average phi phi^T is diag(lambda) / m
+            s = nystroem.gram_spectrum()[1].numpy() / len(landmarks)
+        else:  # k-means centres: the diagonal of the sampled rows' average phi phi^T
+            s = (nystroem.transform(torch.from_numpy(rows)) ** 2).mean(0).numpy()
         return {"method": "nystroem", "kernel": self.getKernel(), "landmarks": landmarks,
-                "projection": nystroem.projection.numpy(), **self._kernel_args(gamma)}, \
-            (None, s.numpy() / len(landmarks))  # the landmarks' average phi phi^T
+                "projection": nystroem.projection.numpy(), **self._kernel_args(gamma)}, (None, s)
 
     def _solve(self, strategy, num_classes, m, summary, gram=None):
         """All one-vs-rest problems (one when binary: class 1 against 0) by Newton, one pass per round;

@@ -7,6 +7,8 @@ LANDMARK_SELECTIONS = ("kmeans", "random")
 # k-means landmarks: the centres of a sample of about this many rows per landmark, capped at this many
 # values collected to the driver (2^23 float64: 64 MB), and this many Lloyd iterations
 _KMEANS_OVERSAMPLE, _KMEANS_SAMPLE_ELEMENTS, _KMEANS_ITERS = 10, 1 << 23, 10
+# sampled rows whose features estimate the diagonal of the rows' average phi phi^T (k-means landmarks)
+_PRECONDITIONER_ROWS = 1000
 
 
 def class_quotas(summary, m):
@@ -48,24 +50,28 @@ def sample_landmarks(dataset, features_col, label_col, summary, quota, seed):
 
 
 def choose_landmarks(dataset, features_col, label_col, summary, m, selection, seed):
-    """About m landmarks as a float64 (m', d) array, each class's share as in the data; every training
-    row when there are at most m.
+    """(landmarks, rows): about m landmarks as a float64 (m', d) array, each class's share as in the
+    data, every training row when there are at most m; and training rows that represent the data
+    when the landmarks do not (else None), for the Newton-CG preconditioner's shape.
 
     ``selection="random"``: the sampled rows themselves (``sample_landmarks``). ``"kmeans"``: a sample
     ``_KMEANS_OVERSAMPLE`` times larger (fewer when wide, see ``_kmeans_sample_factor``), and per class
     the centres of Lloyd's k-means over that class's sample (``gpu.kmeans``), as many as its quota.
+    Centres sit closer together than rows, so their own features misstate the rows' average
+    phi phi^T; the first ``_PRECONDITIONER_ROWS`` sampled rows (a hash-random subset, classes in
+    proportion) are returned for it.
     """
     from gpu.kmeans import kmeans
 
     quota = class_quotas(summary, m)
     if selection == "random" or summary.rows <= m:
-        return sample_landmarks(dataset, features_col, label_col, summary, quota, seed)[0]
+        return sample_landmarks(dataset, features_col, label_col, summary, quota, seed)[0], None
     factor = _kmeans_sample_factor(m, summary.n_features)
     rows, labels = sample_landmarks(dataset, features_col, label_col, summary,
                                     {c: q * factor for c, q in quota.items()}, seed)
     centres = [kmeans(rows[labels == c], q, iters=_KMEANS_ITERS, seed=seed).numpy() for c, q in quota.items()
                if np.any(labels == c)]
-    return np.concatenate(centres)
+    return np.concatenate(centres), rows[:_PRECONDITIONER_ROWS]
 
 
 def _kmeans_sample_factor(m, d):
