@@ -95,11 +95,11 @@ class _KernelSVCParams(_ClassifierParams, HasMaxIter, HasTol, HasRegParam, HasFi
     coef0 = Param(Params._dummy(), "coef0", "Independent term of the polynomial and sigmoid kernels.",
                   typeConverter=TypeConverters.toFloat)
     method = Param(Params._dummy(), "method",
-                   "Kernel approximation: 'nystroem' (landmarks sampled from the data; any kernel) or 'rff' "
+                   "Kernel approximation: 'nystroem' (landmarks chosen from the data; any kernel) or 'rff' "
                    "(random Fourier features; rbf and laplacian only).", typeConverter=one_of("method", METHODS))
     numLandmarks = Param(Params._dummy(), "numLandmarks",
-                         "Feature count m: Nystroem landmarks sampled from the training rows, stratified by class "
-                         "(all rows when there are fewer), or random Fourier features. More: closer to the exact "
+                         "Feature count m: Nystroem landmarks, stratified by class (landmarkSelection; all rows when "
+                         "there are fewer), or random Fourier features. More: closer to the exact "
                          "kernel machine, m^2 per active row per Newton round.", typeConverter=TypeConverters.toInt)
     landmarkSelection = Param(Params._dummy(), "landmarkSelection",
                               "Nystroem landmarks: 'kmeans' (per class, the centres of Lloyd's k-means over a "
@@ -200,7 +200,7 @@ class KernelSVC(Classifier, _KernelSVCParams):
         return self._copyValues(model)
 
     def _feature_map_spec(self, dataset, summary, gamma):
-        """(The fitted feature map's data (``gpu.feature_maps``): sampled landmarks and K_LL^-1/2 in K_LL's
+        """(The fitted feature map's data (``gpu.feature_maps``): the landmarks and K_LL^-1/2 in K_LL's
         truncated eigenbasis, or drawn Fourier frequencies; the shape (None, s) of the rows' average
         phi phi^T ~ diag(s) that preconditions Newton-CG (``sparkml.newton``), or None for rff)."""
         import torch
@@ -326,7 +326,7 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO):
 
     @property
     def numLandmarksUsed(self):
-        """Nystroem landmarks sampled, or random Fourier features drawn."""
+        """Nystroem landmarks chosen, or random Fourier features drawn."""
         x = self._spec.get("landmarks")
         return int(self._coef.shape[1] if x is None else x.shape[0])
 

@@ -3,6 +3,8 @@ and optionally the k-means centres of a larger sample (``gpu.kmeans``)."""
 import numpy as np
 from pyspark.sql import functions as F
 
+from gpu.kmeans import kmeans
+
 LANDMARK_SELECTIONS = ("kmeans", "random")
 # k-means landmarks: the centres of a sample of about this many rows per landmark, capped at this many
 # values collected to the driver (2^23 float64: 64 MB), and this many Lloyd iterations
@@ -61,8 +63,6 @@ def choose_landmarks(dataset, features_col, label_col, summary, m, selection, se
     phi phi^T; the first ``_PRECONDITIONER_ROWS`` sampled rows (a hash-random subset, classes in
     proportion) are returned for it.
     """
-    from gpu.kmeans import kmeans
-
     quota = class_quotas(summary, m)
     if selection == "random" or summary.rows <= m:
         return sample_landmarks(dataset, features_col, label_col, summary, quota, seed)[0], None

@@ -42,9 +42,9 @@ Hessians' diagonals (one more read of the rows per problem). M_j^-1 r is two q x
 when V is None (a diagonal shape). For Nystroem features the landmarks' own features give the
 shape: with the landmarks sampled from the rows, the average phi phi^T is about (1/m) Phi_L^T Phi_L
 over the m landmarks, which is FALKON's preconditioner (Rudi, Carratino and Rosasco 2017); on the
-active rows of a squared hinge it is an approximation. (k-means centres as landmarks sit closer
-together than rows: KernelSVC then takes diag(s) from the features of a sample of rows.) In K_LL's eigenbasis (``gpu.nystroem`` with
-``rcond``) Phi_L^T Phi_L = diag(lambda): V is None. The CG iterations drop by 1.7x to 2.7x against
+active rows of a squared hinge it is an approximation. In K_LL's eigenbasis (``gpu.nystroem`` with
+``rcond``) Phi_L^T Phi_L = diag(lambda): V is None. (k-means centres as landmarks sit closer together
+than rows: KernelSVC then takes diag(s) from the features of a sample of rows.) The CG iterations drop by 1.7x to 2.7x against
 Jacobi (``benchmarks/README.md``; measured before the eigenbasis, with V dense).
 """
 import time

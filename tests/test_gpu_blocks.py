@@ -4,12 +4,11 @@ import pytest
 import scipy.sparse as sp
 import torch
 
+from devices import CUDA, DEVICES
 import gpu
 from gpu import blocks as blocks_mod
 from gpu import CsrBlock, DenseBlock, make_block, resolve_device, resolve_dtype
 
-CUDA = torch.cuda.is_available()
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not CUDA, reason="no CUDA device"))]
 DTYPES = [torch.float32, torch.float64]
 TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-12, atol=1e-12)}
 

@@ -4,9 +4,9 @@ import pytest
 import torch
 from sklearn.metrics import pairwise
 
+from devices import DEVICES
 from gpu.kernels import KERNELS, kernel_diagonal, kernel_matrix
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
 PARAMS = {"linear": {}, "polynomial": {"gamma": 0.3, "degree": 3, "coef0": 0.5}, "sigmoid": {"gamma": 0.05, "coef0": -0.2},
           "rbf": {"gamma": 0.2}, "laplacian": {"gamma": 0.1}}
 SKLEARN = {"linear": pairwise.linear_kernel, "polynomial": pairwise.polynomial_kernel,

@@ -4,9 +4,8 @@ import pytest
 import torch
 from sklearn.cluster import KMeans
 
+from devices import DEVICES
 import gpu.kmeans as km
-
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
 
 
 def _blobs(n=600, d=5, centres=8, seed=0):

@@ -6,11 +6,10 @@ import scipy.special
 import torch
 from sklearn.metrics import log_loss
 
+from devices import DEVICES
 from gpu import (CsrBlock, DenseBlock, HingeLoss, LogisticLoss, SoftmaxLoss, SquaredHingeLoss,
                  SquaredLoss)
 
-CUDA = torch.cuda.is_available()
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not CUDA, reason="no CUDA device"))]
 K = 3
 LOSSES = ["logistic", "softmax", "squared", "hinge", "squared_hinge"]
 WITH_HESSIAN = ["logistic", "squared", "squared_hinge"]
