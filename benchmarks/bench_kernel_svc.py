@@ -10,8 +10,8 @@ Datasets:
   wine, iris), 70/30 stratified split, standardized on the training rows.
 
 For each: scikit-learn ``SVC(C, kernel, gamma="scale")`` fit seconds and test accuracy; then, for
-each ``--landmarks`` value m and ``--selection`` s, ``KernelSVC(regParam=1/(n C), kernel, gamma="scale",
-numLandmarks=m, landmarkSelection=s)`` on a cached Spark DataFrame
+each ``--landmarks`` value m, ``--selection`` s and ``--loss`` l, ``KernelSVC(regParam=1/(n C), kernel,
+gamma="scale", numLandmarks=m, landmarkSelection=s, loss=l)`` on a cached Spark DataFrame
 (``--partitions`` partitions, ``--master``): fit seconds (conversion, landmark sampling, the
 Nystroem features, Newton), test accuracy (``transform`` of the cached test DataFrame), Newton
 rounds. speedup = SVC fit s / KernelSVC fit s; accuracy diff in points. SVC runs with a 2 GB
@@ -46,6 +46,7 @@ def parse_args(argv=None):
     p.add_argument("--kernel", default="rbf")
     p.add_argument("--landmarks", default="1000,3000", help="numLandmarks values, one KernelSVC fit each")
     p.add_argument("--selection", default="kmeans", help="landmarkSelection values (kmeans, random), one fit each")
+    p.add_argument("--loss", default="hinge", help="KernelSVC loss values (hinge, squared_hinge), one fit each")
     p.add_argument("--strategy", default="allreduce")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--partitions", type=int, default=4)
@@ -59,6 +60,7 @@ def parse_args(argv=None):
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
     args.landmarks = [int(m) for m in str(args.landmarks).split(",") if m]
     args.selection = [s for s in args.selection.split(",") if s]
+    args.loss = [s for s in args.loss.split(",") if s]
     return args
 
 
@@ -120,17 +122,17 @@ def fit_sklearn(args, xtr, xte, ytr, yte):
             "support_vectors": int(svc.support_vectors_.shape[0])}
 
 
-def fit_ours(args, train, test, n, m, selection):
+def fit_ours(args, train, test, n, m, selection, loss):
     from sparkml.classification import KernelSVC
 
     est = KernelSVC(regParam=1.0 / (n * args.c), kernel=args.kernel, gamma="scale", numLandmarks=m,
-                    landmarkSelection=selection, strategy=args.strategy, dtype=args.dtype, seed=args.seed)
+                    landmarkSelection=selection, loss=loss, strategy=args.strategy, dtype=args.dtype, seed=args.seed)
     t0 = time.perf_counter()
     model = est.fit(train)
     fit_s = time.perf_counter() - t0
     out = model.transform(test).select("label", "prediction").toPandas()
     return {"fit_s": fit_s, "accuracy": float(np.mean(out["label"].to_numpy() == out["prediction"].to_numpy())),
-            "landmarks": model.numLandmarksUsed, "selection": selection, "gamma": model.gammaValue,
+            "landmarks": model.numLandmarksUsed, "selection": selection, "loss": loss, "gamma": model.gammaValue,
             "newton_rounds": [s.totalIterations for s in model.summaries]}
 
 
@@ -144,9 +146,9 @@ def run(args, spark, name, xtr, xte, ytr, yte):
         print(f"  {name}: SVC fit {svc['fit_s']:.2f} s, accuracy {svc['accuracy']:.4f}", flush=True)
     train, test = frame(spark, xtr, ytr, args.partitions), frame(spark, xte, yte, args.partitions)
     rows = []
-    for m, selection in [(m, s) for m in args.landmarks for s in args.selection]:
-        row = dict(base, kernel_svc=fit_ours(args, train, test, len(ytr), m, selection))
-        print(f"  {name}: KernelSVC ({m} landmarks, {selection}) fit {row['kernel_svc']['fit_s']:.2f} s, "
+    for m, selection, loss in [(m, s, l) for m in args.landmarks for s in args.selection for l in args.loss]:
+        row = dict(base, kernel_svc=fit_ours(args, train, test, len(ytr), m, selection, loss))
+        print(f"  {name}: KernelSVC ({m} landmarks, {selection}, {loss}) fit {row['kernel_svc']['fit_s']:.2f} s, "
               f"accuracy {row['kernel_svc']['accuracy']:.4f}", flush=True)
         if svc is not None:
             row.update(svc=svc, speedup=svc["fit_s"] / row["kernel_svc"]["fit_s"],
@@ -158,13 +160,13 @@ def run(args, spark, name, xtr, xte, ytr, yte):
 
 
 def table(rows):
-    head = ["dataset", "train x d", "classes", "landmarks", "selection", "SVC fit s", "SVC acc", "KernelSVC fit s",
+    head = ["dataset", "train x d", "classes", "landmarks", "selection", "loss", "SVC fit s", "SVC acc", "KernelSVC fit s",
             "KernelSVC acc", "speedup", "acc diff pts", "Newton rounds"]
     lines = [head]
     for r in rows:
         ours, svc = r["kernel_svc"], r.get("svc")
         lines.append([r["dataset"], f"{r['train_rows']} x {r['features']}", str(r["classes"]), str(ours["landmarks"]),
-                      ours["selection"],
+                      ours["selection"], ours["loss"],
                       f"{svc['fit_s']:.2f}" if svc else "-", f"{svc['accuracy']:.4f}" if svc else "-",
                       f"{ours['fit_s']:.2f}", f"{ours['accuracy']:.4f}",
                       f"{r['speedup']:.1f}x" if svc else "-", f"{r['accuracy_diff_points']:+.2f}" if svc else "-",
@@ -189,7 +191,7 @@ def main(argv=None):
           f"{args.dtype}, {args.master}, load {env['load_avg_at_start'][0]:.2f}", flush=True)
     warm_x, warm_y = synthetic(200, args.features, args.seed)
     warm = frame(spark, warm_x, warm_y, args.partitions)
-    fit_ours(args, warm, warm, 200, 50, args.selection[0])  # untimed: starts the Python workers
+    fit_ours(args, warm, warm, 200, 50, args.selection[0], args.loss[0])  # untimed: starts the Python workers
     warm.unpersist()
     rows = []
     datasets = [(f"synthetic {n // 1000}k", *synthetic(n, args.features, args.seed),

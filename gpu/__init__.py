@@ -11,6 +11,7 @@ from .losses import (
     LinearLoss,
     LogisticLoss,
     SoftmaxLoss,
+    SmoothedHingeLoss,
     SquaredHingeLoss,
     SquaredLoss,
 )
@@ -32,4 +33,5 @@ __all__ = [
     "SquaredLoss",
     "HingeLoss",
     "SquaredHingeLoss",
+    "SmoothedHingeLoss",
 ]

@@ -33,6 +33,7 @@ __all__ = [
     "SquaredLoss",
     "HingeLoss",
     "SquaredHingeLoss",
+    "SmoothedHingeLoss",
 ]
 
 _F64 = torch.float64
@@ -229,6 +230,41 @@ class SquaredHingeLoss(LinearLoss):
 
     def _pointwise_hessian(self, m, y):
         return 2 * ((1 - (2 * y - 1) * m) > 0).to(_F64)
+
+
+class SmoothedHingeLoss(LinearLoss):
+    """Hinge smoothed by a quadratic over a band of half-width h about the kink (Chapelle 2007's
+    Huber hinge), y in {0, 1}, s = 2y - 1, t = s m:
+
+        l = 0                       t > 1 + h
+        l = (1 + h - t)^2 / (4 h)   |1 - t| <= h
+        l = 1 - t                   t < 1 - h
+
+    Convex, continuously differentiable, l' = -s min(1, max(0, 1 + h - t) / (2 h)), generalized
+    l'' = 1[|1 - t| <= h] / (2 h); 0 <= l - max(0, 1 - t) <= h / 4 (the gap is largest at the
+    kink), so as h -> 0 it is the hinge of a C-SVM. Its Hessian is over the rows in the band only:
+    Newton's method applies (as for the squared hinge) where the hinge itself has no Hessian.
+    """
+
+    def __init__(self, fit_intercept: bool = True, width: float = 0.1):
+        super().__init__(fit_intercept)
+        if not width > 0:
+            raise ValueError(f"SmoothedHingeLoss needs a band half-width > 0, got {width}")
+        self.width = float(width)
+
+    def __repr__(self) -> str:
+        return f"SmoothedHingeLoss(fit_intercept={self.fit_intercept}, width={self.width})"
+
+    def _pointwise(self, m, y):
+        s, h = 2 * y - 1, self.width
+        gap = torch.clamp(1 + h - s * m, min=0)  # 1 + h - t, floored at 0
+        linear = gap > 2 * h  # t < 1 - h
+        loss = torch.where(linear, gap - h, gap * gap / (4 * h))
+        return loss, -s * torch.where(linear, torch.ones_like(gap), gap / (2 * h))
+
+    def _pointwise_hessian(self, m, y):
+        band = (1 - (2 * y - 1) * m).abs() <= self.width
+        return band.to(_F64) / (2 * self.width)
 
 
 class SoftmaxLoss(LinearLoss):

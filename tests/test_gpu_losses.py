@@ -7,13 +7,14 @@ import torch
 from sklearn.metrics import log_loss
 
 from devices import DEVICES
-from gpu import (CsrBlock, DenseBlock, HingeLoss, LogisticLoss, SoftmaxLoss, SquaredHingeLoss,
-                 SquaredLoss)
+from gpu import (CsrBlock, DenseBlock, HingeLoss, LogisticLoss, SmoothedHingeLoss, SoftmaxLoss,
+                 SquaredHingeLoss, SquaredLoss)
 
 K = 3
-LOSSES = ["logistic", "softmax", "squared", "hinge", "squared_hinge"]
-WITH_HESSIAN = ["logistic", "squared", "squared_hinge"]
-WITH_HESSP = ["logistic", "softmax", "squared", "squared_hinge"]
+LOSSES = ["logistic", "softmax", "squared", "hinge", "squared_hinge", "smoothed_hinge"]
+WITH_HESSIAN = ["logistic", "squared", "squared_hinge", "smoothed_hinge"]
+WITH_HESSP = ["logistic", "softmax", "squared", "squared_hinge", "smoothed_hinge"]
+WIDTH = 0.5  # the smoothed hinge's band half-width in these tests: several of the 40 rows fall in it
 FI = pytest.mark.parametrize("fit_intercept", [True, False], ids=["icpt", "noicpt"])
 LAYOUT = pytest.mark.parametrize("layout", ["dense", "csr"])
 DEVICE = pytest.mark.parametrize("device", DEVICES)
@@ -22,6 +23,8 @@ DEVICE = pytest.mark.parametrize("device", DEVICES)
 def make_loss(name, fit_intercept):
     cls = {"logistic": LogisticLoss, "squared": SquaredLoss, "hinge": HingeLoss,
            "squared_hinge": SquaredHingeLoss}
+    if name == "smoothed_hinge":
+        return SmoothedHingeLoss(fit_intercept, width=WIDTH)
     return SoftmaxLoss(K, fit_intercept) if name == "softmax" else cls[name](fit_intercept)
 
 
@@ -38,9 +41,12 @@ def make_data(name, fit_intercept, n=40, d=5, seed=0):
         y = rng.normal(size=n) * 2
     else:
         y = (rng.random(n) < 0.5).astype(float)
-    if name in ("hinge", "squared_hinge"):  # finite differences need rows away from the kink
-        s = 2 * y - 1
-        assert np.min(np.abs(1 - s * margins_np(coef, x, fit_intercept))) > 1e-3
+    if name in ("hinge", "squared_hinge", "smoothed_hinge"):  # finite differences need rows away from the kinks
+        gap = 1 - (2 * y - 1) * margins_np(coef, x, fit_intercept)
+        kinks = [-WIDTH, WIDTH] if name == "smoothed_hinge" else [0.0]
+        assert min(np.min(np.abs(gap - k)) for k in kinks) > 1e-3
+        if name == "smoothed_hinge":
+            assert np.sum(np.abs(gap) <= WIDTH) >= 3, "the Hessian tests need rows in the band"
     return x, y, w, coef
 
 
@@ -151,6 +157,10 @@ def reference_loss(name, x, y, w, coef, fit_intercept):
     if name == "squared":
         return np.sum(w * (m - y) ** 2 / 2)
     slack = np.maximum(0.0, 1 - (2 * y - 1) * m)
+    if name == "smoothed_hinge":  # Chapelle's Huber hinge, piece by piece
+        t = (2 * y - 1) * m
+        h = WIDTH
+        return np.sum(w * np.where(t > 1 + h, 0.0, np.where(t < 1 - h, 1 - t, (1 + h - t) ** 2 / (4 * h))))
     return np.sum(w * (slack if name == "hinge" else slack ** 2))
 
 
@@ -190,6 +200,22 @@ def test_hinge_kink_gets_zero_subgradient():
     # rows: s m = 1 (kink, no gradient), s m = -1 (slack 2, grad +x), s m = 0.5 (slack 0.5, grad -x)
     assert float(value) == pytest.approx(2.5)
     assert grad.tolist() == pytest.approx([1.0 - 0.5])
+
+
+@pytest.mark.parametrize("width", [0.5, 0.1, 0.01])
+def test_smoothed_hinge_is_within_a_quarter_width_of_the_hinge(width):
+    """0 <= l_h(t) - max(0, 1 - t) <= h / 4, equal at the kink + h / 4 and outside the band."""
+    t = torch.linspace(-3, 3, 6001, dtype=torch.float64)
+    y = torch.ones_like(t)
+    gap = SmoothedHingeLoss(width=width)._pointwise(t, y)[0] - torch.clamp(1 - t, min=0)
+    assert float(gap.min()) >= -1e-15 and float(gap.max()) == pytest.approx(width / 4, rel=1e-9)
+    outside = (t - 1).abs() > width + 1e-9
+    assert float(gap[outside].abs().max()) < 1e-15
+
+
+def test_smoothed_hinge_rejects_a_non_positive_width():
+    with pytest.raises(ValueError, match="width"):
+        SmoothedHingeLoss(width=0.0)
 
 
 def test_logistic_and_softmax_stable_for_huge_margins():

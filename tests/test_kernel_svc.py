@@ -57,6 +57,31 @@ def test_rbf_accuracy_within_one_point_of_sklearn(spark, name, loader, landmarks
     assert abs(acc - sk_acc) <= 0.01, (name, acc, sk_acc)
 
 
+def test_hinge_loss_reaches_svcs_primal_objective(spark):
+    """Every row a landmark: loss="hinge" minimizes SVC's own primal, 1/2 ||w||^2 + C sum_i max(0, 1 - s_i f_i),
+    to within 0.5% (measured +0.14%: the smoothing, and the Nystroem directions below rcond); the squared
+    hinge's minimizer is 21% above it."""
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    x, y = datasets.make_moons(n_samples=400, noise=0.3, random_state=0)
+    y, c, gamma = y.astype(float), 1.0, 1.0
+    sk = SVC(C=c, gamma=gamma, tol=1e-8).fit(x, y)
+
+    def primal(norm2, decision):
+        return 0.5 * norm2 + c * np.sum(np.maximum(0.0, 1 - (2 * y - 1) * decision))
+
+    alpha = sk.dual_coef_[0]
+    best = primal(alpha @ rbf_kernel(sk.support_vectors_, gamma=gamma) @ alpha, sk.decision_function(x))
+    objective = {}
+    for loss in ("hinge", "squared_hinge"):
+        model = KernelSVC(regParam=1.0 / (len(y) * c), gamma=gamma, numLandmarks=1000, loss=loss).fit(_frame(spark, x, y))
+        decision = np.array([r.rawPrediction[1] for r in model.transform(_test_frame(spark, x, y)).collect()])
+        beta = model.coefficientMatrix.toArray()[0]
+        objective[loss] = primal(beta @ beta, decision)
+    assert best * (1 - 1e-6) <= objective["hinge"] <= best * 1.005, (objective, best)
+    assert objective["squared_hinge"] > best * 1.1, (objective, best)
+
+
 def test_synthetic_nonlinear_problem_with_sampled_landmarks(spark):
     """Two interleaved moons (no linear separator): 400 of 1400 training rows as landmarks."""
     x, y = datasets.make_moons(n_samples=2000, noise=0.25, random_state=1)
@@ -160,7 +185,7 @@ def test_platt_probabilities_are_sklearns_sigmoid_fit_of_the_decision_values(spa
     x, y = datasets.load_breast_cancer(return_X_y=True)
     xtr, xte, ytr, yte = _split(x, y.astype(float))
     c = 1.0
-    model = KernelSVC(regParam=1.0 / (len(ytr) * c), numLandmarks=2000, probability=True,
+    model = KernelSVC(regParam=1.0 / (len(ytr) * c), numLandmarks=2000, probability=True, dtype="float64",
                       strategy="allreduce").fit(_frame(spark, xtr, ytr))
     train = model.transform(_test_frame(spark, xtr, ytr)).collect()
     decision = np.array([r.rawPrediction[1] for r in train])
@@ -176,11 +201,17 @@ def test_platt_probabilities_are_sklearns_sigmoid_fit_of_the_decision_values(spa
 
 def test_allreduce_solves_the_same_problems_as_sync(spark, tmp_path):
     """Iris, 3 classes, every row a landmark: all one-vs-rest problems in one barrier stage, then Platt in
-    another, against one Spark job per pass."""
+    another, against one Spark job per pass. The squared hinge follows the same path to 1e-10; the
+    (smoothed) hinge's band-row Hessians amplify the reduction order's rounding, so there only the
+    objectives agree, to the tolerance (measured: 8.5e-8 relative; coefficients 3e-5)."""
     x, y = datasets.load_iris(return_X_y=True)
     xtr, xte, ytr, yte = _split(x, y.astype(float))
     frame = _frame(spark, xtr, ytr)
-    params = dict(regParam=1.0 / len(ytr), numLandmarks=200, probability=True)
+    hinge = dict(regParam=1.0 / len(ytr), numLandmarks=200)
+    sync, allreduce = (KernelSVC(strategy=s, **hinge).fit(frame) for s in ("sync", "allreduce"))
+    for a, b in zip(allreduce.summaries, sync.summaries):
+        assert a.objectiveHistory[-1] == pytest.approx(b.objectiveHistory[-1], rel=1e-6)  # tol
+    params = dict(hinge, probability=True, loss="squared_hinge")
     sync = KernelSVC(strategy="sync", **params).fit(frame)
     allreduce = KernelSVC(strategy="allreduce", **params).fit(frame)
     np.testing.assert_allclose(allreduce.coefficientMatrix.toArray(), sync.coefficientMatrix.toArray(), atol=1e-10)
