@@ -251,18 +251,19 @@ class KernelSVC(Classifier, _KernelSVCParams):
         p = m + fit_intercept
         solver = _newton_solver(p, self.getStrategy())
 
-        def run(binary, theta0, max_iter, last_pass):
-            return strategy.newton(lambda idx: OneVsRestProblems(binary, [classes[j] for j in idx]), theta0,
-                                   solver=solver, preconditioner=gram if solver == "cg" else None,
-                                   reg=self.getRegParam(), weight_sum=summary.weight_sum, fit_intercept=fit_intercept,
-                                   max_iter=max_iter, tol=self.getTol(), names=names, last_pass=last_pass)
+        def problems(binary):
+            return lambda idx: OneVsRestProblems(binary, [classes[j] for j in idx])
 
-        theta0 = np.zeros((len(classes), p))
-        last_pass = not self.getProbability()
+        squared = problems(SquaredHingeLoss(fit_intercept))
         if self.getLoss() == "squared_hinge":
-            return run(SquaredHingeLoss(fit_intercept), theta0, self.getMaxIter(), last_pass)
-        theta0, _ = run(SquaredHingeLoss(fit_intercept), theta0, _HINGE_WARM_START_ROUNDS, False)
-        return run(SmoothedHingeLoss(fit_intercept, width=_HINGE_WIDTH), theta0, self.getMaxIter(), last_pass)
+            main, warm_start = squared, None
+        else:  # both solves in one Spark job sequence or barrier stage
+            main = problems(SmoothedHingeLoss(fit_intercept, width=_HINGE_WIDTH))
+            warm_start = (squared, _HINGE_WARM_START_ROUNDS)
+        return strategy.newton(main, np.zeros((len(classes), p)), warm_start=warm_start, solver=solver,
+                               preconditioner=gram if solver == "cg" else None, reg=self.getRegParam(),
+                               weight_sum=summary.weight_sum, fit_intercept=fit_intercept, max_iter=self.getMaxIter(),
+                               tol=self.getTol(), names=names, last_pass=not self.getProbability())
 
     def _platt(self, strategy, num_classes, theta, summary):
         """(k, 2): Platt's (a, b) per problem, fitted on the training decision values."""

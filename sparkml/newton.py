@@ -235,3 +235,14 @@ def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, n
         logger.info("%s finished: %d Newton rounds, objective %.10g (%s)", names[j], s.totalIterations,
                     state.f[j], s.message)
     return state.theta, summaries
+
+
+def newton_warm_started(evaluate_for, make_problems, theta0, warm_start=None, **options):
+    """``newton`` over ``evaluate_for(make_problems)``; with ``warm_start=(make_first, rounds)``
+    first at most ``rounds`` rounds over ``evaluate_for(make_first)`` from ``theta0`` (another loss
+    of the same rows), whose end is the start (its summaries are dropped). ``evaluate_for`` turns a
+    problem factory into an ``evaluate``: a strategy runs both solves in one Spark job or stage."""
+    if warm_start is not None:
+        make_first, rounds = warm_start
+        theta0, _ = newton(evaluate_for(make_first), theta0, **{**options, "max_iter": int(rounds)})
+    return newton(evaluate_for(make_problems), theta0, **options)

@@ -28,7 +28,7 @@ from datetime import timedelta
 import numpy as np
 
 from sparkml.data.convert import STATS_SCHEMA
-from sparkml.newton import newton
+from sparkml.newton import newton_warm_started
 from sparkml.session_kind import is_connect, task_slots
 from sparkml.strategies.averaging import local_solve, run_rounds
 from sparkml.strategies.partition_sums import PartitionSums
@@ -200,17 +200,20 @@ def _optimizer_body(objective, theta0, options, local_iter):
 
 
 def _newton_body(make_problems, theta0, options):
-    """``sparkml.newton.newton``, each pass's sums all-reduced."""
+    """``sparkml.newton.newton_warm_started`` (the warm start too in this stage), each pass's sums all-reduced."""
     def body(sums, group):
-        def evaluate(theta, idx, kind):
-            k, p = len(idx), theta.shape[-1]
-            shapes = {"loss_gradient": [(k,), (k, p)], "loss_gradient_hessian": [(k,), (k, p), (k, p, p)],
-                      "loss_gradient_diagonal": [(k,), (k, p), (k, p)],
-                      "loss_gradient_curvature": [(k,), (k, p), (k,)], "hessp": [(k, p)]}[kind]
-            part = getattr(sums, kind)(theta, make_problems(idx))
-            return split(group.add(part, sum(int(np.prod(s)) for s in shapes)), shapes)
+        def evaluate_for(problems):
+            def evaluate(theta, idx, kind):
+                k, p = len(idx), theta.shape[-1]
+                shapes = {"loss_gradient": [(k,), (k, p)], "loss_gradient_hessian": [(k,), (k, p), (k, p, p)],
+                          "loss_gradient_diagonal": [(k,), (k, p), (k, p)],
+                          "loss_gradient_curvature": [(k,), (k, p), (k,)], "hessp": [(k, p)]}[kind]
+                part = getattr(sums, kind)(theta, problems(idx))
+                return split(group.add(part, sum(int(np.prod(s)) for s in shapes)), shapes)
 
-        return newton(evaluate, theta0, **options)
+            return evaluate
+
+        return newton_warm_started(evaluate_for, make_problems, theta0, **options)
 
     return body
 

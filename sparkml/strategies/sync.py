@@ -9,7 +9,7 @@ executor or worker computes them.
 """
 import numpy as np
 
-from sparkml.newton import newton
+from sparkml.newton import newton_warm_started
 from sparkml.strategies.partition_sums import PartitionSums
 from sparkml.strategies.transport import Transport
 from sparkml.training import run_optimizer
@@ -55,11 +55,12 @@ class SyncStrategy:
 
     def newton(self, make_problems, theta0, *, last_pass=False, **options):
         """``sparkml.newton.newton`` over the problems ``make_problems(idx)`` (a ``gpu.problems``
-        loss for the problem indices idx), one Spark job per pass."""
-        def evaluate(theta, idx, kind):
-            return self._run(theta, kind, make_problems(idx))
+        loss for the problem indices idx), one Spark job per pass; ``warm_start`` as
+        ``sparkml.newton.newton_warm_started``."""
+        def evaluate_for(problems):
+            return lambda theta, idx, kind: self._run(theta, kind, problems(idx))
 
-        return newton(evaluate, theta0, **options)
+        return newton_warm_started(evaluate_for, make_problems, theta0, **options)
 
     def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False):
         """Driver-side L-BFGS / OWL-QN over ``objective`` (whose data sum is ``self.loss_gradient``).
