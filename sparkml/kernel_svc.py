@@ -18,10 +18,10 @@ landmarks and no m x m projection, but more features for the same accuracy. Then
 
 with ``loss="hinge"`` (the default, as ``SVC``) l(t) = max(0, 1 - t) smoothed by a quadratic over
 |1 - t| <= 0.1 (``gpu.SmoothedHingeLoss``, at most 0.025 above the hinge), started from two Newton
-rounds of the squared hinge; or ``loss="squared_hinge"``, l(t) = max(0, 1 - t)^2. The hinge is the
-more accurate where the classes overlap (100k rows of the benchmark's problem: 90.2% against 89.7%)
-and no slower: its Hessians are over the rows in the band only. It
-is solved by a distributed Newton method (``sparkml.newton``; H formed for up to 256 features with
+rounds of the squared hinge; or ``loss="squared_hinge"``, l(t) = max(0, 1 - t)^2. The hinge tracks
+SVC's accuracy (the benchmark's problem, 4000 landmarks: within 0.2 points at 10k to 100k rows; the squared
+hinge is 0.6 to 0.7 above it at 10k and 30k and 0.6 below at 100k); its Hessians are over the rows
+in the band only, but it takes more rounds (up to twice the fit time on small data). It is solved by a distributed Newton method (``sparkml.newton``; H formed for up to 256 features with
 ``allreduce``, 1024 with ``sync``, Newton-CG beyond, preconditioned by the shape of the features'
 second moment for Nystroem and by the diagonal for rff): every round is ONE pass over the features for
 all the classes still running (``gpu.OneVsRestProblems``), a Spark job per pass
@@ -119,8 +119,9 @@ class _KernelSVCParams(_ClassifierParams, HasMaxIter, HasTol, HasRegParam, HasFi
                               typeConverter=one_of("landmarkSelection", LANDMARK_SELECTIONS))
     loss = Param(Params._dummy(), "loss",
                  "The SVM's loss: 'hinge' (scikit-learn's SVC and MLlib's LinearSVC; smoothed over a band of "
-                 "half-width 0.1 at the kink so Newton's method applies) or 'squared_hinge' (fewer Newton "
-                 "passes; a little less accurate where the classes overlap).", typeConverter=one_of("loss", LOSSES))
+                 "half-width 0.1 at the kink so Newton's method applies; tracks SVC's accuracy) or 'squared_hinge' "
+                 "(fewer Newton rounds; its accuracy can differ from SVC's either way).",
+                 typeConverter=one_of("loss", LOSSES))
     probability = Param(Params._dummy(), "probability",
                         "Fit Platt scaling (one sigmoid per one-vs-rest problem, on the training decision values) "
                         "and output the probability column; the multi-class probabilities are the sigmoids "
@@ -163,7 +164,8 @@ class KernelSVC(Classifier, _KernelSVCParams):
     def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction",
                  rawPredictionCol="rawPrediction", probabilityCol="probability", kernel="rbf", gamma="scale",
                  degree=3, coef0=0.0, regParam=1e-4, method="nystroem", numLandmarks=1000, landmarkSelection="kmeans",
-                 loss="hinge", probability=False, maxIter=100, tol=1e-6, seed=0, fitIntercept=True, threshold=0.0, weightCol=None,
+                 loss="hinge", probability=False, maxIter=100, tol=1e-6, seed=0, fitIntercept=True, threshold=0.0,
+                 weightCol=None,
                  aggregationDepth=2, strategy="sync", device="auto", dtype="float32", numWorkers=0, localIter=10):
         super().__init__()
         self._set(**self._input_kwargs)

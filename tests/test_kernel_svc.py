@@ -74,7 +74,8 @@ def test_hinge_loss_reaches_svcs_primal_objective(spark):
     best = primal(alpha @ rbf_kernel(sk.support_vectors_, gamma=gamma) @ alpha, sk.decision_function(x))
     objective = {}
     for loss in ("hinge", "squared_hinge"):
-        model = KernelSVC(regParam=1.0 / (len(y) * c), gamma=gamma, numLandmarks=1000, loss=loss).fit(_frame(spark, x, y))
+        model = KernelSVC(regParam=1.0 / (len(y) * c), gamma=gamma, numLandmarks=1000, loss=loss)
+        model = model.fit(_frame(spark, x, y))
         decision = np.array([r.rawPrediction[1] for r in model.transform(_test_frame(spark, x, y)).collect()])
         beta = model.coefficientMatrix.toArray()[0]
         objective[loss] = primal(beta @ beta, decision)
