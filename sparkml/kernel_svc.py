@@ -18,10 +18,12 @@ landmarks and no m x m projection, but more features for the same accuracy. Then
 
 with ``loss="hinge"`` (the default, as ``SVC``) l(t) = max(0, 1 - t) smoothed by a quadratic over
 |1 - t| <= 0.1 (``gpu.SmoothedHingeLoss``, at most 0.025 above the hinge), started from two Newton
-rounds of the squared hinge; or ``loss="squared_hinge"``, l(t) = max(0, 1 - t)^2. The hinge tracks
-SVC's accuracy (the benchmark's problem, 4000 landmarks: within 0.2 points at 10k to 100k rows; the squared
-hinge is 0.6 to 0.7 above it at 10k and 30k and 0.6 below at 100k); its Hessians are over the rows
-in the band only, but it takes more rounds (up to twice the fit time on small data). It is solved by a distributed Newton method (``sparkml.newton``; H formed for up to 256 features with
+rounds of the squared hinge; or ``loss="squared_hinge"``, l(t) = max(0, 1 - t)^2. The hinge
+tracks SVC's accuracy (the benchmark's problem, 4000 landmarks: within 0.2 points at 10k to 100k
+rows; the squared hinge is 0.6 to 0.7 above it at 10k and 30k and 0.6 below at 100k); its
+Hessians are over the rows in the band only, but it takes more rounds (up to twice the fit time
+on small data). It is solved by a distributed Newton method (``sparkml.newton``; H formed for up
+to 256 features with
 ``allreduce``, 1024 with ``sync``, Newton-CG beyond, preconditioned by the shape of the features'
 second moment for Nystroem and by the diagonal for rff): every round is ONE pass over the features for
 all the classes still running (``gpu.OneVsRestProblems``), a Spark job per pass
