@@ -17,6 +17,8 @@ spectrum.
 """
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from .blocks import _Block
@@ -61,7 +63,13 @@ class FactoredBlock(_Block):
         return (self._right64.T @ out.to(torch.float64)).to(out.dtype)
 
     def take(self, index) -> "FactoredBlock":
-        return FactoredBlock(self.left.take(index), self.right)
+        """The rows ``index``, sharing this block's right factor and its float64 copy: a Newton
+        round's active rows are taken once per round, and casting an (m, p) factor costs as much as
+        copying 8000 rows of a 4000-column block (0.27 s at m = p = 4000 here)."""
+        taken = copy.copy(self)
+        taken.left = self.left.take(index)
+        taken.n_rows = taken.left.n_rows
+        return taken
 
     def rows(self, start: int, stop: int) -> torch.Tensor:
         return self.left.rows(start, stop) @ self.right

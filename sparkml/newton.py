@@ -182,13 +182,15 @@ def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, n
     for j in running:
         state.history[j].append(float(state.f[j]))
     while running:
+        # before the directions: a direction no round will take costs a whole CG solve
+        running = [j for j in running if state.rounds[j] < max_iter]
+        if not running:
+            break
         deltas = state.directions(running, evaluate)
         slopes = {j: float(state.g[j] @ deltas[j]) for j in running}
         for j in list(running):
             if -slopes[j] / 2 <= tol * max(abs(state.f[j]), 1e-300):
                 state.converged[j], state.message[j] = True, "predicted decrease below tol"
-                running.remove(j)
-            elif state.rounds[j] >= max_iter:
                 running.remove(j)
         if not running:
             break
