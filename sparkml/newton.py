@@ -16,7 +16,8 @@ Platt scaling is the same loop with the log loss and lambda = 0. A round is ONE 
 returning the three sums for every problem still running (``evaluate``), after which the driver
 solves H_j delta_j = -g_j (Cholesky) for each. The full steps are tried first and that pass
 already yields the next round's sums; the problems whose step fails Armijo's test halve it, one
-loss-only pass (over those problems only) per halving. Problem j stops when its predicted
+pass (over those problems only, with all the round's sums, so the step that passes needs no
+further pass) per halving. Problem j stops when its predicted
 decrease -g.delta / 2 or its actual decrease falls below ``tol * J_j``, or after ``max_iter``
 rounds; typically 5 to 10 rounds. A 1e-10 ridge keeps H positive definite when no row is active.
 
@@ -204,20 +205,22 @@ def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, n
             return [j for j in running if steps[j] > _MIN_STEP
                     and f_new[j] > state.f[j] + _ARMIJO * steps[j] * slopes[j]]
 
-        halved = set()
+        halved = {}  # problem -> (theta, its sums) at its latest halved step
         while bad := failing():
             for j in bad:
                 steps[j] /= 2
-                halved.add(j)
             theta_bad = np.array([state.theta[j] + steps[j] * deltas[j] for j in bad])
-            f_new.update(zip(bad, state.value(evaluate(theta_bad, bad, "loss_gradient")[0], theta_bad)))
+            # all the sums, not the loss alone: the step that passes is accepted without one more pass
+            sums = evaluate(theta_bad, bad, state.kind)
+            f_new.update(zip(bad, state.value(sums[0], theta_bad)))
+            halved.update((j, (theta_bad[i], tuple(s[i] for s in sums))) for i, j in enumerate(bad))
         kept = [i for i, j in enumerate(running) if j not in halved]
         f_old = {j: state.f[j] for j in running}
         state.accept([running[i] for i in kept], candidates[kept], tuple(s[kept] for s in full))
         if halved:
             idx = sorted(halved)
-            theta_h = np.array([state.theta[j] + steps[j] * deltas[j] for j in idx])
-            state.accept(idx, theta_h, evaluate(theta_h, idx, state.kind))
+            state.accept(idx, np.array([halved[j][0] for j in idx]),
+                         tuple(np.array([halved[j][1][t] for j in idx]) for t in range(len(full))))
         seconds = time.perf_counter() - start
         for j in list(running):
             state.rounds[j] += 1
