@@ -1,9 +1,11 @@
 """Lloyd's k-means: centres that summarise a sample of rows, used as Nystroem landmarks.
 
-Given rows x_1..x_n and k starting centres (k distinct rows drawn with ``seed``), each iteration
-assigns every row to its nearest centre, a(i) = argmin_j ||x_i - c_j||^2, and moves each centre to
-the mean of its rows, c_j = mean{x_i : a(i) = j}; a centre with no rows stays where it is. Each
-iteration lowers (or keeps) the within-cluster sum of squares sum_i ||x_i - c_a(i)||^2.
+Given rows x_1..x_n with weights w_i >= 0 (all 1 by default) and k starting centres (k distinct
+rows of positive weight drawn with ``seed``), each iteration assigns every row to its nearest
+centre, a(i) = argmin_j ||x_i - c_j||^2, and moves each centre to the weighted mean of its rows,
+c_j = sum_{a(i) = j} w_i x_i / sum_{a(i) = j} w_i; a centre whose rows weigh nothing stays where it
+is. Each iteration lowers (or keeps) the weighted within-cluster sum of squares
+sum_i w_i ||x_i - c_a(i)||^2. Integer weights give the centres of the rows repeated that often.
 
 Why for landmarks: the Nystroem approximation error of a kernel matrix is bounded by a term that
 grows with that sum of squares (Zhang, Tsang and Kwok, "Improved Nystrom low-rank approximation and
@@ -18,27 +20,37 @@ import torch
 _CHUNK_PAIRS = 1 << 22
 
 
-def kmeans(x, k, *, iters=10, seed=0, init=None):
+def kmeans(x, k, *, iters=10, seed=0, init=None, weights=None):
     """The k centres (a float64 (k, d) tensor, on x's device) after at most ``iters`` Lloyd iterations
-    (fewer at a fixed point) from ``init`` (k starting centres) or else k distinct rows of x drawn
-    with ``seed``; x itself (as float64) when it has at most k rows."""
+    (fewer at a fixed point) from ``init`` (k starting centres) or else k distinct rows of x of
+    positive weight drawn with ``seed``; those rows themselves (as float64) when there are at most k.
+    ``weights``: (n,) row weights >= 0 (None: all 1)."""
     x = torch.as_tensor(x).to(torch.float64)
-    n = x.shape[0]
     if k < 1:
         raise ValueError(f"k must be >= 1; got {k}")
-    if init is None and n <= k:
-        return x.clone()
+    if weights is not None:
+        weights = torch.as_tensor(weights).to(device=x.device, dtype=torch.float64).reshape(-1)
+        if weights.numel() != x.shape[0] or not bool(torch.all(weights >= 0)):
+            raise ValueError(f"weights must be {x.shape[0]} values >= 0 (one per row); got {weights.numel()} values, "
+                             f"minimum {float(weights.min()) if weights.numel() else None}")
+    positive = x if weights is None else x[weights > 0]
+    if init is None and positive.shape[0] <= k:
+        return positive.clone()
     if init is not None:
         centres = torch.as_tensor(init).to(device=x.device, dtype=torch.float64).clone()
         if centres.shape != (k, x.shape[1]):
             raise ValueError(f"init must hold k={k} centres of {x.shape[1]} features; got shape {tuple(centres.shape)}")
     else:
         generator = torch.Generator().manual_seed(int(seed))
-        centres = x[torch.randperm(n, generator=generator)[:k].to(x.device)].clone()
+        centres = positive[torch.randperm(positive.shape[0], generator=generator)[:k].to(x.device)].clone()
     for _ in range(iters):
         assign = nearest(x, centres)
-        counts = torch.bincount(assign, minlength=k)
-        sums = torch.zeros_like(centres).index_add_(0, assign, x)
+        if weights is None:
+            counts = torch.bincount(assign, minlength=k)
+            sums = torch.zeros_like(centres).index_add_(0, assign, x)
+        else:
+            counts = torch.zeros(k, dtype=torch.float64, device=x.device).index_add_(0, assign, weights)
+            sums = torch.zeros_like(centres).index_add_(0, assign, x * weights[:, None])
         moved = counts > 0
         updated = sums[moved] / counts[moved, None].to(x.dtype)
         if torch.equal(updated, centres[moved]):

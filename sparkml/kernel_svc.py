@@ -200,7 +200,7 @@ class KernelSVC(Classifier, _KernelSVCParams):
             s = data.summary
             num_classes = classification_labels(s, self.getLabelCol())
             gamma = resolve_gamma(self.getGamma(), s)
-            spec, gram = self._feature_map_spec(dataset, s, gamma)
+            spec, gram = self._feature_map_spec(dataset, s, gamma, weight_col)
             m = make_feature_map(spec).n_components
             # Nystroem: the blocks hold K(X, L); the projection is applied per product (gpu.factored)
             features = data.derive(_feature_fn(spec), self.getDevice(), right_factor=spec.get("projection"))
@@ -220,8 +220,9 @@ class KernelSVC(Classifier, _KernelSVCParams):
         model._summaries = summaries
         return self._copyValues(model)
 
-    def _feature_map_spec(self, dataset, summary, gamma):
-        """(The fitted feature map's data (``gpu.feature_maps``): the landmarks and K_LL^-1/2 in K_LL's
+    def _feature_map_spec(self, dataset, summary, gamma, weight_col=None):
+        """(The fitted feature map's data (``gpu.feature_maps``): the landmarks (from the rows of positive
+        ``weight_col`` weight, k-means weighted by it) and K_LL^-1/2 in K_LL's
         truncated eigenbasis, or drawn Fourier frequencies; the shape (None, s) of the rows' average
         phi phi^T ~ diag(s) that preconditions Newton-CG (``sparkml.newton``), or None for rff)."""
         import torch
@@ -235,7 +236,8 @@ class KernelSVC(Classifier, _KernelSVCParams):
             return {"method": "rff", "kernel": self.getKernel(), "frequencies": rff.frequencies.numpy(),
                     "offsets": rff.offsets.numpy()}, None
         landmarks, rows = choose_landmarks(dataset, self.getFeaturesCol(), self.getLabelCol(), summary,
-                                           self.getNumLandmarks(), self.getLandmarkSelection(), self.getSeed())
+                                           self.getNumLandmarks(), self.getLandmarkSelection(), self.getSeed(),
+                                           weight_col or None)
         nystroem = NystroemMap(self.getKernel(), landmarks, rcond=_NYSTROEM_RCOND, **self._kernel_args(gamma))
         if rows is None:  # landmarks sampled from the rows: their average phi phi^T is diag(lambda) / m
             s = nystroem.gram_spectrum()[1].numpy() / len(landmarks)

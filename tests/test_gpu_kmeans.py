@@ -24,6 +24,29 @@ def test_lloyd_iterations_are_sklearns_from_the_same_start(iters, device):
     np.testing.assert_allclose(ours, ref.cluster_centers_, rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("iters", [1, 50])
+def test_weighted_lloyd_is_sklearns_with_sample_weight_and_repeated_rows(iters):
+    """Row weights: scikit-learn's weighted Lloyd iterations from the same start, and integer weights
+    give the centres of the rows repeated that often."""
+    x = _blobs()
+    w = np.random.default_rng(2).integers(0, 4, len(x)).astype(float)  # a quarter of the rows weigh 0
+    init = x[np.random.default_rng(1).choice(len(x), 8, replace=False)]
+    ref = KMeans(8, init=init, n_init=1, max_iter=iters, tol=0.0, algorithm="lloyd").fit(x, sample_weight=w)
+    ours = km.kmeans(x, 8, iters=iters, init=init, weights=w).numpy()
+    np.testing.assert_allclose(ours, ref.cluster_centers_, rtol=0, atol=1e-10)
+    repeated = km.kmeans(np.repeat(x, w.astype(int), axis=0), 8, iters=iters, init=init).numpy()
+    np.testing.assert_allclose(ours, repeated, rtol=0, atol=1e-10)
+    assert not np.allclose(ours, km.kmeans(x, 8, iters=iters, init=init).numpy(), atol=1e-3)  # the weights matter
+    # drawn starting centres are rows of positive weight; with at most k of them, those rows
+    start = km.kmeans(x, 40, iters=0, seed=3, weights=w).numpy()
+    assert all(w[np.all(x == c, axis=1)].max() > 0 for c in start)
+    few = np.zeros(len(x))
+    few[[3, 9]] = 1.0
+    np.testing.assert_array_equal(km.kmeans(x, 5, weights=few).numpy(), x[[3, 9]])
+    with pytest.raises(ValueError, match="weights must be 600 values >= 0"):
+        km.kmeans(x, 5, weights=-w)
+
+
 def test_centres_are_the_means_of_their_rows_and_lower_the_sum_of_squares(monkeypatch):
     x = torch.from_numpy(_blobs(n=2000, d=7, centres=30, seed=2))
     start = km.kmeans(x, 40, iters=0, seed=5)

@@ -182,6 +182,33 @@ def _test_frame(spark, x, y):
     return spark.createDataFrame([(float(label), Vectors.dense(row)) for row, label in zip(x, y)], SCHEMA)
 
 
+def test_integer_weights_fit_the_rows_repeated(spark):
+    """weightCol: weights 0 to 3 give the decision function of the rows repeated that often (0: left out).
+    Every row is a landmark, so both Nystroem maps span the same functions (duplicates add none) and the
+    whitened coefficients' norm is the same RKHS norm: one objective, one optimum. In 10 dimensions no
+    direction of K_LL falls under the 1e-6 cut but the duplicates' (two moons would lose some, differently
+    for the two maps: 5e-4 apart)."""
+    x, y = datasets.make_classification(n_samples=340, n_features=10, n_informative=6, random_state=3)
+    x, xte, y = x[:240], x[240:], y[:240]
+    w = np.random.default_rng(4).integers(0, 4, len(y)).astype(float)
+    schema = StructType(SCHEMA.fields + [StructField("w", DoubleType())])
+    weighted = spark.createDataFrame([(float(label), Vectors.dense(row), float(wi)) for row, label, wi in
+                                      zip(x, y, w)], schema).repartition(3)
+    reps = w.astype(int)
+    repeated = _frame(spark, np.repeat(x, reps, axis=0), np.repeat(y, reps).astype(float), partitions=3)
+    params = dict(regParam=1.0 / (w.sum() * 10.0), gamma=0.1, numLandmarks=1000, dtype="float64", tol=1e-10)
+    models = {"weighted": KernelSVC(weightCol="w", **params).fit(weighted),
+              "repeated": KernelSVC(**params).fit(repeated)}
+    assert models["weighted"].numLandmarksUsed == int(np.sum(w > 0))  # the rows of weight 0 are no landmarks
+    test = _test_frame(spark, xte, np.zeros(len(xte)))
+    raw = {k: np.array([r.rawPrediction[1] for r in m.transform(test).select("rawPrediction").collect()])
+           for k, m in models.items()}
+    np.testing.assert_allclose(raw["weighted"], raw["repeated"], rtol=0, atol=1e-5)
+    unweighted = KernelSVC(**params).fit(weighted.drop("w"))
+    plain = np.array([r.rawPrediction[1] for r in unweighted.transform(test).select("rawPrediction").collect()])
+    assert np.max(np.abs(plain - raw["weighted"])) > 1e-2  # the weights change the fit
+
+
 def test_platt_probabilities_are_sklearns_sigmoid_fit_of_the_decision_values(spark):
     x, y = datasets.load_breast_cancer(return_X_y=True)
     xtr, xte, ytr, yte = _split(x, y.astype(float))

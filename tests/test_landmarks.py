@@ -5,7 +5,8 @@ import numpy as np
 from pyspark.ml.linalg import Vectors, VectorUDT
 from pyspark.sql.types import DoubleType, StructField, StructType
 
-from sparkml.landmarks import class_quotas, sample_landmarks
+from gpu.kmeans import kmeans
+from sparkml.landmarks import choose_landmarks, class_quotas, sample_landmarks
 
 SCHEMA = StructType([StructField("label", DoubleType()), StructField("features", VectorUDT())])
 
@@ -32,7 +33,8 @@ def test_sample_is_stratified_and_the_same_whatever_the_partitioning(spark):
                             quota, 3)
     np.testing.assert_array_equal(one[0], many[0])
     np.testing.assert_array_equal(one[1], many[1])
-    picked, labels = one
+    picked, labels, weights = one
+    assert np.all(weights == 1.0)  # no weight column
     assert picked.dtype == np.float64 and picked.shape == (sum(quota.values()), 3)
     assert {c: int(np.sum(labels == c)) for c in quota} == quota
     # every picked row is a training row with its own label, none twice
@@ -47,7 +49,36 @@ def test_all_rows_when_the_quota_covers_the_data(spark):
     x, y = _data(n=30)
     frame = spark.createDataFrame([(float(label), Vectors.dense(row)) for row, label in zip(x, y)], SCHEMA)
     summary = _summary(x, y)
-    picked, labels = sample_landmarks(frame, "features", "label", summary, class_quotas(summary, 100), 0)
+    picked, labels, _ = sample_landmarks(frame, "features", "label", summary, class_quotas(summary, 100), 0)
     assert picked.shape == x.shape
     np.testing.assert_array_equal(np.sort(picked, axis=0), np.sort(x, axis=0))
     assert sorted(labels) == sorted(y)
+
+
+def test_weighted_rows_sample_and_kmeans(spark):
+    """weightCol: rows of weight 0 are never sampled nor landmarks; the others keep their weights, and the
+    k-means centres are the weighted ones (gpu.kmeans with those weights over the same sample)."""
+    x, y = _data(n=900, seed=1)
+    w = np.random.default_rng(2).integers(0, 3, len(y)).astype(float)  # a third of the rows weigh 0
+    schema = StructType(SCHEMA.fields + [StructField("w", DoubleType())])
+    frame = spark.createDataFrame([(float(label), Vectors.dense(row), float(wi)) for row, label, wi in zip(x, y, w)],
+                                  schema).repartition(3)
+    summary = _summary(x, y)
+    weight_of = {tuple(row): wi for row, wi in zip(x, w)}
+    picked, labels, weights = sample_landmarks(frame, "features", "label", summary, class_quotas(summary, 60), 0,
+                                               "w")
+    assert len(picked) == 60 and np.all(weights > 0)
+    np.testing.assert_array_equal(weights, [weight_of[tuple(row)] for row in picked])
+    unweighted = sample_landmarks(frame, "features", "label", summary, class_quotas(summary, 60), 0)[0]
+    assert any(weight_of[tuple(row)] == 0 for row in unweighted)  # the filter is what keeps them out
+    random, _ = choose_landmarks(frame, "features", "label", summary, 60, "random", 0, "w")
+    np.testing.assert_array_equal(random, picked)
+    centres, _ = choose_landmarks(frame, "features", "label", summary, 30, "kmeans", 0, "w")
+    quota = class_quotas(summary, 30)
+    rows, labels, weights = sample_landmarks(frame, "features", "label", summary,
+                                             {c: q * 10 for c, q in quota.items()}, 0, "w")
+    expected = np.concatenate([kmeans(rows[labels == c], q, iters=10, seed=0, weights=weights[labels == c]).numpy()
+                               for c, q in quota.items()])
+    np.testing.assert_allclose(centres, expected, rtol=0, atol=1e-12)
+    plain = np.concatenate([kmeans(rows[labels == c], q, iters=10, seed=0).numpy() for c, q in quota.items()])
+    assert not np.allclose(centres, plain, atol=1e-3)
