@@ -28,12 +28,13 @@ def kmeans(x, k, *, iters=10, seed=0, init=None, weights=None):
     x = torch.as_tensor(x).to(torch.float64)
     if k < 1:
         raise ValueError(f"k must be >= 1; got {k}")
-    if weights is not None:
-        weights = torch.as_tensor(weights).to(device=x.device, dtype=torch.float64).reshape(-1)
-        if weights.numel() != x.shape[0] or not bool(torch.all(weights >= 0)):
-            raise ValueError(f"weights must be {x.shape[0]} values >= 0 (one per row); got {weights.numel()} values, "
-                             f"minimum {float(weights.min()) if weights.numel() else None}")
-    positive = x if weights is None else x[weights > 0]
+    if weights is None:
+        weights = torch.ones(x.shape[0], dtype=torch.float64, device=x.device)  # sums of ones: exact counts
+    weights = torch.as_tensor(weights).to(device=x.device, dtype=torch.float64).reshape(-1)
+    if weights.numel() != x.shape[0] or not bool(torch.all(weights >= 0)):
+        raise ValueError(f"weights must be {x.shape[0]} values >= 0 (one per row); got {weights.numel()} values, "
+                         f"minimum {float(weights.min()) if weights.numel() else None}")
+    positive = x[weights > 0]
     if init is None and positive.shape[0] <= k:
         return positive.clone()
     if init is not None:
@@ -45,14 +46,10 @@ def kmeans(x, k, *, iters=10, seed=0, init=None, weights=None):
         centres = positive[torch.randperm(positive.shape[0], generator=generator)[:k].to(x.device)].clone()
     for _ in range(iters):
         assign = nearest(x, centres)
-        if weights is None:
-            counts = torch.bincount(assign, minlength=k)
-            sums = torch.zeros_like(centres).index_add_(0, assign, x)
-        else:
-            counts = torch.zeros(k, dtype=torch.float64, device=x.device).index_add_(0, assign, weights)
-            sums = torch.zeros_like(centres).index_add_(0, assign, x * weights[:, None])
+        counts = torch.zeros(k, dtype=torch.float64, device=x.device).index_add_(0, assign, weights)
+        sums = torch.zeros_like(centres).index_add_(0, assign, x * weights[:, None])
         moved = counts > 0
-        updated = sums[moved] / counts[moved, None].to(x.dtype)
+        updated = sums[moved] / counts[moved, None]
         if torch.equal(updated, centres[moved]):
             break  # a fixed point: no row changes centre again
         centres[moved] = updated

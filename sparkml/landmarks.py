@@ -81,8 +81,7 @@ def choose_landmarks(dataset, features_col, label_col, summary, m, selection, se
     factor = _kmeans_sample_factor(m, summary.n_features)
     rows, labels, weights = sample_landmarks(dataset, features_col, label_col, summary,
                                              {c: q * factor for c, q in quota.items()}, seed, weight_col)
-    centres = [kmeans(rows[labels == c], q, iters=_KMEANS_ITERS, seed=seed,
-                      weights=weights[labels == c] if weight_col else None).numpy()
+    centres = [kmeans(rows[labels == c], q, iters=_KMEANS_ITERS, seed=seed, weights=weights[labels == c]).numpy()
                for c, q in quota.items() if np.any(labels == c)]
     return np.concatenate(centres), rows[:_PRECONDITIONER_ROWS]
 
