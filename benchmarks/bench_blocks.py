@@ -2,8 +2,11 @@
 
 Columns: X @ w; X^T r; a whole logistic loss-and-gradient pass (``LogisticLoss.loss_gradient``:
 margins, pointwise loss, X^T r; float32 storage computing in float64 converts each run of rows
-once for both products); and one read of the stored block (``x.sum()``, the memory floor).
-Torch only (no Spark): the per-task work of every iteration. Prints a table and writes JSON.
+once for both products); one read of the stored block (``x.sum()``, the memory floor, also in GB/s);
+the L-BFGS step on the host (``sparkml.optim``'s two-loop direction from 10 stored pairs, plus the
+pair update: what every rank runs after the all-reduce); and a whole iteration as an ``allreduce``
+task runs it without the all-reduce: the logistic pass, its sums copied to the host as float64, the
+step. Torch only (no Spark): the per-task work of every iteration. Prints a table and writes JSON.
 
     python benchmarks/bench_blocks.py [--rows 500000] [--features 100] [--threads 1] [--device cpu]
 """
@@ -13,10 +16,12 @@ import os
 import sys
 import time
 
+import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from gpu import DenseBlock, LogisticLoss, resolve_device  # noqa: E402
+from sparkml.optim.history import InverseHessian  # noqa: E402
 
 
 def best_ms(f, reps, sync):
@@ -51,19 +56,41 @@ def main(argv=None):
     blocks = [("float32", "float32", DenseBlock(x32)),
               ("float32", "float64", DenseBlock(x32, compute_dtype=torch.float64)),
               ("float64", "float64", DenseBlock(x32.double()))]
+    memory = InverseHessian(10)
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        s = rng.standard_normal(args.features + 1)
+        memory.update(s, s + 0.1 * rng.standard_normal(args.features + 1))
+
+    def lbfgs_step(g):
+        d = memory.direction(g)
+        memory.update(1e-3 * d, 1e-3 * d + 1e-6 * g)  # keeps 10 pairs of positive curvature
+        return d
+
+    def iteration(block):
+        value, grad = loss.loss_gradient(coef, block, y)
+        return lbfgs_step(grad.double().cpu().numpy()), float(value)
+
+    g0 = rng.standard_normal(args.features + 1)
     rows = []
     for storage, compute, block in blocks:
+        read_ms = best_ms(lambda: block.x.sum(), args.reps, sync)
+        bytes_per_row = args.features * (4 if storage == "float32" else 8)
         rows.append({"storage": storage, "compute": compute,
                      "matmul_ms": best_ms(lambda: block.matmul(w), args.reps, sync),
                      "rmatmul_ms": best_ms(lambda: block.rmatmul(r), args.reps, sync),
                      "logistic_pass_ms": best_ms(lambda: loss.loss_gradient(coef, block, y), args.reps, sync),
-                     "read_ms": best_ms(lambda: block.x.sum(), args.reps, sync),
-                     "bytes_per_row": args.features * (4 if storage == "float32" else 8)})
+                     "lbfgs_step_ms": best_ms(lambda: lbfgs_step(g0), args.reps, sync),
+                     "iteration_ms": best_ms(lambda: iteration(block), args.reps, sync),
+                     "read_ms": read_ms, "read_gbs": args.rows * bytes_per_row / read_ms / 1e6,
+                     "bytes_per_row": bytes_per_row})
     print(f"{args.rows} x {args.features} on {dev}, {args.threads} thread(s); best of {args.reps}, ms")
-    print(f"{'storage':8s} {'compute':8s} {'X @ w':>8s} {'X^T r':>8s} {'logistic':>9s} {'read X':>8s}")
+    print(f"{'storage':8s} {'compute':8s} {'X @ w':>8s} {'X^T r':>8s} {'logistic':>9s} {'L-BFGS':>8s} "
+          f"{'iter':>8s} {'read X':>8s} {'GB/s':>7s}")
     for row in rows:
-        print(f"{row['storage']:8s} {row['compute']:8s} {row['matmul_ms']:8.1f} {row['rmatmul_ms']:8.1f} "
-              f"{row['logistic_pass_ms']:9.1f} {row['read_ms']:8.1f}")
+        print(f"{row['storage']:8s} {row['compute']:8s} {row['matmul_ms']:8.2f} {row['rmatmul_ms']:8.2f} "
+              f"{row['logistic_pass_ms']:9.2f} {row['lbfgs_step_ms']:8.3f} {row['iteration_ms']:8.2f} "
+              f"{row['read_ms']:8.2f} {row['read_gbs']:7.0f}")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"args": vars(args), "device": str(dev), "results": rows}, f, indent=2)

@@ -148,7 +148,12 @@ class DenseBlock(_Block):
         return DenseBlock(self.x.to(device), self._compute)
 
     def _upcast_chunks(self, rows=_SUM_CHUNK_ROWS):
-        """(start, rows start..start+rows in the compute dtype), through one reused buffer."""
+        """(start, rows start..start+rows in the compute dtype), through one reused buffer. On a GPU
+        the chunks hold up to _CHUNK_ELEMENTS values: each chunk costs a few kernel launches, and
+        1024-row chunks made a float64 logistic pass over 250k x 100 float32 rows 30x slower than
+        the float32 one (12 ms against 0.4 ms on an H100)."""
+        if self.device.type != "cpu":
+            rows = max(rows, _CHUNK_ELEMENTS // max(1, self.n_features))
         buf = torch.empty((min(rows, self.n_rows), self.n_features), dtype=self.dtype, device=self.device)
         for i in range(0, self.n_rows, rows):
             chunk = buf[:min(rows, self.n_rows - i)]

@@ -80,6 +80,7 @@ def test_float32_storage_computes_exactly_in_float64(layout, device, monkeypatch
     """compute_dtype=float64 over float32 values: the float64 products of the float32-rounded matrix
     to 1e-13, over several upcast chunks, and no float64 copy of the rows is kept."""
     monkeypatch.setattr(blocks_mod, "_SUM_CHUNK_ROWS", 5)
+    monkeypatch.setattr(blocks_mod, "_CHUNK_ELEMENTS", 5 * 7)  # GPU chunks: 5 rows too
     x = _matrix(n=23, d=7) * 1e3 + 0.1  # values far from representable in float32
     x32 = x.astype(np.float32).astype(np.float64)  # what the block stores, exactly
     b = _block(x, layout, torch.float32, device)

@@ -202,13 +202,15 @@ def test_landmark_gram_preconditioner_needs_fewer_cg_passes_for_the_same_minimiz
         return phi @ theta[0, :200] + theta[0, 200]
 
     for name in ("jacobi", "gram"):
-        # the same objective and decision values (they differ by 1e-5 along K_LL's flat directions)
+        # the same objective and decision values (they differ along K_LL's flat directions: by 1e-5
+        # here, by 3.2e-5 on a 16-core machine's numpy)
         assert results[name][2].objectiveHistory[-1] == pytest.approx(results["cholesky"][2].objectiveHistory[-1],
                                                                       rel=1e-9)
-        np.testing.assert_allclose(margins(results[name][0]), margins(results["cholesky"][0]), atol=3e-5)
+        np.testing.assert_allclose(margins(results[name][0]), margins(results["cholesky"][0]), atol=1e-4)
         assert results[name][2].converged
-    # measured 222 against 386 passes (2-D moons, a fast-decaying spectrum); 2.7x fewer at 50k rows in 20-D
-    assert results["gram"][1] < 0.7 * results["jacobi"][1], (results["gram"][1], results["jacobi"][1])
+    # measured 222 against 386 passes (2-D moons, a fast-decaying spectrum), and 224 against 293 on a
+    # 16-core machine's numpy (Jacobi's count is sensitive to rounding); 2.7x fewer at 50k rows in 20-D
+    assert results["gram"][1] < 0.85 * results["jacobi"][1], (results["gram"][1], results["jacobi"][1])
 
 
 def test_diagonal_preconditioner_of_the_eigenbasis_map():
