@@ -32,6 +32,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+from bench_blocks import best_ms  # noqa: E402
 from bench_kernel_svc import synthetic  # noqa: E402
 from gpu import DenseBlock, OneVsRestProblems, SmoothedHingeLoss, SquaredHingeLoss, resolve_device  # noqa: E402
 from gpu.factored import FactoredBlock  # noqa: E402
@@ -43,32 +44,19 @@ from sparkml.newton import newton_warm_started  # noqa: E402
 HINGE_WIDTH, WARM_START_ROUNDS, RCOND, OVERSAMPLE, LLOYD_ITERS = 0.1, 2, 1e-6, 10, 10
 
 
-def timed(f, sync, reps=1):
-    """(result, best seconds of ``reps`` runs after one warm-up)."""
-    out = f()
-    best = float("inf")
-    for _ in range(reps):
-        sync()
-        start = time.perf_counter()
-        out = f()
-        sync()
-        best = min(best, time.perf_counter() - start)
-    return out, best
-
-
 def peaks(dev, sync):
     torch.backends.cuda.matmul.allow_tf32 = False
     size, elements = (8192, 1 << 28) if dev.type == "cuda" else (2048, 1 << 25)  # 1 GiB copied on a GPU
     a = torch.randn(size, size, device=dev)
-    _, mm = timed(lambda: a @ a, sync, reps=5)
+    mm = best_ms(lambda: a @ a, 5, sync) / 1e3
     big = torch.empty(elements, device=dev)
-    _, copy = timed(lambda: big.clone(), sync, reps=5)
+    copy = best_ms(lambda: big.clone(), 5, sync) / 1e3
     return {"matmul_fp32_tflops": 2 * size ** 3 / mm / 1e12, "copy_gbs": 2 * elements * 4 / copy / 1e9}
 
 
 def kernel_throughput(dev, sync, n, m, d, peak):
     x, lm = torch.randn(n, d, device=dev), torch.randn(m, d, device=dev)
-    _, t = timed(lambda: kernel_matrix("rbf", x, lm, gamma=1.0 / d), sync, reps=3)
+    t = best_ms(lambda: kernel_matrix("rbf", x, lm, gamma=1.0 / d), 3, sync) / 1e3
     tflops, gbs = 2 * n * m * d / t / 1e12, n * m * 4 / t / 1e9
     return {"n": n, "m": m, "d": d, "ms": t * 1e3, "tflops": tflops, "of_matmul_peak": tflops / peak["matmul_fp32_tflops"],
             "write_gbs": gbs, "of_copy_rate": gbs / peak["copy_gbs"]}

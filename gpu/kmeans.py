@@ -44,10 +44,11 @@ def kmeans(x, k, *, iters=10, seed=0, init=None, weights=None):
     else:
         generator = torch.Generator().manual_seed(int(seed))
         centres = positive[torch.randperm(positive.shape[0], generator=generator)[:k].to(x.device)].clone()
+    weighted = x * weights[:, None]
     for _ in range(iters):
         assign = nearest(x, centres)
         counts = torch.zeros(k, dtype=torch.float64, device=x.device).index_add_(0, assign, weights)
-        sums = torch.zeros_like(centres).index_add_(0, assign, x * weights[:, None])
+        sums = torch.zeros_like(centres).index_add_(0, assign, weighted)
         moved = counts > 0
         updated = sums[moved] / counts[moved, None]
         if torch.equal(updated, centres[moved]):
