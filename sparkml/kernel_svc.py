@@ -194,7 +194,8 @@ class KernelSVC(Classifier, _KernelSVCParams):
     def _fit(self, dataset):
         self._check_params()
         weight_col = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
-        data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype())
+        data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype(),
+                                    max_partitions=self._block_partitions(dataset))
         features = None
         try:
             s = data.summary

@@ -76,7 +76,8 @@ class LogisticRegression(ProbabilisticClassifier, _Params):
                 raise NotImplementedError(f"{bound}: bound-constrained optimization is not supported yet")
         data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(),
                                     self.getOrDefault("weightCol") if self.isDefined("weightCol") else None,
-                                    self.getDtype(), compute_dtype="float64")
+                                    self.getDtype(), compute_dtype="float64",
+                                    max_partitions=self._block_partitions(dataset))
         try:
             return self._train(data)
         finally:

@@ -103,3 +103,9 @@ class HasTorchTrainingParams(Params):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(strategy="sync", device="auto", dtype="float32", numWorkers=0, localIter=10)
+
+    def _block_partitions(self, dataset):
+        """At most how many blocks this fit's strategy converts ``dataset`` into (``strategies.block_partitions``)."""
+        from sparkml.strategies import block_partitions
+
+        return block_partitions(self.getStrategy(), dataset.sparkSession, self.getNumWorkers())

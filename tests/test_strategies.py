@@ -51,10 +51,50 @@ def test_allreduce_reaches_the_sync_optimum(frame, name, make):
 
 
 def test_allreduce_one_worker_reads_every_partition(frame):
-    """numWorkers=1: a single barrier task opens all four partitions' blocks."""
+    """numWorkers=1: a single barrier task fits on all four partitions' rows (converted into one block)."""
     ref = LogisticRegression(regParam=0.01).fit(frame)
     one = LogisticRegression(regParam=0.01, strategy="allreduce", numWorkers=1).fit(frame)
     np.testing.assert_allclose(_coef(one), _coef(ref), rtol=0, atol=1e-8)
+
+
+def test_allreduce_over_an_input_whose_stage_changes_its_partitions(frame):
+    """The user's coalesce of four partitions into two (no more than the task slots, so the conversion
+    keeps them): Spark refuses a barrier stage over that chain, so the stage runs over a local
+    checkpoint of the handles. Before that, this fit failed with BarrierJobUnsupportedRDDChainException."""
+    two = frame.coalesce(2)
+    assert two.rdd.getNumPartitions() == 2
+    sync = LogisticRegression(regParam=0.01).fit(two)
+    allreduce = LogisticRegression(regParam=0.01, strategy="allreduce").fit(two)
+    f_sync, f_all = _objective(sync), _objective(allreduce)
+    assert abs(f_all - f_sync) <= 1e-6 * abs(f_sync), (f_all, f_sync)
+
+
+def test_stage_chain_check_matches_spark(spark):
+    from sparkml.data.training_data import _keeps_partitions
+
+    sc = spark.sparkContext
+    four = sc.parallelize(range(40), 4)
+    assert _keeps_partitions(four.map(lambda v: v + 1)._jrdd.rdd())
+    assert not _keeps_partitions(four.coalesce(2)._jrdd.rdd())
+    assert _keeps_partitions(four.repartition(2)._jrdd.rdd())  # the shuffle starts a new stage
+    assert not _keeps_partitions(four.union(four)._jrdd.rdd())
+
+
+def test_exact_strategies_convert_one_block_per_task_slot(frame, spark):
+    """sync and allreduce coalesce the input to the task slots (2 here) before converting it;
+    model averaging keeps the four partitions, its local problems."""
+    from sparkml.data.training_data import TrainingData
+    from sparkml.strategies import block_partitions
+
+    assert [block_partitions(s, spark) for s in ("sync", "allreduce", "averaging", "allreduce-averaging")] \
+        == [2, 2, None, None]
+    assert block_partitions("allreduce", spark, num_workers=1) == 1
+    for limit, blocks in ((2, 2), (None, 4), (8, 4)):
+        data = TrainingData.prepare(frame, "features", "label", max_partitions=limit)
+        try:
+            assert (data.n_partitions, len(data.blocks), data.summary.rows) == (blocks, blocks, 1500)
+        finally:
+            data.release()
 
 
 def test_allreduce_needs_enough_task_slots(frame):

@@ -100,15 +100,24 @@ class TrainingData:
         self.blocks = []  # (partition, rows, store key) of every non-empty partition
         self.n_partitions = 0  # of the handles (empty partitions included)
         self.dropped_by_tasks = False  # the last pass (allreduce) deleted the blocks itself
+        self._checkpointed = None  # barrier_handles' copy of the handles, when one was needed
 
     @classmethod
-    def prepare(cls, df, features_col, label_col, weight_col=None, dtype="float64", compute_dtype=None):
+    def prepare(cls, df, features_col, label_col, weight_col=None, dtype="float64", compute_dtype=None,
+                max_partitions=None):
         """Convert ``df`` into blocks stored in ``dtype``, read by passes computing in ``compute_dtype``
-        (default ``dtype``; float64 over float32 storage is exact arithmetic on the stored values)."""
+        (default ``dtype``; float64 over float32 storage is exact arithmetic on the stored values).
+
+        ``max_partitions``: write at most that many blocks, coalescing (no shuffle) the input's
+        partitions. One block per task slot converts in one wave of tasks instead of several
+        (measured: 1M x 100 in 4 partitions on 2 slots, an allreduce fit 0.3 s faster).
+        """
         from sparkml.data.convert import PROBLEM_KEYS
 
         weight_col = weight_col or None
         _check_schema(df, features_col, label_col, weight_col)
+        if max_partitions and (is_connect(df) or df.rdd.getNumPartitions() > max_partitions):
+            df = df.coalesce(max_partitions)  # Spark Connect cannot tell the count; fewer stay as they are
         sparse = _is_sparse(df, features_col)
         feats = F.col(features_col)
         # vector_to_array fails on a null vector: keep nulls null so the conversion pass reports them
@@ -145,6 +154,26 @@ class TrainingData:
             raise
         return data
 
+
+    def barrier_handles(self):
+        """The handles, as the input of a barrier stage that runs one task per partition where its blocks are.
+
+        Spark refuses a barrier stage whose chain of narrow dependencies changes the number of
+        partitions: the coalesce of ``prepare``, or a union or coalesce upstream. Then the stage
+        runs over a local checkpoint of the handles (one small job), whose partitions stay on the
+        executors that computed them. Spark Connect cannot inspect the chain: there it always does so.
+        """
+        if self.connect:
+            return self.handles.localCheckpoint()
+        if _keeps_partitions(self.handles._jrdd.rdd()):
+            return self.handles
+        if self._checkpointed is None:
+            copy = self.handles.map(lambda row: row)
+            copy.cache()  # keeps PySpark from pipelining later maps past the checkpoint
+            copy.localCheckpoint()
+            copy.count()
+            self._checkpointed = copy
+        return self._checkpointed
 
     def derive(self, features, device="cpu", chunk_rows=8192, right_factor=None):
         """A new ``TrainingData`` over the same rows whose features are ``features(rows)``, times
@@ -240,6 +269,27 @@ class TrainingData:
                 raise
         finally:
             self.handles.unpersist(blocking=False)
+            if self._checkpointed is not None:
+                self._checkpointed.unpersist(blocking=False)
+
+
+def _keeps_partitions(rdd):
+    """Whether every RDD in ``rdd``'s stage (its narrow-dependency ancestors) has ``rdd``'s number of
+    partitions: what Spark's barrier check (``DAGScheduler.checkBarrierStageWithRDDChainPattern``) asks."""
+    n, todo, seen = rdd.getNumPartitions(), [rdd], set()
+    while todo:
+        deps = todo.pop().dependencies()
+        for i in range(deps.size()):
+            dep = deps.apply(i)
+            if dep.getClass().getSimpleName() == "ShuffleDependency":  # the stage before this one
+                continue
+            parent = dep.rdd()
+            if parent.id() not in seen:
+                if parent.getNumPartitions() != n:
+                    return False
+                seen.add(parent.id())
+                todo.append(parent)
+    return True
 
 
 def _summarize(rows, infos, features_col):

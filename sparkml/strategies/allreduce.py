@@ -7,12 +7,14 @@ resident blocks among the tasks that can read them (``assign_blocks``). Each tas
 once, joins a process group (gloo on CPU, NCCL on CUDA) over that store and runs the same
 driver-free L-BFGS / OWL-QN as ``sync``.
 The stage is a ``mapInArrow(..., barrier=True)``, so classic and Spark Connect sessions run it
-alike. By default it runs over the fit's cached handles, one task per input partition, so each
-task prefers the executor whose cache (and blocks) holds its partition: Spark's scheduler then
-puts a task on every executor that holds blocks. With fewer task slots than partitions, or an
-explicit ``numWorkers``, it runs over ``spark.range(n)`` (Spark does not allow a coalesce inside a
-barrier stage) and relies on the tasks taking every slot; ``assign_blocks`` names the executor a
-task is missing from otherwise.
+alike. The conversion coalesced the input to one block per task slot (or per ``numWorkers``:
+``strategies.block_partitions``), so by default the stage runs over the fit's cached handles, one
+task per block, and each task prefers the executor whose cache (and blocks) holds its partition:
+Spark's scheduler then puts a task on every executor that holds blocks
+(``TrainingData.barrier_handles``). With more blocks than tasks (model averaging keeps the input's
+partitions) it runs over ``spark.range(n)`` (Spark does not allow a coalesce inside a barrier
+stage) and relies on the tasks taking every slot; ``assign_blocks`` names the executor a task is
+missing from otherwise.
 Every evaluation sums the tasks' partial (loss, gradient) with a reduce to rank 0 followed by a
 broadcast from it, so every rank sees bit-identical values, takes identical steps and stops at the
 same iteration: no rank can wait on a collective the others never enter. Rank 0 returns the
@@ -238,7 +240,7 @@ class AllReduceStrategy(SyncStrategy):
         super().__init__(data, loss, device, aggregation_depth)
         slots = task_slots(data.spark)
         # by default one task per partition, placed where the partition's blocks are (module docstring)
-        self.on_handles = num_workers == 0 and (slots is None or data.n_partitions <= slots)
+        self.on_handles = num_workers in (0, data.n_partitions) and (slots is None or data.n_partitions <= slots)
         self.n_workers = (data.n_partitions if self.on_handles
                           else plan_workers(num_workers, max(1, len(data.blocks)), slots))
 
@@ -267,9 +269,9 @@ class AllReduceStrategy(SyncStrategy):
         if not self.on_handles:
             tasks = self.data.spark.range(0, n, 1, n)
         elif self.data.connect:
-            tasks = self.data.handles
+            tasks = self.data.barrier_handles()
         else:
-            tasks = self.data.spark.createDataFrame(self.data.handles, STATS_SCHEMA)
+            tasks = self.data.spark.createDataFrame(self.data.barrier_handles(), STATS_SCHEMA)
         try:
             out = (tasks
                    .mapInArrow(lambda batches: _barrier_task(batches, blocks, dataset_id, loss, device, dtype,
