@@ -195,7 +195,7 @@ class KernelSVC(Classifier, _KernelSVCParams):
         self._check_params()
         weight_col = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
         data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype(),
-                                    max_partitions=self._block_partitions(dataset))
+                                    **self._conversion(dataset))
         features = None
         try:
             s = data.summary

@@ -69,7 +69,7 @@ class LinearRegression(Predictor, _Params):
             raise ValueError(f"solver must be one of auto, normal, l-bfgs; got {self.getSolver()!r}")
         weight_col = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
         data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype(),
-                                    compute_dtype="float64", max_partitions=self._block_partitions(dataset))
+                                    compute_dtype="float64", **self._conversion(dataset))
         try:
             s = data.summary
             loss = SquaredLoss(fit_intercept=self.getFitIntercept())

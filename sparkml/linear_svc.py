@@ -57,7 +57,7 @@ class LinearSVC(Classifier, _Params):
         check_common_params(self)
         weight_col = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
         data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype(),
-                                    compute_dtype="float64", max_partitions=self._block_partitions(dataset))
+                                    compute_dtype="float64", **self._conversion(dataset))
         try:
             s = data.summary
             binary_labels(s, self.getLabelCol())

@@ -77,7 +77,7 @@ class LogisticRegression(ProbabilisticClassifier, _Params):
         data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(),
                                     self.getOrDefault("weightCol") if self.isDefined("weightCol") else None,
                                     self.getDtype(), compute_dtype="float64",
-                                    max_partitions=self._block_partitions(dataset))
+                                    **self._conversion(dataset))
         try:
             return self._train(data)
         finally:

@@ -104,8 +104,10 @@ class HasTorchTrainingParams(Params):
         super().__init__(*args)
         self._setDefault(strategy="sync", device="auto", dtype="float32", numWorkers=0, localIter=10)
 
-    def _block_partitions(self, dataset):
-        """At most how many blocks this fit's strategy converts ``dataset`` into (``strategies.block_partitions``)."""
+    def _conversion(self, dataset):
+        """``TrainingData.prepare``'s options for this fit's strategy: at most how many blocks
+        (``strategies.block_partitions``), and whether a barrier stage reads the handles."""
         from sparkml.strategies import block_partitions
 
-        return block_partitions(self.getStrategy(), dataset.sparkSession, self.getNumWorkers())
+        return {"max_partitions": block_partitions(self.getStrategy(), dataset.sparkSession, self.getNumWorkers()),
+                "barrier": self.getStrategy().startswith("allreduce")}
