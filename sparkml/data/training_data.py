@@ -110,7 +110,7 @@ class TrainingData:
 
         ``max_partitions``: write at most that many blocks, coalescing (no shuffle) the input's
         partitions. One block per task slot converts in one wave of tasks instead of several
-        (measured: 1M x 100 in 4 partitions on 2 slots, an allreduce fit 0.3 s faster).
+        (measured: 1M x 100 in 4 partitions on 2 slots, an allreduce fit's median 3.09 -> 2.90 s).
         ``barrier``: a barrier stage will run over the handles (``barrier_handles``). In a classic
         session they are then also a local checkpoint, made by the conversion job itself.
         """
@@ -169,16 +169,17 @@ class TrainingData:
         here by one small job (0.3 s measured on local[2]). Spark Connect cannot inspect the chain:
         there it always makes one.
         """
-        if self.connect:
-            return self.handles.localCheckpoint()
-        if _keeps_partitions(self.handles._jrdd.rdd()):
+        if not self.connect and _keeps_partitions(self.handles._jrdd.rdd()):
             return self.handles
-        if self._checkpointed is None:
-            copy = self.handles.map(lambda row: row)
-            copy.cache()  # keeps PySpark from pipelining later maps past the checkpoint
-            copy.localCheckpoint()
-            copy.count()
-            self._checkpointed = copy
+        if self._checkpointed is None:  # made once per fit, whatever number of stages read it
+            if self.connect:
+                self._checkpointed = self.handles.localCheckpoint()
+            else:
+                copy = self.handles.map(lambda row: row)
+                copy.cache()  # keeps PySpark from pipelining later maps past the checkpoint
+                copy.localCheckpoint()
+                copy.count()
+                self._checkpointed = copy
         return self._checkpointed
 
     def derive(self, features, device="cpu", chunk_rows=8192, right_factor=None):
