@@ -290,13 +290,11 @@ def main(argv=None):
             runs[(impl, strategy, dtype)].append(r)
             print(f"  repeat {rep}: {impl} {strategy} {dtype}: fit {r['fit_s']:.2f} s, "
                   f"{r['iterations']} iterations", flush=True)
-            rows = save(args.out, env, gen_s, true_beta, true_b, [runs[c] for c in configs],
-                        [memory.get(c) for c in configs])  # after every fit
+            rows = save(args.out, env, gen_s, true_beta, true_b, configs, runs, memory)  # after every fit
     for impl, strategy, dtype in configs:
         memory[(impl, strategy, dtype)] = peak_memory(df, make_estimator(args.model, args.reg_param, strategy, dtype))
         print(f"  memory: {impl} {strategy} {dtype}: {memory[(impl, strategy, dtype)]}", flush=True)
-    rows = save(args.out, env, gen_s, true_beta, true_b, [runs[c] for c in configs],
-                        [memory.get(c) for c in configs])
+    rows = save(args.out, env, gen_s, true_beta, true_b, configs, runs, memory)
     print(f"\ngeneration (not in any fit): {gen_s:.2f} s; MLlib target objective "
           f"{rows[0]['final_objective']:.12f} * (1 + {REL_TOL:g}); * = never reached (whole fit)\n")
     print(table(rows, rows[0]["fit_s"]))
@@ -305,13 +303,11 @@ def main(argv=None):
     spark.stop()
 
 
-def save(path, env, gen_s, true_beta, true_b, runs, memory):
+def save(path, env, gen_s, true_beta, true_b, configs, runs, memory):
     """Write the JSON (every run so far, and a summary of each config's median run, with the config's
-    peak memory once measured); the summary rows."""
-    rows = []
-    for rs, peak in zip(runs, memory):
-        if rs:
-            rows.append(dict(median_run(rs), **({"peak_memory": peak} if peak else {})))
+    peak memory once measured); the summary rows. ``runs``, ``memory``: by config."""
+    rows = [dict(median_run(runs[c]), **({"peak_memory": memory[c]} if c in memory else {}))
+            for c in configs if runs[c]]
     rows[0]["time_to_mllib_objective_s"] = rows[0]["fit_s"]
     for r in rows:
         r["ratio_vs_mllib"] = r["time_to_mllib_objective_s"] / rows[0]["fit_s"]
@@ -320,7 +316,8 @@ def save(path, env, gen_s, true_beta, true_b, runs, memory):
               "true_coef": true_beta.tolist(), "true_intercept": true_b,
               "summary": [{k: v for k, v in r.items() if k not in ("coef", "objective_history", "iteration_ends_s", "jobs")}
                           for r in rows],
-              "runs": {f"{rs[0]['impl']}/{rs[0]['strategy']}/{rs[0]['dtype']}": rs for rs in runs if rs}}
+              "runs": {f"{rs[0]['impl']}/{rs[0]['strategy']}/{rs[0]['dtype']}": rs
+                       for rs in (runs[c] for c in configs) if rs}}
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(result, f, indent=1)

@@ -158,7 +158,6 @@ class TrainingData:
             raise
         return data
 
-
     def barrier_handles(self):
         """The handles, as the input of a barrier stage that runs one task per partition where its blocks are.
 
