@@ -58,7 +58,7 @@ from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, 
 from gpu import KERNELS, OneVsRestProblems, PlattProblems, SmoothedHingeLoss, SquaredHingeLoss
 from gpu.feature_maps import input_features, make_feature_map
 from gpu.fourier import FOURIER_KERNELS
-from sparkml.data.training_data import TrainingData
+from sparkml.fit_multiple import ConvertsOnce
 from sparkml.landmarks import LANDMARK_SELECTIONS, choose_landmarks
 from sparkml.linear_model import ModelIO
 from sparkml.params import HasTorchTrainingParams, one_of, with_getters, with_setters
@@ -155,7 +155,7 @@ def resolve_gamma(gamma, summary):
 @with_setters("maxIter", "tol", "regParam", "fitIntercept", "weightCol", "threshold", "seed", "aggregationDepth",
               "kernel", "gamma", "degree", "coef0", "method", "numLandmarks", "landmarkSelection", "loss",
               "probability")
-class KernelSVC(Classifier, _KernelSVCParams):
+class KernelSVC(ConvertsOnce, Classifier, _KernelSVCParams):
     """Kernel SVM classifier (binary and one-vs-rest multi-class) trained on Spark with PyTorch kernels.
 
     See the module docstring for the model and objective. ``strategy`` is 'sync' (one Spark job per
@@ -191,31 +191,28 @@ class KernelSVC(Classifier, _KernelSVCParams):
             raise ValueError(f"KernelSVC solves by Newton's method, whose passes are exact sums: strategy must be "
                              f"one of {', '.join(NEWTON_STRATEGIES)} (no model averaging); got {self.getStrategy()!r}")
 
-    def _fit(self, dataset):
-        self._check_params()
+    _compute_dtype = None  # computes in ``dtype``: its features are derived in it
+
+    def _train(self, raw, last_pass):
+        """``raw``: the input's blocks, from which this fit derives its feature blocks; ``last_pass``:
+        no later fit reads ``raw``, so it is released as soon as the features are derived."""
+        s = raw.summary
+        num_classes = classification_labels(s, self.getLabelCol())
+        gamma = resolve_gamma(self.getGamma(), s)
         weight_col = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
-        data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype(),
-                                    **self._conversion(dataset))
-        features = None
+        spec, gram = self._feature_map_spec(raw.source, s, gamma, weight_col)
+        m = make_feature_map(spec).n_components
+        # Nystroem: the blocks hold K(X, L); the projection is applied per product (gpu.factored)
+        features = raw.derive(_feature_fn(spec), self.getDevice(), right_factor=spec.get("projection"))
         try:
-            s = data.summary
-            num_classes = classification_labels(s, self.getLabelCol())
-            gamma = resolve_gamma(self.getGamma(), s)
-            spec, gram = self._feature_map_spec(dataset, s, gamma, weight_col)
-            m = make_feature_map(spec).n_components
-            # Nystroem: the blocks hold K(X, L); the projection is applied per product (gpu.factored)
-            features = data.derive(_feature_fn(spec), self.getDevice(), right_factor=spec.get("projection"))
-            data, raw = None, data
-            raw.release()  # the derived features are all the solver reads
+            if last_pass:
+                raw.release()  # the derived features are all the solver reads
             strategy = make_strategy(self.getStrategy(), features, None, self.getDevice(), self.getAggregationDepth(),
                                      self.getNumWorkers())
             theta, summaries = self._solve(strategy, num_classes, m, s, gram)
             platt = self._platt(strategy, num_classes, theta, s) if self.getProbability() else None
         finally:
-            if features is not None:
-                features.release()
-            if data is not None:
-                data.release()
+            features.release()
         intercepts = theta[:, m] if self.getFitIntercept() else np.zeros(len(theta))
         model = KernelSVCModel(spec, theta[:, :m], intercepts, num_classes, gamma, platt)
         model._summaries = summaries

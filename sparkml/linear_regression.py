@@ -21,7 +21,7 @@ from pyspark.ml.regression import PredictionModel, Predictor, _LinearRegressionP
 from pyspark.sql.types import DoubleType, StructField, StructType
 
 from gpu import SquaredLoss
-from sparkml.data.training_data import TrainingData
+from sparkml.fit_multiple import ConvertsOnce
 from sparkml.linear_model import LinearModelIO, initial_coefficients
 from sparkml.normal_equations import solve_normal_equations
 from sparkml.objective import LinearObjective
@@ -39,7 +39,7 @@ class _Params(_LinearRegressionParams, HasTorchTrainingParams):
 
 @with_setters("maxIter", "regParam", "elasticNetParam", "tol", "fitIntercept", "standardization", "weightCol",
               "solver", "aggregationDepth", "loss", "epsilon", "maxBlockSizeInMB")
-class LinearRegression(Predictor, _Params):
+class LinearRegression(ConvertsOnce, Predictor, _Params):
     """pyspark.ml's LinearRegression (squaredError), trained with PyTorch kernels on the executors."""
 
     @keyword_only
@@ -61,32 +61,28 @@ class LinearRegression(Predictor, _Params):
         self._initial_model = model
         return self
 
-    def _fit(self, dataset):
+    def _check_params(self):
         check_common_params(self)
         if self.getLoss() != "squaredError":
             raise NotImplementedError(f"loss={self.getLoss()!r} is not supported yet; use loss='squaredError'")
         if self.getSolver() not in ("auto", "normal", "l-bfgs"):
             raise ValueError(f"solver must be one of auto, normal, l-bfgs; got {self.getSolver()!r}")
-        weight_col = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
-        data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype(),
-                                    compute_dtype="float64", **self._conversion(dataset))
-        try:
-            s = data.summary
-            loss = SquaredLoss(fit_intercept=self.getFitIntercept())
-            strategy = make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth(),
-                                     self.getNumWorkers(), self.getLocalIter())
-            solver = self.getSolver()
-            if solver == "auto":
-                solver = "normal" if s.n_features <= MAX_NORMAL_FEATURES else "l-bfgs"
-            constant = self._constant_label(s, solver)
-            if constant is not None:
-                beta, b, summary = constant
-            elif solver == "normal":
-                beta, b, summary = self._normal(strategy, s)
-            else:
-                beta, b, summary = self._lbfgs(strategy, s)
-        finally:
-            data.release()
+
+    def _train(self, data, last_pass):
+        s = data.summary
+        loss = SquaredLoss(fit_intercept=self.getFitIntercept())
+        strategy = make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth(),
+                                 self.getNumWorkers(), self.getLocalIter())
+        solver = self.getSolver()
+        if solver == "auto":
+            solver = "normal" if s.n_features <= MAX_NORMAL_FEATURES else "l-bfgs"
+        constant = self._constant_label(s, solver)
+        if constant is not None:
+            beta, b, summary = constant
+        elif solver == "normal":
+            beta, b, summary = self._normal(strategy, s)
+        else:
+            beta, b, summary = self._lbfgs(strategy, s, last_pass)
         model = LinearRegressionModel(Vectors.dense(beta), float(b))
         model._summary = summary
         return self._copyValues(model)
@@ -107,7 +103,7 @@ class LinearRegression(Predictor, _Params):
     def _label_scale(self, s, var):
         return float(np.sqrt(var)) if var > 0 else abs(s.label_mean)
 
-    def _lbfgs(self, strategy, s):
+    def _lbfgs(self, strategy, s, last_pass):
         lam, a = self.getRegParam(), self.getElasticNetParam()
         sigma_y = self._label_scale(s, s.label_var_unbiased)
         objective = LinearObjective(
@@ -124,7 +120,7 @@ class LinearRegression(Predictor, _Params):
             objective = _ClosedFormIntercept(objective, s.label_mean / sigma_y)
             theta0 = theta0[:-1]
         theta, summary = strategy.minimize(objective, theta0, max_iter=self.getMaxIter(), tol=self.getTol(),
-                                           name="LinearRegression", last_pass=True)
+                                           name="LinearRegression", last_pass=last_pass)
         beta, b = objective.to_original(theta)
         return beta[0], b[0], summary
 

@@ -15,13 +15,12 @@ from pyspark.ml.linalg import DenseVector, Vectors, VectorUDT
 from pyspark.sql.types import DoubleType, StructField, StructType
 
 from gpu import HingeLoss
-from sparkml.data.training_data import TrainingData
+from sparkml.fit_multiple import ConvertsOnce
 from sparkml.linear_model import LinearModelIO, initial_coefficients
 from sparkml.objective import LinearObjective
 from sparkml.params import HasTorchTrainingParams, with_setters
 from sparkml.prediction import transform_linear
 from sparkml.strategies import make_strategy
-from sparkml.training import check_common_params
 from sparkml.validation import binary_labels
 
 
@@ -31,7 +30,7 @@ class _Params(_LinearSVCParams, HasTorchTrainingParams):
 
 @with_setters("maxIter", "regParam", "tol", "fitIntercept", "standardization", "threshold", "weightCol",
               "aggregationDepth", "maxBlockSizeInMB")
-class LinearSVC(Classifier, _Params):
+class LinearSVC(ConvertsOnce, Classifier, _Params):
     """pyspark.ml's LinearSVC, trained with PyTorch kernels on the executors."""
 
     @keyword_only
@@ -53,26 +52,19 @@ class LinearSVC(Classifier, _Params):
         self._initial_model = model
         return self
 
-    def _fit(self, dataset):
-        check_common_params(self)
-        weight_col = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
-        data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(), weight_col, self.getDtype(),
-                                    compute_dtype="float64", **self._conversion(dataset))
-        try:
-            s = data.summary
-            binary_labels(s, self.getLabelCol())
-            loss = HingeLoss(fit_intercept=self.getFitIntercept())
-            strategy = make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth(),
+    def _train(self, data, last_pass):
+        s = data.summary
+        binary_labels(s, self.getLabelCol())
+        loss = HingeLoss(fit_intercept=self.getFitIntercept())
+        strategy = make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth(),
                                  self.getNumWorkers(), self.getLocalIter())
-            objective = LinearObjective(
-                strategy.loss_gradient, n_features=s.n_features, n_outputs=1, fit_intercept=self.getFitIntercept(),
-                mean=s.mean, std=np.sqrt(s.var_unbiased), weight_sum=s.weight_sum,
-                reg_l2=self.getRegParam(), reg_l1=0.0, standardization=self.getStandardization())
-            start = initial_coefficients(self._initial_model, s.n_features, 1) or (np.zeros((1, s.n_features)), np.zeros(1))
-            theta, summary = strategy.minimize(objective, objective.from_original(*start), max_iter=self.getMaxIter(),
-                                           tol=self.getTol(), name="LinearSVC", owlqn=True, last_pass=True)
-        finally:
-            data.release()
+        objective = LinearObjective(
+            strategy.loss_gradient, n_features=s.n_features, n_outputs=1, fit_intercept=self.getFitIntercept(),
+            mean=s.mean, std=np.sqrt(s.var_unbiased), weight_sum=s.weight_sum,
+            reg_l2=self.getRegParam(), reg_l1=0.0, standardization=self.getStandardization())
+        start = initial_coefficients(self._initial_model, s.n_features, 1) or (np.zeros((1, s.n_features)), np.zeros(1))
+        theta, summary = strategy.minimize(objective, objective.from_original(*start), max_iter=self.getMaxIter(),
+                                           tol=self.getTol(), name="LinearSVC", owlqn=True, last_pass=last_pass)
         beta, b = objective.to_original(theta)
         model = LinearSVCModel(Vectors.dense(beta[0]), float(b[0]))
         model._summary = summary

@@ -18,7 +18,7 @@ from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, Vectors, Vect
 from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
 
 from gpu import LogisticLoss, SoftmaxLoss
-from sparkml.data.training_data import TrainingData
+from sparkml.fit_multiple import ConvertsOnce
 from sparkml.linear_model import LinearModelIO, initial_coefficients
 from sparkml.objective import LinearObjective
 from sparkml.params import HasTorchTrainingParams, with_setters
@@ -34,7 +34,7 @@ class _Params(_LogisticRegressionParams, HasTorchTrainingParams):
 
 @with_setters("maxIter", "regParam", "elasticNetParam", "tol", "fitIntercept", "standardization",
               "weightCol", "aggregationDepth", "family", "maxBlockSizeInMB")
-class LogisticRegression(ProbabilisticClassifier, _Params):
+class LogisticRegression(ConvertsOnce, ProbabilisticClassifier, _Params):
     """pyspark.ml's LogisticRegression, trained with PyTorch kernels on the executors.
 
     Same Params and defaults as ``pyspark.ml.classification.LogisticRegression`` plus ``strategy``,
@@ -68,22 +68,14 @@ class LogisticRegression(ProbabilisticClassifier, _Params):
         self._initial_model = model
         return self
 
-    def _fit(self, dataset):
+    def _check_params(self):
         check_common_params(self)
         for bound in ("lowerBoundsOnCoefficients", "upperBoundsOnCoefficients",
                       "lowerBoundsOnIntercepts", "upperBoundsOnIntercepts"):
             if self.isSet(bound):
                 raise NotImplementedError(f"{bound}: bound-constrained optimization is not supported yet")
-        data = TrainingData.prepare(dataset, self.getFeaturesCol(), self.getLabelCol(),
-                                    self.getOrDefault("weightCol") if self.isDefined("weightCol") else None,
-                                    self.getDtype(), compute_dtype="float64",
-                                    **self._conversion(dataset))
-        try:
-            return self._train(data)
-        finally:
-            data.release()
 
-    def _train(self, data):
+    def _train(self, data, last_pass):
         s = data.summary
         family = self.getFamily()
         num_classes = classification_labels(s, self.getLabelCol(), family)
@@ -109,7 +101,7 @@ class LogisticRegression(ProbabilisticClassifier, _Params):
                     b = np.array([np.log(hist[1] / hist[0])])
             start = (beta, b)
         theta, summary = strategy.minimize(objective, objective.from_original(*start), max_iter=self.getMaxIter(),
-                                       tol=self.getTol(), name="LogisticRegression", last_pass=True)
+                                       tol=self.getTol(), name="LogisticRegression", last_pass=last_pass)
         beta, b = objective.to_original(theta)
         if multinomial:
             b = b - b.mean()  # intercepts are never penalized: MLlib reports the centered ones

@@ -103,11 +103,3 @@ class HasTorchTrainingParams(Params):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(strategy="sync", device="auto", dtype="float32", numWorkers=0, localIter=10)
-
-    def _conversion(self, dataset):
-        """``TrainingData.prepare``'s options for this fit's strategy: at most how many blocks
-        (``strategies.block_partitions``), and whether a barrier stage reads the handles."""
-        from sparkml.strategies import block_partitions
-
-        return {"max_partitions": block_partitions(self.getStrategy(), dataset.sparkSession, self.getNumWorkers()),
-                "barrier": self.getStrategy().startswith("allreduce")}

@@ -7,6 +7,7 @@ problem the blocks already written are deleted and a ``ValueError`` naming the c
 nothing is left behind and no iteration has run.
 """
 import json
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,6 +102,9 @@ class TrainingData:
         self.n_partitions = 0  # of the handles (empty partitions included)
         self.dropped_by_tasks = False  # the last pass (allreduce) deleted the blocks itself
         self._checkpointed = None  # barrier_handles' copy of the handles, when one was needed
+        self._lock = threading.Lock()  # fits of one ``fitMultiple`` may share this data from several threads
+        self.released = False
+        self.source = None  # the DataFrame the blocks were converted from (``prepare``)
 
     @classmethod
     def prepare(cls, df, features_col, label_col, weight_col=None, dtype="float64", compute_dtype=None,
@@ -118,6 +122,7 @@ class TrainingData:
 
         weight_col = weight_col or None
         _check_schema(df, features_col, label_col, weight_col)
+        source = df
         if max_partitions and (is_connect(df) or df.rdd.getNumPartitions() > max_partitions):
             df = df.coalesce(max_partitions)  # Spark Connect cannot tell the count; fewer stay as they are
         sparse = _is_sparse(df, features_col)
@@ -137,6 +142,7 @@ class TrainingData:
         if barrier and not is_connect(spark):
             handles.localCheckpoint()  # written by the collect below, beside the cached copy
         data = cls(handles, dataset_id, None, sparse, dtype, spark, compute_dtype)
+        data.source = source
         try:
             rows = handles.collect()
         except Exception:
@@ -170,16 +176,17 @@ class TrainingData:
         """
         if not self.connect and _keeps_partitions(self.handles._jrdd.rdd()):
             return self.handles
-        if self._checkpointed is None:  # made once per fit, whatever number of stages read it
-            if self.connect:
-                self._checkpointed = self.handles.localCheckpoint()
-            else:
-                copy = self.handles.map(lambda row: row)
-                copy.cache()  # keeps PySpark from pipelining later maps past the checkpoint
-                copy.localCheckpoint()
-                copy.count()
-                self._checkpointed = copy
-        return self._checkpointed
+        with self._lock:
+            if self._checkpointed is None:  # made once per fit, whatever number of stages read it
+                if self.connect:
+                    self._checkpointed = self.handles.localCheckpoint()
+                else:
+                    copy = self.handles.map(lambda row: row)
+                    copy.cache()  # keeps PySpark from pipelining later maps past the checkpoint
+                    copy.localCheckpoint()
+                    copy.count()
+                    self._checkpointed = copy
+            return self._checkpointed
 
     def derive(self, features, device="cpu", chunk_rows=8192, right_factor=None):
         """A new ``TrainingData`` over the same rows whose features are ``features(rows)``, times
@@ -247,7 +254,8 @@ class TrainingData:
         not all cached, and recomputing them would rerun the failing conversion (the job could
         even fail before a drop task started), so the drop runs instead as a job of its own, one
         task per task slot, on no input; its failure is ignored. Either drop leaves a tombstone
-        that stops a killed conversion task's late commit (``block_store.drop``).
+        that stops a killed conversion task's late commit (``block_store.drop``). A second call
+        does nothing.
         """
         dataset_id = self.dataset_id
 
@@ -260,6 +268,9 @@ class TrainingData:
                 block_store.drop(dataset_id)
             return iter(())
 
+        if self.released:  # a second call (KernelSVC releases its input early) must not recompute it
+            return
+        self.released = True
         try:
             if self.dropped_by_tasks:
                 return

@@ -1,0 +1,130 @@
+"""Fitting many param maps on one conversion of the data.
+
+A fit converts its DataFrame once into executor-resident blocks (``TrainingData``): at 1M x 100 on
+two cores that is most of an ``allreduce`` fit. ``CrossValidator`` and ``TrainValidationSplit``
+fit every param map of their grid on the same training fold through ``Estimator.fitMultiple``,
+and pyspark's own ``fitMultiple`` fits each map from the DataFrame, converting the fold once per
+map. Here ``fitMultiple`` converts it once per distinct conversion (the columns, the storage and
+compute dtypes, how many blocks and whether a barrier stage reads them: what
+``ConvertsOnce._conversion`` returns) and trains every map on it; regParam, elasticNetParam,
+maxIter, tol, ... grids share one conversion. The blocks are released when the last map using
+them has been trained, or when the iterator is garbage-collected after an error stopped the grid.
+
+Only the estimator itself benefits: a ``Pipeline`` in ``CrossValidator`` fits its stages one map at
+a time (pyspark's ``Pipeline.fitMultiple``).
+"""
+import threading
+import weakref
+
+from sparkml.data.training_data import TrainingData
+from sparkml.training import check_common_params
+
+
+class ConvertsOnce:
+    """``_fit`` and ``fitMultiple`` for an estimator trained on ``TrainingData``.
+
+    The estimator implements ``_train(data, last_pass)`` -> model (``last_pass``: no later fit
+    reads ``data``'s blocks, so a strategy may delete them as it finishes) and may override
+    ``_check_params`` (run before any data is touched) and ``_compute_dtype``.
+    """
+
+    _compute_dtype = "float64"  # the linear models compute in float64 over float32 storage
+
+    def _check_params(self):
+        check_common_params(self)
+
+    def _train(self, data, last_pass):
+        raise NotImplementedError
+
+    def _conversion(self, dataset):
+        """``TrainingData.prepare``'s arguments for this estimator's Params: at most how many blocks
+        (``strategies.block_partitions``), and whether a barrier stage reads the handles."""
+        from sparkml.strategies import block_partitions
+
+        strategy = self.getStrategy()
+        return {"features_col": self.getFeaturesCol(), "label_col": self.getLabelCol(),
+                "weight_col": (self.getOrDefault("weightCol") if self.isDefined("weightCol") else None) or None,
+                "dtype": self.getDtype(), "compute_dtype": self._compute_dtype,
+                "max_partitions": block_partitions(strategy, dataset.sparkSession, self.getNumWorkers()),
+                "barrier": strategy.startswith("allreduce")}
+
+    def _fit(self, dataset):
+        self._check_params()
+        data = TrainingData.prepare(dataset, **self._conversion(dataset))
+        try:
+            return self._train(data, last_pass=True)
+        finally:
+            data.release()
+
+    def fitMultiple(self, dataset, paramMaps):
+        """A thread-safe iterator of (index, model), one per param map, as pyspark's; the maps that
+        convert the data alike share one conversion (module docstring)."""
+        return _SharedConversionFits(self, dataset, paramMaps)
+
+
+class _Conversion:
+    """One conversion of the dataset, made by its first user and released after its last."""
+
+    def __init__(self, arguments):
+        self.arguments, self.users, self.remaining = arguments, 0, 0
+        self.data, self.lock = None, threading.Lock()
+
+    def acquire(self, dataset):
+        with self.lock:
+            if self.data is None:
+                self.data = TrainingData.prepare(dataset, **self.arguments)
+            return self.data
+
+    def done(self):
+        with self.lock:
+            self.remaining -= 1
+            if self.remaining == 0:
+                self.release()
+
+    def release(self):
+        data, self.data = self.data, None
+        if data is not None:
+            data.release()
+
+
+def _release_all(conversions):
+    """The iterator's finalizer: release what an interrupted grid left converted."""
+    for conversion in conversions:
+        try:
+            with conversion.lock:
+                conversion.release()
+        except Exception:  # the session may be gone; Spark deletes its local dirs when it ends
+            pass
+
+
+class _SharedConversionFits:
+    def __init__(self, estimator, dataset, param_maps):
+        self.dataset = dataset
+        self.estimators = [estimator.copy(m) for m in param_maps]
+        by_key = {}
+        self.conversions = []
+        for est in self.estimators:
+            arguments = est._conversion(dataset)
+            conversion = by_key.setdefault(tuple(sorted(arguments.items())), _Conversion(arguments))
+            conversion.users += 1
+            conversion.remaining += 1
+            self.conversions.append(conversion)
+        self.next_index, self.lock = 0, threading.Lock()
+        weakref.finalize(self, _release_all, list(by_key.values()))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        with self.lock:
+            index = self.next_index
+            if index >= len(self.estimators):
+                raise StopIteration
+            self.next_index += 1
+        estimator, conversion = self.estimators[index], self.conversions[index]
+        try:
+            estimator._check_params()
+            data = conversion.acquire(self.dataset)
+            return index, estimator._train(data, last_pass=conversion.users == 1)
+        finally:
+            conversion.done()

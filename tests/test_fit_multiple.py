@@ -1,0 +1,160 @@
+"""``fitMultiple`` (what CrossValidator and TrainValidationSplit call) converts the data once per
+distinct conversion, gives the models separate fits give, and leaves no training blocks behind."""
+import gc
+
+import numpy as np
+import pytest
+from pyspark.ml import Estimator
+from pyspark.ml.evaluation import BinaryClassificationEvaluator
+from pyspark.ml.linalg import Vectors, VectorUDT
+from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
+from pyspark.sql.types import DoubleType, StructField, StructType
+
+from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
+from sparkml.data.training_data import TrainingData
+from sparkml.regression import LinearRegression
+from test_bad_input import executor_datasets
+
+
+@pytest.fixture(scope="module")
+def data(spark):
+    """600 rows, 4 features of different scales, a binary label and a real target, 4 partitions."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(600, 4)) * [1.0, 3.0, 0.5, 2.0] + [0.0, 1.0, -1.0, 0.5]
+    m = x @ [0.8, -0.3, 1.5, 0.2] - 0.1
+    label = (m + rng.logistic(size=600) > 0).astype(float)
+    y = m + rng.normal(scale=0.2, size=600)
+    rows = [(Vectors.dense(x[i]), float(label[i]), float(y[i])) for i in range(600)]
+    schema = StructType([StructField("features", VectorUDT()), StructField("label", DoubleType()),
+                         StructField("y", DoubleType())])
+    df = spark.createDataFrame(spark.sparkContext.parallelize(rows, 4), schema).cache()
+    df.count()
+    yield df
+    df.unpersist()
+
+
+@pytest.fixture
+def conversions(monkeypatch):
+    """The arguments of every ``TrainingData.prepare`` call (each is one conversion job)."""
+    calls = []
+    original = TrainingData.prepare.__func__
+
+    def prepare(cls, df, *args, **kwargs):
+        calls.append(kwargs)
+        return original(cls, df, *args, **kwargs)
+
+    monkeypatch.setattr(TrainingData, "prepare", classmethod(prepare))
+    return calls
+
+
+def coefficients(model):
+    if hasattr(model, "coefficientMatrix"):
+        return np.append(model.coefficientMatrix.toArray().ravel(), model.interceptVector.toArray())
+    return np.append(model.coefficients.toArray(), model.intercept)
+
+
+def one_by_one(estimator, df, maps):
+    """pyspark's own fitMultiple: one fit, so one conversion, per map."""
+    models = [None] * len(maps)
+    for index, model in Estimator.fitMultiple(estimator, df, maps):
+        models[index] = model
+    return models
+
+
+@pytest.mark.parametrize("make, grid", [
+    (lambda: LogisticRegression(strategy="sync"), {"regParam": [0.01, 0.1], "elasticNetParam": [0.0, 0.5]}),
+    (lambda: LogisticRegression(strategy="allreduce"), {"regParam": [0.01, 0.1], "maxIter": [3, 50]}),
+    (lambda: LinearSVC(strategy="allreduce"), {"regParam": [0.0, 0.1]}),
+    (lambda: LinearRegression(labelCol="y", solver="l-bfgs", strategy="sync"), {"regParam": [0.0, 0.3]}),
+    (lambda: LinearRegression(labelCol="y", strategy="allreduce"), {"regParam": [0.0, 0.3]}),
+], ids=["lr-sync", "lr-allreduce", "svc-allreduce", "linreg-lbfgs-sync", "linreg-normal-allreduce"])
+def test_one_conversion_same_models(spark, data, conversions, make, grid):
+    estimator = make()
+    builder = ParamGridBuilder()
+    for name, values in grid.items():
+        builder = builder.addGrid(estimator.getParam(name), values)
+    maps = builder.build()
+    before = executor_datasets(spark)
+    models = estimator.fit(data, maps)
+    assert len(conversions) == 1
+    assert executor_datasets(spark) == before  # every block released
+    separate = one_by_one(estimator, data, maps)
+    assert len(conversions) == 1 + len(maps)
+    for m, shared, alone in zip(maps, models, separate):
+        for param, value in m.items():
+            assert shared.getOrDefault(param.name) == value
+        np.testing.assert_allclose(coefficients(shared), coefficients(alone), rtol=1e-9, atol=1e-12)
+        assert shared.summary.totalIterations == alone.summary.totalIterations
+    # the grid's fits differ: the shared conversion did not hand every map the first map's model
+    assert len({tuple(np.round(coefficients(m).ravel(), 10)) for m in models}) == len(maps)
+
+
+def test_maps_that_convert_differently_get_their_own_conversion(spark, data, conversions):
+    lr = LogisticRegression(strategy="sync", regParam=0.01)
+    maps = [{lr.dtype: "float32"}, {lr.dtype: "float64"}, {lr.dtype: "float32", lr.regParam: 0.1},
+            {lr.strategy: "allreduce"}]
+    before = executor_datasets(spark)
+    models = lr.fit(data, maps)
+    assert sorted((c["dtype"], c["barrier"]) for c in conversions) == [
+        ("float32", False), ("float32", True), ("float64", False)]
+    assert executor_datasets(spark) == before
+    # float32 storage against float64: the features' rounding only
+    np.testing.assert_allclose(coefficients(models[0]), coefficients(models[1]), rtol=1e-5)
+    np.testing.assert_allclose(coefficients(models[0]), coefficients(models[3]), rtol=1e-9)
+
+
+@pytest.mark.parametrize("strategy, parallelism", [("allreduce", 1), ("sync", 2)])
+def test_cross_validator_converts_once_per_fold(spark, data, conversions, strategy, parallelism):
+    from pyspark.ml.classification import LogisticRegression as MLlibLR
+
+    grid_values = [0.001, 0.03, 0.3]
+    evaluator = BinaryClassificationEvaluator()
+    results = {}
+    for name, estimator in {"ours": LogisticRegression(strategy=strategy), "mllib": MLlibLR()}.items():
+        grid = ParamGridBuilder().addGrid(estimator.regParam, grid_values).build()
+        cv = CrossValidator(estimator=estimator, estimatorParamMaps=grid, evaluator=evaluator, numFolds=3, seed=4,
+                            parallelism=parallelism)
+        results[name] = cv.fit(data)
+    assert len(conversions) == 3 + 1  # one per fold (not per fold and map), then the best map on all rows
+    np.testing.assert_allclose(results["ours"].avgMetrics, results["mllib"].avgMetrics, rtol=1e-4)
+    assert results["ours"].bestModel.getRegParam() == grid_values[int(np.argmax(results["mllib"].avgMetrics))]
+
+
+def test_kernel_svc_shares_the_input_conversion(spark, data, conversions):
+    svc = KernelSVC(numLandmarks=30, strategy="sync", maxIter=20)
+    maps = ParamGridBuilder().addGrid(svc.regParam, [1e-3, 1e-1]).build()
+    before = executor_datasets(spark)
+    models = svc.fit(data, maps)
+    assert len(conversions) == 1 and executor_datasets(spark) == before
+    for m, shared, alone in zip(maps, models, one_by_one(svc, data, maps)):
+        assert shared.getRegParam() == m[svc.regParam]
+        np.testing.assert_allclose(coefficients(shared), coefficients(alone), rtol=1e-6, atol=1e-9)
+    assert not np.allclose(coefficients(models[0]), coefficients(models[1]))
+
+
+def test_a_failing_map_stops_the_grid_and_leaves_no_blocks(spark, data, conversions):
+    lr = LogisticRegression(strategy="sync")
+    maps = [{lr.regParam: 0.01}, {lr.elasticNetParam: 2.0}, {lr.regParam: 0.1}]
+    before = executor_datasets(spark)
+    fits = lr.fitMultiple(data, maps)
+    index, model = next(fits)
+    assert index == 0 and model.getRegParam() == 0.01
+    with pytest.raises(ValueError, match="elasticNetParam must be in"):
+        next(fits)
+    assert len(conversions) == 1 and executor_datasets(spark) != before  # the third map still needs it
+    del fits  # the grid was abandoned: the iterator's finalizer releases the conversion
+    gc.collect()
+    assert executor_datasets(spark) == before
+
+
+def test_bad_data_is_refused_by_every_map(spark, conversions):
+    df = spark.createDataFrame([(Vectors.dense([1.0, 2.0]), 0.0), (Vectors.dense([1.0, float("nan")]), 1.0)],
+                               ["features", "label"])
+    lr = LogisticRegression()
+    fits = lr.fitMultiple(df, [{lr.regParam: 0.0}, {lr.regParam: 1.0}])
+    for _ in range(2):
+        with pytest.raises(ValueError, match="features column 'features' has 1 NaN or infinite values"):
+            next(fits)
+    with pytest.raises(StopIteration):
+        next(fits)
+
