@@ -36,6 +36,10 @@ class ConvertsOnce:
     def _train(self, data, last_pass):
         raise NotImplementedError
 
+    def _weight_col(self):
+        """The weight column's name, or None when unset or empty (every row weighs 1)."""
+        return (self.getOrDefault("weightCol") if self.isDefined("weightCol") else None) or None
+
     def _conversion(self, dataset):
         """``TrainingData.prepare``'s arguments for this estimator's Params: at most how many blocks
         (``strategies.block_partitions``), and whether a barrier stage reads the handles."""
@@ -43,7 +47,7 @@ class ConvertsOnce:
 
         strategy = self.getStrategy()
         return {"features_col": self.getFeaturesCol(), "label_col": self.getLabelCol(),
-                "weight_col": (self.getOrDefault("weightCol") if self.isDefined("weightCol") else None) or None,
+                "weight_col": self._weight_col(),
                 "dtype": self.getDtype(), "compute_dtype": self._compute_dtype,
                 "max_partitions": block_partitions(strategy, dataset.sparkSession, self.getNumWorkers()),
                 "barrier": strategy.startswith("allreduce")}
@@ -105,7 +109,8 @@ class _SharedConversionFits:
         self.conversions = []
         for est in self.estimators:
             arguments = est._conversion(dataset)
-            conversion = by_key.setdefault(tuple(sorted(arguments.items())), _Conversion(arguments))
+            key = tuple(sorted(arguments.items()))
+            conversion = by_key.get(key) or by_key.setdefault(key, _Conversion(arguments))
             conversion.users += 1
             conversion.remaining += 1
             self.conversions.append(conversion)

@@ -199,8 +199,7 @@ class KernelSVC(ConvertsOnce, Classifier, _KernelSVCParams):
         s = raw.summary
         num_classes = classification_labels(s, self.getLabelCol())
         gamma = resolve_gamma(self.getGamma(), s)
-        weight_col = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
-        spec, gram = self._feature_map_spec(raw.source, s, gamma, weight_col)
+        spec, gram = self._feature_map_spec(raw.source, s, gamma, self._weight_col())
         m = make_feature_map(spec).n_components
         # Nystroem: the blocks hold K(X, L); the projection is applied per product (gpu.factored)
         features = raw.derive(_feature_fn(spec), self.getDevice(), right_factor=spec.get("projection"))
