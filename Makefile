@@ -20,7 +20,7 @@ java:
 
 # Train LogisticRegression on generated data in local Spark; prints metrics and the model path.
 demo: $(STAMP)
-	$(PY) -m jobs.train --config conf/logistic_demo.yaml
+	$(PY) -m sparkml.jobs.train --config conf/logistic_demo.yaml
 
 # The test suite (the covering subset of the parity grid; the full grid is `make test-full`).
 test: $(STAMP)

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from gpu import DenseBlock, LogisticLoss, resolve_device  # noqa: E402
+from sparkml.gpu import DenseBlock, LogisticLoss, resolve_device  # noqa: E402
 from sparkml.optim.history import InverseHessian  # noqa: E402
 
 

@@ -1,20 +1,20 @@
-"""KernelSVC's math through the ``gpu`` layer alone (no Spark): one device, phase by phase.
+"""KernelSVC's math through the ``sparkml.gpu`` layer alone (no Spark): one device, phase by phase.
 
 What one executor does in a KernelSVC fit, on ``--device`` (cuda on a GPU machine, which has PyTorch
 but no pyspark), for the binary synthetic problem of ``bench_kernel_svc.py``:
 
 * the card's peaks, measured in the same run: a 8192^3 float32 matrix product (2048^3 on CPU) (TF32 off, as the
   kernels run) in TFLOP/s, and a device-to-device copy in GB/s (bytes read + written);
-* K(X, L) throughput (``gpu.kernels.kernel_matrix``, rbf, float32) for n x d rows against m
+* K(X, L) throughput (``sparkml.gpu.kernels.kernel_matrix``, rbf, float32) for n x d rows against m
   landmarks: the cross product's 2 n m d flops per second against the matmul peak, and the bytes of
   K written per second against the copy rate (with d = 20 the kernel is bound by writing K);
-* a whole fit per ``--sizes`` n: k-means landmarks per class (``gpu.kmeans``, 10 rows per
+* a whole fit per ``--sizes`` n: k-means landmarks per class (``sparkml.gpu.kmeans``, 10 rows per
   landmark, 10 Lloyd iterations), the Nystroem map (K_LL's eigendecomposition, ``rcond`` 1e-6),
-  the kernel block K(X, L), then KernelSVC's default solve (``sparkml.newton``: 2 squared-hinge
+  the kernel block K(X, L), then KernelSVC's default solve (``sparkml.optim.newton``: 2 squared-hinge
   rounds, then the smoothed hinge of half-width 0.1 by Newton-CG preconditioned by the features'
   second moment, regParam = 1 / n) and the accuracy on 10k held-out rows.
 
-The constants mirror ``sparkml.kernel_svc`` (which imports pyspark, so this script does not).
+The constants mirror ``sparkml.kernel.kernel_svc`` (which imports pyspark, so this script does not).
 
     python benchmarks/bench_kernel_torch.py --device cuda --sizes 100000,1000000 --landmarks 4000
 
@@ -34,12 +34,12 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from bench_blocks import best_ms  # noqa: E402
 from bench_kernel_svc import synthetic  # noqa: E402
-from gpu import DenseBlock, OneVsRestProblems, SmoothedHingeLoss, SquaredHingeLoss, resolve_device  # noqa: E402
-from gpu.factored import FactoredBlock  # noqa: E402
-from gpu.kernels import kernel_matrix  # noqa: E402
-from gpu.kmeans import kmeans  # noqa: E402
-from gpu.nystroem import NystroemMap  # noqa: E402
-from sparkml.newton import newton_warm_started  # noqa: E402
+from sparkml.gpu import DenseBlock, OneVsRestProblems, SmoothedHingeLoss, SquaredHingeLoss, resolve_device  # noqa: E402
+from sparkml.gpu.factored import FactoredBlock  # noqa: E402
+from sparkml.gpu.kernels import kernel_matrix  # noqa: E402
+from sparkml.gpu.kmeans import kmeans  # noqa: E402
+from sparkml.gpu.nystroem import NystroemMap  # noqa: E402
+from sparkml.optim.newton import newton_warm_started  # noqa: E402
 
 HINGE_WIDTH, WARM_START_ROUNDS, RCOND, OVERSAMPLE, LLOYD_ITERS = 0.1, 2, 1e-6, 10, 10
 
@@ -74,7 +74,7 @@ def kmeans_landmarks(x, y, m, dev):
 
 
 def evaluate_for(block, y, w):
-    """``sparkml.newton``'s pass: the problems' sums over the one block (a task's, without Spark)."""
+    """``sparkml.optim.newton``'s pass: the problems' sums over the one block (a task's, without Spark)."""
     cache = {}
 
     def make(problems):

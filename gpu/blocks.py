@@ -20,9 +20,9 @@ A block may store its values in float32 and compute in float64 (``compute_dtype=
 ``dtype`` is then float64 and every product is exact float64 arithmetic on the stored values
 (float32 numbers are exact in float64), half the memory of a float64 block. Dense products
 upcast 1024 rows at a time into a reused buffer that stays in cache; on one CPU core the
-conversion is the larger cost, about 1.4x a float64 product (``benchmarks/bench_blocks.py``).
-``margin_pass`` converts each run of rows once for both of its products: a whole logistic
-loss-and-gradient pass then costs 1.1x to 1.25x the float64 one.
+conversion is the larger cost (``benchmarks/bench_blocks.py``). ``margin_pass`` converts each
+run of rows once for both of its products, so a whole logistic loss-and-gradient pass costs little
+more than the float64 one.
 ``CsrBlock`` uses only gathers and ``index_add_`` (no torch.sparse), so it runs on any device.
 """
 from __future__ import annotations
@@ -102,10 +102,9 @@ def _chunked_rmatmul(x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
     partials in float64 brings that to ~4e-7 (1024-row chunks) or ~1e-6 (4096).
 
     Narrow blocks: one batch of row-vector products r_c^T X_c over 1024-row chunks (X read row by
-    row, as stored), the cost of the plain GEMV (measured 19 ms vs 18 ms for 500k x 100 on one
-    core; 43 ms for the column-wise X_c^T r_c batch). Wide blocks (a kernel block K(X, L) of
-    thousands of columns) make that batch slow (47 ms against 27 ms for the plain GEMV over
-    25k x 3000): there a loop of r_c^T X_c over 4096-row chunks costs the plain GEMV's time.
+    row, as stored), about the cost of the plain GEMV (the column-wise X_c^T r_c batch costs twice
+    that). Wide blocks (a kernel block K(X, L) of thousands of columns) make that batch slow: there
+    a loop of r_c^T X_c over 4096-row chunks costs the plain GEMV's time.
     """
     n, d = x.shape
     r2 = r.reshape(n, -1)
@@ -150,8 +149,8 @@ class DenseBlock(_Block):
     def _upcast_chunks(self, rows=_SUM_CHUNK_ROWS):
         """(start, rows start..start+rows in the compute dtype), through one reused buffer. On a GPU
         the chunks hold up to _CHUNK_ELEMENTS values: each chunk costs a few kernel launches, and
-        1024-row chunks made a float64 logistic pass over 250k x 100 float32 rows 30x slower than
-        the float32 one (12 ms against 0.4 ms on an H100)."""
+        1024-row chunks made a float64 pass over float32 rows many times slower than the float32
+        one (``benchmarks/README.md``)."""
         if self.device.type != "cpu":
             rows = max(rows, _CHUNK_ELEMENTS // max(1, self.n_features))
         buf = torch.empty((min(rows, self.n_rows), self.n_features), dtype=self.dtype, device=self.device)

@@ -1,30 +1,77 @@
-"""A kernel feature map rebuilt from its data: what a fitted KernelSVC ships to executors and saves.
+"""A kernel feature map's data: what a fitted KernelSVC ships to executors and saves.
 
-``spec`` is a dict of plain values and numpy arrays (picklable into a Spark closure, storable as
-Parquet):
+A spec holds plain values and float64 numpy arrays (picklable into a Spark closure, storable as
+Parquet) and rebuilds its map with ``make()``:
 
-* ``{"method": "nystroem", "kernel", "landmarks" (m, d), "projection" (m, m), "gamma", "degree", "coef0"}``
-  (``gpu.nystroem``);
-* ``{"method": "rff", "kernel", "frequencies" (d, D), "offsets" (D,)}`` (``gpu.fourier``).
+* ``NystroemSpec``: phi(x) = k(x, L) P, landmarks L (m, d), projection P (m, r) (``nystroem``);
+* ``FourierSpec``: z(x) = sqrt(2/D) cos(x W + b), frequencies W (d, D), offsets b (D,) (``fourier``).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
 
 from .fourier import RandomFourierMap
 from .nystroem import NystroemMap
 
-__all__ = ["make_feature_map", "input_features"]
+__all__ = ["FourierSpec", "NystroemSpec", "input_features", "make_feature_map"]
+
+
+class _Spec:
+    _arrays = ()  # the fields held as float64 C-order arrays
+
+    def __post_init__(self):
+        # C order whatever the source (a loaded DenseMatrix is column-major): the same BLAS summation
+        # order, so a loaded model scores bit for bit as the fitted one
+        for name in self._arrays:
+            object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.float64))
+
+
+@dataclass(frozen=True, eq=False)
+class NystroemSpec(_Spec):
+    kernel: str
+    landmarks: np.ndarray  # (m, d)
+    projection: np.ndarray  # (m, r): K_LL^-1/2 in K_LL's truncated eigenbasis
+    gamma: float
+    degree: int
+    coef0: float
+    method = "nystroem"
+    _arrays = ("landmarks", "projection")
+
+    @property
+    def n_features_in(self):
+        return int(self.landmarks.shape[1])
+
+    @property
+    def kernel_args(self):
+        return {"gamma": self.gamma, "degree": self.degree, "coef0": self.coef0}
+
+    def make(self):
+        return NystroemMap(self.kernel, self.landmarks, projection=self.projection, **self.kernel_args)
+
+
+@dataclass(frozen=True, eq=False)
+class FourierSpec(_Spec):
+    kernel: str
+    frequencies: np.ndarray  # (d, D)
+    offsets: np.ndarray  # (D,)
+    method = "rff"
+    _arrays = ("frequencies", "offsets")
+
+    @property
+    def n_features_in(self):
+        return int(self.frequencies.shape[0])
+
+    def make(self):
+        return RandomFourierMap(self.kernel, frequencies=self.frequencies, offsets=self.offsets)
 
 
 def make_feature_map(spec):
     """The ``NystroemMap`` or ``RandomFourierMap`` that ``spec`` describes."""
-    if spec["method"] == "nystroem":
-        return NystroemMap(spec["kernel"], spec["landmarks"], projection=spec["projection"], gamma=spec["gamma"],
-                           degree=spec["degree"], coef0=spec["coef0"])
-    if spec["method"] == "rff":
-        return RandomFourierMap(spec["kernel"], frequencies=spec["frequencies"], offsets=spec["offsets"])
-    raise ValueError(f"unknown feature map method {spec['method']!r}")
+    return spec.make()
 
 
 def input_features(spec):
     """d, the size of the vectors the map takes."""
-    return int(spec["landmarks"].shape[1] if spec["method"] == "nystroem" else spec["frequencies"].shape[0])
+    return spec.n_features_in

@@ -15,7 +15,7 @@ matmul per tile. For rbf the squared distance is ||a - c||^2 + ||b - c||^2 - 2 (
 with c the mean of B's rows: shifting both sides leaves the distance unchanged but removes the
 cancellation that a large common offset would cause; the squared norms are summed in float64 and
 rounded once, so float32 inputs lose the float32 rounding of the cross term and of the sum, as
-much as the float32 result's own rounding (K within 3e-7 of float64 for 20 features, measured).
+much as the float32 result's own rounding (``test_gpu_kernels.py`` bounds it against float64).
 Laplacian sums |a_j - b_j| in the input dtype.
 
 Memory. Only the returned (n, m) matrix scales with n * m: the temporaries of each tile are held
@@ -100,10 +100,9 @@ def kernel_matrix(kind, A, B=None, *, gamma=None, degree=3, coef0=1.0, budget_by
         return out
     pair = _pair_bytes(kind, d, a.element_size())
     col_tile = m if m * pair <= budget_bytes else max(1, budget_bytes // pair)
-    # CPU: row tiles of at most _TILE_ELEMENTS pairs, so that the elementwise steps run in cache (rbf
-    # over 8192 x 3000, one core: 1.0 s in 3700-row tiles against 0.3 s in 350-row ones). GPU: tiles
-    # as large as the budget allows, since each costs a few kernel launches (1M x 4000 in 262-row
-    # tiles: 0.53 s on an H100; in 5592-row tiles: 79 ms)
+    # CPU: row tiles of at most _TILE_ELEMENTS pairs, so that the elementwise steps run in cache (large
+    # tiles were about 3x slower). GPU: tiles as large as the budget allows, since each costs a few
+    # kernel launches (small tiles were about 7x slower; ``benchmarks/README.md``)
     rows = budget_bytes // (col_tile * pair)
     if a.device.type == "cpu":
         rows = min(rows, _TILE_ELEMENTS // col_tile)

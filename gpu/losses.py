@@ -152,7 +152,7 @@ class LinearLoss:
         return torch.cat([top, bottom], dim=0)
 
     def hessp_operator(self, coef, X, y, w=None):
-        """v -> ``hessp(coef, X, y, w, v)``: what ``gpu.problems.OneVsRestProblems`` specializes to
+        """v -> ``hessp(coef, X, y, w, v)``: what ``sparkml.gpu.problems.OneVsRestProblems`` specializes to
         read only the active rows; here each product is a plain ``hessp``."""
         return lambda v: self.hessp(coef, X, y, w, v)
 

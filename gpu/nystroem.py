@@ -9,7 +9,7 @@ With landmarks L (p rows) and K_LL = K(L, L), the map is
 scikit-learn's ``Nystroem`` (the SVD also keeps the non-PSD sigmoid kernel finite); computed through
 the symmetric eigendecomposition, which gives the same matrix.
 The projection is computed in float64 on the landmarks' device; ``transform`` runs the kernel in
-tiles (``gpu.kernels``) and multiplies each tile by the projection, so only the (n, p) features
+tiles (``sparkml.gpu.kernels``) and multiplies each tile by the projection, so only the (n, p) features
 are ever held, never a larger kernel matrix.
 
 With ``rcond`` the map is written in K_LL's eigenbasis and truncated to its well-conditioned part:
@@ -20,7 +20,7 @@ K_LL = V diag(lambda) V^T, keep the r directions with |lambda| >= rcond max |lam
 the same inner products as above up to the dropped directions (a rotation of the same features when
 none is dropped). The projection's entries are then bounded by (rcond max |lambda|)^{-1/2}, so
 K(x, L) and the projection can be kept apart and multiplied per product in float32
-(``gpu.factored``) without the catastrophic cancellation that K_LL's near-zero eigenvalues (up to
+(``sparkml.gpu.factored``) without the catastrophic cancellation that K_LL's near-zero eigenvalues (up to
 1e6 in the projection) cause; and the landmarks' own features have the diagonal Gram matrix
 diag(|lambda_r|).
 """
@@ -38,8 +38,8 @@ _F64 = torch.float64
 
 def _eigh(a):
     """(lambda ascending, V) of a symmetric matrix, as ``torch.linalg.eigh``. On CPU through numpy's
-    LAPACK: torch's (MKL) took 10.5 s against numpy's (OpenBLAS) 7.0 s for 4000 x 4000 float64 on
-    this project's AMD EPYC build machine, and the m x m eigendecomposition is a third of a 100k-row fit."""
+    LAPACK, which was faster than torch's on the AMD CPUs measured (``benchmarks/README.md``): the
+    m x m eigendecomposition is a large share of a mid-sized KernelSVC fit."""
     if a.device.type == "cpu":
         lam, v = np.linalg.eigh(a.numpy())
         return torch.from_numpy(lam), torch.from_numpy(v)
@@ -80,7 +80,7 @@ class NystroemMap:
         (V None, the identity, for a map built with ``rcond``).
 
         With landmarks sampled from the rows, sum_i phi(x_i) phi(x_i)^T over n rows is about
-        (n / p) Phi_L^T Phi_L: the shape ``sparkml.newton`` preconditions Newton-CG with. Comes
+        (n / p) Phi_L^T Phi_L: the shape ``sparkml.optim.newton`` preconditions Newton-CG with. Comes
         with the eigendecomposition that made the projection (for a map built from a given
         projection, one more eigendecomposition).
         """
@@ -105,7 +105,7 @@ class NystroemMap:
 
     def kernel_block(self, x, budget_bytes=DEFAULT_BUDGET_BYTES):
         """K(X, L), (n, p), dtype as ``transform``: phi(X) = kernel_block(X) @ projection, the left
-        factor of ``gpu.factored.FactoredBlock``."""
+        factor of ``sparkml.gpu.factored.FactoredBlock``."""
         return self._tiles(x, budget_bytes, project=False)
 
     def _tiles(self, x, budget_bytes, project):

@@ -5,7 +5,7 @@ DataFrame with a dense `features` VectorUDT column and a double `label`, so demo
 """
 import numpy as np
 
-from jobs.config import ConfigError
+from sparkml.jobs.config import ConfigError
 
 GENERATED_FEATURES_COL = "features"
 

@@ -1,6 +1,6 @@
 """Fail fast, with instructions, when no JDK is available to start Spark's JVM.
 
-Only used when this process will launch the JVM itself (`python -m jobs.train` with no session);
+Only used when this process will launch the JVM itself (`python -m sparkml.jobs.train` with no session);
 under spark-submit or in a notebook the JVM already runs.
 """
 import os

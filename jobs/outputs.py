@@ -8,7 +8,7 @@ import os
 import shutil
 import uuid
 
-from jobs.config import ConfigError, is_local_path
+from sparkml.jobs.config import ConfigError, is_local_path
 
 
 class LocalStore:

@@ -12,9 +12,9 @@ import sys
 import tempfile
 import zipfile
 
-from jobs.java_check import require_java
+from sparkml.jobs.java_check import require_java
 
-SHIPPED_PACKAGES = ("sparkml", "gpu")  # what executors import; `jobs` runs on the driver only
+SHIPPED_PACKAGES = ("sparkml", "sparkml.gpu")  # what executors import; sparkml.jobs runs on the driver only
 
 
 def under_spark_submit():
@@ -42,25 +42,36 @@ def get_or_create(spark_cfg, spark=None):
 
 
 def package_zip(packages=SHIPPED_PACKAGES, directory=None):
-    """Zip the importable `packages` (sources only) into `directory`; return the path or None.
+    """Zip the importable `packages` (dotted names, sources only) into `directory`; return the path or None.
+
+    Each lands at its dotted name's path in the zip (``sparkml.gpu`` under ``sparkml/gpu/``) wherever
+    its sources are: a source checkout keeps gpu/ beside sparkml/.
 
     The file name carries a hash of the contents, so shipping unchanged code twice in one
     application adds the same file again (a no-op) instead of a conflicting one.
     """
     buf, count = io.BytesIO(), 0
+    nested = set()  # a wheel's sparkml/gpu is zipped as its own entry, not twice
+    for name in packages:
+        if "." in name:
+            spec = importlib.util.find_spec(name)
+            if spec is not None and spec.submodule_search_locations:
+                location = list(spec.submodule_search_locations)[0]
+                nested.add((os.path.dirname(location), os.path.basename(location)))
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name in packages:
             spec = importlib.util.find_spec(name)
             if spec is None or not spec.submodule_search_locations:
                 continue
             pkg_dir = list(spec.submodule_search_locations)[0]
-            base = os.path.dirname(pkg_dir)
+            prefix = name.replace(".", "/")
             for root, dirs, files in os.walk(pkg_dir):
-                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__" and (root, d) not in nested)
                 for f in sorted(files):
                     if not f.endswith((".pyc", ".pyo")):
                         full = os.path.join(root, f)
-                        info = zipfile.ZipInfo(os.path.relpath(full, base), date_time=(1980, 1, 1, 0, 0, 0))
+                        arcname = os.path.join(prefix, os.path.relpath(full, pkg_dir))
+                        info = zipfile.ZipInfo(arcname, date_time=(1980, 1, 1, 0, 0, 0))
                         with open(full, "rb") as src:
                             zf.writestr(info, src.read(), zipfile.ZIP_DEFLATED)
                         count += 1
@@ -77,9 +88,9 @@ def package_zip(packages=SHIPPED_PACKAGES, directory=None):
 
 
 def ship_packages(spark):
-    """addPyFile a zip of sparkml+gpu when executors may not be able to import them.
+    """addPyFile a zip of sparkml (with sparkml.gpu) when executors may not be able to import them.
 
-    Skipped for `local`/`local[n]` masters, whose Python workers run on this machine with this
+    Skipped for `local`/`local[n]` masters, whose Python workers run on the driver's machine with this
     interpreter, and for Spark Connect sessions (install the packages on the server there).
     Otherwise (yarn, k8s, spark://, local-cluster) the zip goes first on the executors' sys.path.
     """

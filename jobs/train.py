@@ -1,6 +1,6 @@
 """Train one estimator from a YAML config and publish the model and a report.
 
-    python -m jobs.train --config conf/logistic_demo.yaml [--set model.params.regParam=0.1 ...]
+    python -m sparkml.jobs.train --config conf/logistic_demo.yaml [--set model.params.regParam=0.1 ...]
     spark-submit jobs/train.py --config conf/logistic_demo.yaml
 
 Steps: validate the config (before Spark starts) -> session -> read data -> split -> fit ->
@@ -16,17 +16,19 @@ import os
 import sys
 import time
 
-if __package__ in (None, ""):  # run as a file (spark-submit jobs/train.py): make the repo root importable
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if __package__ in (None, ""):  # run as a file (spark-submit jobs/train.py) from a source checkout
+    _checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.isfile(os.path.join(_checkout, "sparkml", "__init__.py")):
+        sys.path.insert(0, _checkout)  # sparkml resolves sparkml.jobs to this folder
 
-from jobs import config, datasets, outputs, session  # noqa: E402
+from sparkml.jobs import config, datasets, outputs, session  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CONFIG = os.path.join(ROOT, "conf", "logistic_demo.yaml")
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="jobs.train", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="sparkml.jobs.train", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", default=DEFAULT_CONFIG, help="YAML job config (default: %(default)s)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, value parsed as YAML (repeatable), e.g. model.params.regParam=0.1")

@@ -1,7 +1,7 @@
 """Classifiers: ``from sparkml.classification import LogisticRegression, LinearSVC, KernelSVC`` (and models)."""
-from sparkml.kernel_svc import KernelSVC, KernelSVCModel
-from sparkml.linear_svc import LinearSVC, LinearSVCModel
-from sparkml.logistic_regression import LogisticRegression, LogisticRegressionModel
+from sparkml.kernel.kernel_svc import KernelSVC, KernelSVCModel
+from sparkml.linear.linear_svc import LinearSVC, LinearSVCModel
+from sparkml.linear.logistic_regression import LogisticRegression, LogisticRegressionModel
 
 __all__ = ["LogisticRegression", "LogisticRegressionModel", "LinearSVC", "LinearSVCModel", "KernelSVC",
            "KernelSVCModel"]

@@ -1,12 +1,13 @@
-"""Shared fixtures: one local Spark session for the whole test run (2 cores here)."""
+"""Shared fixtures: one local Spark session for the whole test run (2 cores here), and the data and
+fitted linear models of the model-level tests (test_model_outputs, test_persistence)."""
 import os
 import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+from helpers import use_this_checkout
+
+use_this_checkout()
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +32,34 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def data(spark):
+    """``data_helpers.linear_frame``: id, features, label, label3, y (a module may define its own ``data``)."""
+    from data_helpers import linear_frame
+
+    df = linear_frame(spark)
+    yield df
+    df.unpersist()
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    """``fitted(kind, stock=False)``: our (or the stock) model of ``model_kinds.KINDS[kind]`` fitted on
+    ``data``, once per module."""
+    from model_kinds import KINDS
+
+    cache = {}
+
+    def get(kind, stock=False):
+        key = (kind, stock)
+        if key not in cache:
+            k = KINDS[kind]
+            cache[key] = (k.stock_estimator if stock else k.estimator)(**k.params).fit(data)
+        return cache[key]
+
+    return get
 
 
 def pytest_collection_modifyitems(items):

@@ -2,18 +2,18 @@
 
 Run by tests/test_connect.py in a subprocess: a local Spark Connect server
 (``SparkSession.builder.remote("local[2]")``) needs its own JVM, apart from the classic session
-the rest of the tests share. Also importable for ``frame_rows`` and ``FITS`` (the same data and
-estimators, fitted classically by the test for comparison).
+the rest of the tests share. Also importable for ``FITS``, ``estimator`` and ``coefficients`` (the
+same estimators, fitted classically by the test for comparison, on the same
+``data_helpers.connect_frame``). Run as a script, its own folder (tests/) is first on sys.path.
 """
 import json
 import os
 import sys
 
-import numpy as np
+from data_helpers import connect_frame
+from helpers import coefficient_vector, training_summary, use_this_checkout
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+use_this_checkout()
 
 FITS = [  # (name, estimator, params)
     ("logistic-sync", "LogisticRegression", {"regParam": 0.01}),
@@ -34,26 +34,6 @@ FITS = [  # (name, estimator, params)
 ]
 
 
-def frame_rows(n=800, d=4, seed=11):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n, d)) * np.linspace(1.0, 2.0, d)
-    w = np.linspace(1.0, -1.0, d)
-    m = x @ w + 0.2
-    label = (m + rng.logistic(size=n) > 0).astype(float)
-    label3 = np.stack([m, -m, x[:, 0]], 1).__add__(rng.gumbel(size=(n, 3))).argmax(1).astype(float)
-    y = x @ w + 0.5 + rng.normal(scale=0.3, size=n)
-    return [(i, x[i].tolist(), float(label[i]), float(label3[i]), float(y[i])) for i in range(n)]
-
-
-def make_frame(spark, partitions=3):
-    from pyspark.ml.functions import array_to_vector
-    from pyspark.sql import functions as F
-
-    df = spark.createDataFrame(frame_rows(), "id long, x array<double>, label double, label3 double, y double")
-    return df.select("id", array_to_vector(F.col("x")).alias("features"), "label", "label3", "y").repartition(
-        partitions, "id")
-
-
 def estimator(name, params):
     import sparkml.classification
     import sparkml.regression
@@ -63,25 +43,22 @@ def estimator(name, params):
 
 
 def coefficients(model):
-    if getattr(model, "numClasses", 2) > 2 or not hasattr(model, "coefficients"):  # multinomial, KernelSVC
-        platt = getattr(model, "plattCoefficients", None)
-        return (model.coefficientMatrix.toArray().ravel().tolist() + model.interceptVector.toArray().tolist()
-                + ([] if platt is None else platt.toArray().ravel().tolist()))
-    return model.coefficients.toArray().tolist() + [model.intercept]
+    """The model's numbers as a JSON-ready list."""
+    return coefficient_vector(model).tolist()
 
 
 def main(out_dir):
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.remote("local[2]").getOrCreate()
-    df = make_frame(spark)
+    df = connect_frame(spark)
     results = {}
     for name, est_name, params in FITS:
         model = estimator(est_name, params).fit(df)
         pred_col = "prediction"
         rows = model.transform(df).orderBy("id").select(pred_col).limit(20).collect()
         results[name] = {"coef": coefficients(model), "predictions": [r[0] for r in rows],
-                         "iterations": (model.summary() if callable(model.summary) else model.summary).totalIterations}
+                         "iterations": training_summary(model).totalIterations}
     path = os.path.join(out_dir, "connect_model")
     model = estimator("LogisticRegression", {"regParam": 0.01}).fit(df)
     model.write().overwrite().save(path)

@@ -1,61 +1,21 @@
 """Bad input is refused before any iteration, with a ValueError naming the column and the problem,
 and the executor-resident training blocks of the failed fit are gone afterwards (DESIGN.md section 7)."""
 import logging
-import math
-import os
 
 import pytest
-from pyspark.ml.linalg import Vector, Vectors, VectorUDT
-from pyspark.sql.types import ArrayType, DoubleType, StringType, StructField, StructType
+from pyspark.ml.linalg import Vectors, VectorUDT
+from pyspark.sql.types import StringType
 
-from sparkml import block_store
+from data_helpers import SMALL_ROWS, rows_frame, small_rows
+from helpers import executor_datasets
+from sparkml.data import block_store
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression
 
 ESTIMATORS = {"LogisticRegression": LogisticRegression, "LinearSVC": LinearSVC,
               "LinearRegression": LinearRegression}
 CLASSIFIERS = ("LogisticRegression", "LinearSVC")
-ROWS = 40  # two partitions of 20 rows; the bad rows go into partition 0 only
-
-
-def good_rows():
-    """(features, label, weight) rows with both classes and a little signal."""
-    rows = []
-    for i in range(ROWS):
-        x = [math.sin(i), math.cos(3 * i), (i % 7) / 7.0]
-        rows.append((x, float((i % 2) ^ (x[0] > 0.8)), 1.0))
-    return rows
-
-
-def frame(spark, rows, features_type="vector", label_type=DoubleType()):
-    """DataFrame (features, label, w) in 2 partitions, keeping the row order (rows 0..19 -> partition 0)."""
-    if features_type == "vector":
-        ftype, conv = VectorUDT(), (lambda x: x if x is None or isinstance(x, Vector) else Vectors.dense(x))
-    elif features_type == "sparse":
-        ftype = VectorUDT()
-        conv = (lambda x: x if x is None or isinstance(x, Vector)
-                else Vectors.sparse(len(x), {j: v for j, v in enumerate(x) if v}))
-    else:
-        ftype, conv = ArrayType(DoubleType()), (lambda x: x)
-    schema = StructType([StructField("features", ftype), StructField("label", label_type),
-                         StructField("w", DoubleType())])
-    data = [(conv(x), y, w) for x, y, w in rows]
-    return spark.createDataFrame(spark.sparkContext.parallelize(data, 2), schema)
-
-
-def executor_datasets(spark):
-    """Dataset directories under ``block_store.root_dir()`` as the executors' Python workers see it."""
-
-    def listing(items):
-        for _ in items:  # drain, so Spark may reuse the worker
-            pass
-        from sparkml import block_store as store
-
-        root = store.root_dir()
-        yield sorted(n for n in os.listdir(root) if not n.startswith(".")) if os.path.isdir(root) else []
-
-    found = spark.sparkContext.parallelize(range(2), 2).mapPartitions(listing).collect()
-    return {name for names in found for name in names}
+# data_helpers.small_rows: SMALL_ROWS rows, two partitions of 20 in rows_frame; the bad rows go into partition 0 only
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +90,7 @@ def _ragged_in_partition(rows):
 
 
 def _ragged_across_partitions(rows):  # every partition is consistent on its own
-    return [(x + [0.5], y, w) if i >= ROWS // 2 else (x, y, w) for i, (x, y, w) in enumerate(rows)]
+    return [(x + [0.5], y, w) if i >= SMALL_ROWS // 2 else (x, y, w) for i, (x, y, w) in enumerate(rows)]
 
 
 def _negative_weight(rows):
@@ -154,7 +114,7 @@ GENERIC_CASES = {
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
 def test_generic_bad_values(spark, caplog, created_ids, baseline, name, case):
     mutate, params, fragments = GENERIC_CASES[case]
-    df = frame(spark, mutate(good_rows()))
+    df = rows_frame(spark, mutate(small_rows()))
     assert_refused(spark, caplog, created_ids, ESTIMATORS[name](**params), df, *fragments)
     assert created_ids, "the check should run in the conversion pass"
 
@@ -170,16 +130,16 @@ SPARSE_CASES = {
 @pytest.mark.parametrize("case", sorted(SPARSE_CASES))
 def test_sparse_features_bad_values(spark, caplog, created_ids, baseline, case):
     bad, problem = SPARSE_CASES[case]
-    rows = [([0.0] * 8 + x, y, w) for x, y, w in good_rows()]  # 11 features, at most 3 non-zero: CSR path
-    df = frame(spark, replace(rows, 3, features=bad), "sparse")
+    rows = [([0.0] * 8 + x, y, w) for x, y, w in small_rows()]  # 11 features, at most 3 non-zero: CSR path
+    df = rows_frame(spark, replace(rows, 3, features=bad), "sparse")
     assert_refused(spark, caplog, created_ids, LogisticRegression(), df, "'features'", problem)
 
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
 def test_empty_dataset(spark, caplog, created_ids, baseline, name):
-    no_rows = frame(spark, [])
+    no_rows = rows_frame(spark, [])
     assert_refused(spark, caplog, created_ids, ESTIMATORS[name](), no_rows, "empty")
-    filtered = frame(spark, good_rows()).where("label > 100")  # partitions exist, rows do not
+    filtered = rows_frame(spark, small_rows()).where("label > 100")  # partitions exist, rows do not
     assert_refused(spark, caplog, created_ids, ESTIMATORS[name](), filtered, "empty")
 
 
@@ -190,23 +150,23 @@ def test_empty_dataset(spark, caplog, created_ids, baseline, name):
     ("weight", {"weightCol": "weight"}, "'weight'"),
 ])
 def test_missing_column(spark, caplog, created_ids, baseline, name, role, params, missing):
-    df = frame(spark, good_rows())
+    df = rows_frame(spark, small_rows())
     message = assert_refused(spark, caplog, created_ids, ESTIMATORS[name](**params), df, missing, role)
     assert "not in the DataFrame" in message
 
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
 def test_features_not_a_vector(spark, caplog, created_ids, baseline, name):
-    arrays = frame(spark, good_rows(), features_type="array")
+    arrays = rows_frame(spark, small_rows(), features_type="array")
     assert_refused(spark, caplog, created_ids, ESTIMATORS[name](), arrays, "'features'", "Vector")
-    doubles = frame(spark, good_rows()).selectExpr("label AS features", "label", "w")
+    doubles = rows_frame(spark, small_rows()).selectExpr("label AS features", "label", "w")
     assert_refused(spark, caplog, created_ids, ESTIMATORS[name](), doubles, "'features'", "Vector")
 
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
 def test_string_label_column(spark, caplog, created_ids, baseline, name):
-    rows = [(x, "yes" if y else "no", w) for x, y, w in good_rows()]
-    df = frame(spark, rows, label_type=StringType())
+    rows = [(x, "yes" if y else "no", w) for x, y, w in small_rows()]
+    df = rows_frame(spark, rows, label_type=StringType())
     assert_refused(spark, caplog, created_ids, ESTIMATORS[name](), df, "'label'", "numeric")
 
 
@@ -215,30 +175,30 @@ def test_string_label_column(spark, caplog, created_ids, baseline, name):
 @pytest.mark.parametrize("name", CLASSIFIERS)
 @pytest.mark.parametrize("label", [0.0, 1.0])
 def test_single_class(spark, caplog, created_ids, baseline, name, label):
-    df = frame(spark, [(x, label, w) for x, _, w in good_rows()])
+    df = rows_frame(spark, [(x, label, w) for x, _, w in small_rows()])
     assert_refused(spark, caplog, created_ids, ESTIMATORS[name](), df, "'label'", "single class")
 
 
 @pytest.mark.parametrize("name", CLASSIFIERS)
 def test_single_class_with_positive_weight(spark, caplog, created_ids, baseline, name):
-    df = frame(spark, [(x, y, 0.0 if y == 1 else 1.0) for x, y, _ in good_rows()])
+    df = rows_frame(spark, [(x, y, 0.0 if y == 1 else 1.0) for x, y, _ in small_rows()])
     assert_refused(spark, caplog, created_ids, ESTIMATORS[name](weightCol="w"), df, "'label'", "single class")
 
 
 @pytest.mark.parametrize("label,problem", [(0.5, "non-integer"), (-1.0, "negative")])
 def test_logistic_labels_not_class_indices(spark, caplog, created_ids, baseline, label, problem):
-    df = frame(spark, replace(good_rows(), 25, label=label))
+    df = rows_frame(spark, replace(small_rows(), 25, label=label))
     assert_refused(spark, caplog, created_ids, LogisticRegression(), df, "'label'", problem)
 
 
 def test_logistic_binomial_labels_outside_0_1(spark, caplog, created_ids, baseline):
-    df = frame(spark, replace(good_rows(), 25, label=2.0))
+    df = rows_frame(spark, replace(small_rows(), 25, label=2.0))
     assert_refused(spark, caplog, created_ids, LogisticRegression(family="binomial"), df, "'label'", "binomial")
 
 
 @pytest.mark.parametrize("label", [2.0, -1.0, 0.5])
 def test_linear_svc_labels_outside_0_1(spark, caplog, created_ids, baseline, label):
-    df = frame(spark, replace(good_rows(), 25, label=label))
+    df = rows_frame(spark, replace(small_rows(), 25, label=label))
     assert_refused(spark, caplog, created_ids, LinearSVC(), df, "'label'", "0 or 1")
 
 
@@ -258,8 +218,8 @@ def test_failed_conversion_job_leaves_no_blocks(spark, created_ids, baseline, de
             raise RuntimeError("poisoned row")
         return features
 
-    rows = replace(good_rows(), ROWS - 3, weight=7.0)  # partition 1; partition 0 converts fine
-    df = frame(spark, rows).withColumn("features", F.udf(poison, VectorUDT())("features", "w"))
+    rows = replace(small_rows(), SMALL_ROWS - 3, weight=7.0)  # partition 1; partition 0 converts fine
+    df = rows_frame(spark, rows).withColumn("features", F.udf(poison, VectorUDT())("features", "w"))
     with pytest.raises(Exception, match="poisoned row"):
         LinearRegression().fit(df)
     assert created_ids
@@ -286,7 +246,7 @@ def test_no_block_directory_survives_the_module(spark, baseline):
     ("LinearRegression", {"aggregationDepth": 1}, "aggregationDepth"),
 ])
 def test_bad_param_values_refused_before_the_data_is_touched(spark, caplog, created_ids, name, params, param):
-    df = frame(spark, good_rows())
+    df = rows_frame(spark, small_rows())
     message = assert_refused(spark, caplog, created_ids, ESTIMATORS[name](**params), df, param)
     assert str(list(params.values())[0]).lstrip("-") in message
     assert created_ids == [], "the Params must be checked before the conversion pass"

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from sparkml import block_store
+from sparkml.data import block_store
 
 
 @pytest.fixture

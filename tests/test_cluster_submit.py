@@ -13,10 +13,11 @@ import pytest
 import yaml
 
 import background
-from jobs import datasets, train
+from data_helpers import generated_table
+from helpers import ROOT, coefficient_vector
+from sparkml.jobs import train
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FEATURES = [f"c{i}" for i in range(8)]
+FEATURES = [f"c{i}" for i in range(8)]  # generated_table's column names
 STRATEGIES = ["sync", "allreduce", "averaging"]
 _SCRATCH, _LOCK = {}, threading.Lock()
 
@@ -28,11 +29,7 @@ def _data():
     with _LOCK:
         if "data" not in _SCRATCH:
             out = background.scratch_dir("cluster-submit-")
-            X, y = datasets.generate_arrays("binary", 3000, len(FEATURES), seed=5)
-            import pandas as pd
-
-            pdf = pd.DataFrame(X, columns=FEATURES)
-            pdf["y"] = np.asarray(y, dtype=float)
+            pdf = generated_table(3000, len(FEATURES), seed=5)  # columns FEATURES and y
             pdf[:2400].to_parquet(os.path.join(out, "train.parquet"), index=False)
             pdf[2400:].to_parquet(os.path.join(out, "test.parquet"), index=False)
             _SCRATCH["dir"] = out
@@ -84,8 +81,7 @@ def local_run(spark, tmp_path_factory):
 def _coefficients(spark, run_dir):
     from pyspark.ml.classification import LogisticRegressionModel  # stock MLlib reads our files
 
-    model = LogisticRegressionModel.load(os.path.join(run_dir, "model"))
-    return np.append(model.coefficients.toArray(), model.intercept)
+    return coefficient_vector(LogisticRegressionModel.load(os.path.join(run_dir, "model")))
 
 
 @pytest.mark.cluster

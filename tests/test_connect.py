@@ -11,6 +11,7 @@ import pytest
 
 import background
 import connect_fits
+from data_helpers import connect_frame
 
 pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect] (grpcio)")
 
@@ -31,7 +32,7 @@ def connect_results():
 
 @pytest.fixture(scope="module")
 def classic_frame(spark):
-    return connect_fits.make_frame(spark).cache()
+    return connect_frame(spark).cache()
 
 
 @pytest.mark.parametrize("name,est,params", connect_fits.FITS, ids=[f[0] for f in connect_fits.FITS])

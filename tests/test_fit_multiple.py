@@ -6,28 +6,20 @@ import numpy as np
 import pytest
 from pyspark.ml import Estimator
 from pyspark.ml.evaluation import BinaryClassificationEvaluator
-from pyspark.ml.linalg import Vectors, VectorUDT
+from pyspark.ml.linalg import Vectors
 from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
-from pyspark.sql.types import DoubleType, StructField, StructType
 
+from data_helpers import label_and_target_frame
+from helpers import coefficient_vector, executor_datasets
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.data.training_data import TrainingData
 from sparkml.regression import LinearRegression
-from test_bad_input import executor_datasets
 
 
 @pytest.fixture(scope="module")
 def data(spark):
     """600 rows, 4 features of different scales, a binary label and a real target, 4 partitions."""
-    rng = np.random.default_rng(5)
-    x = rng.normal(size=(600, 4)) * [1.0, 3.0, 0.5, 2.0] + [0.0, 1.0, -1.0, 0.5]
-    m = x @ [0.8, -0.3, 1.5, 0.2] - 0.1
-    label = (m + rng.logistic(size=600) > 0).astype(float)
-    y = m + rng.normal(scale=0.2, size=600)
-    rows = [(Vectors.dense(x[i]), float(label[i]), float(y[i])) for i in range(600)]
-    schema = StructType([StructField("features", VectorUDT()), StructField("label", DoubleType()),
-                         StructField("y", DoubleType())])
-    df = spark.createDataFrame(spark.sparkContext.parallelize(rows, 4), schema).cache()
+    df = label_and_target_frame(spark)
     df.count()
     yield df
     df.unpersist()
@@ -45,12 +37,6 @@ def conversions(monkeypatch):
 
     monkeypatch.setattr(TrainingData, "prepare", classmethod(prepare))
     return calls
-
-
-def coefficients(model):
-    if hasattr(model, "coefficientMatrix"):
-        return np.append(model.coefficientMatrix.toArray().ravel(), model.interceptVector.toArray())
-    return np.append(model.coefficients.toArray(), model.intercept)
 
 
 def one_by_one(estimator, df, maps):
@@ -83,10 +69,10 @@ def test_one_conversion_same_models(spark, data, conversions, make, grid):
     for m, shared, alone in zip(maps, models, separate):
         for param, value in m.items():
             assert shared.getOrDefault(param.name) == value
-        np.testing.assert_allclose(coefficients(shared), coefficients(alone), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(coefficient_vector(shared), coefficient_vector(alone), rtol=1e-9, atol=1e-12)
         assert shared.summary.totalIterations == alone.summary.totalIterations
     # the grid's fits differ: the shared conversion did not hand every map the first map's model
-    assert len({tuple(np.round(coefficients(m).ravel(), 10)) for m in models}) == len(maps)
+    assert len({tuple(np.round(coefficient_vector(m).ravel(), 10)) for m in models}) == len(maps)
 
 
 def test_maps_that_convert_differently_get_their_own_conversion(spark, data, conversions):
@@ -99,8 +85,8 @@ def test_maps_that_convert_differently_get_their_own_conversion(spark, data, con
         ("float32", False), ("float32", True), ("float64", False)]
     assert executor_datasets(spark) == before
     # float32 storage against float64: the features' rounding only
-    np.testing.assert_allclose(coefficients(models[0]), coefficients(models[1]), rtol=1e-5)
-    np.testing.assert_allclose(coefficients(models[0]), coefficients(models[3]), rtol=1e-9)
+    np.testing.assert_allclose(coefficient_vector(models[0]), coefficient_vector(models[1]), rtol=1e-5)
+    np.testing.assert_allclose(coefficient_vector(models[0]), coefficient_vector(models[3]), rtol=1e-9)
 
 
 @pytest.mark.parametrize("strategy, parallelism", [("allreduce", 1), ("sync", 2)])
@@ -128,8 +114,8 @@ def test_kernel_svc_shares_the_input_conversion(spark, data, conversions):
     assert len(conversions) == 1 and executor_datasets(spark) == before
     for m, shared, alone in zip(maps, models, one_by_one(svc, data, maps)):
         assert shared.getRegParam() == m[svc.regParam]
-        np.testing.assert_allclose(coefficients(shared), coefficients(alone), rtol=1e-6, atol=1e-9)
-    assert not np.allclose(coefficients(models[0]), coefficients(models[1]))
+        np.testing.assert_allclose(coefficient_vector(shared), coefficient_vector(alone), rtol=1e-6, atol=1e-9)
+    assert not np.allclose(coefficient_vector(models[0]), coefficient_vector(models[1]))
 
 
 def test_a_failing_map_stops_the_grid_and_leaves_no_blocks(spark, data, conversions):

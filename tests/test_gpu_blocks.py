@@ -5,9 +5,9 @@ import scipy.sparse as sp
 import torch
 
 from devices import CUDA, DEVICES
-import gpu
-from gpu import blocks as blocks_mod
-from gpu import CsrBlock, DenseBlock, make_block, resolve_device, resolve_dtype
+import sparkml.gpu as gpu
+from sparkml.gpu import blocks as blocks_mod
+from sparkml.gpu import CsrBlock, DenseBlock, make_block, resolve_device, resolve_dtype
 
 DTYPES = [torch.float32, torch.float64]
 TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-12, atol=1e-12)}
@@ -224,7 +224,7 @@ def test_package_has_no_spark_imports():
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_factored_block_is_the_product_of_its_factors(dtype, device):
     """gpu.factored.FactoredBlock (A R, never formed) against the dense product, every method the losses use."""
-    from gpu.factored import FactoredBlock
+    from sparkml.gpu.factored import FactoredBlock
 
     rng = np.random.default_rng(3)
     a, r = rng.normal(size=(40, 6)), rng.normal(size=(6, 5))
@@ -259,7 +259,8 @@ def test_wide_float32_rmatmul_sums_chunks_in_float64(k):
     it agrees with the float64 product to 1e-6 (the plain float32 product is off by 3.8e-6 here), rows
     past the last full chunk included, for one residual column or several."""
     rng = np.random.default_rng(5)
-    x = rng.uniform(0, 1, size=(40000, 512)).astype(np.float32)  # kernel-like values: no cancellation help
+    d = blocks_mod._WIDE_FEATURES  # 512: the narrowest such block
+    x = rng.uniform(0, 1, size=(40000, d)).astype(np.float32)  # kernel-like values: no cancellation help
     r = rng.uniform(0, 1, size=(40000,) if k is None else (40000, k)).astype(np.float32)
     out = DenseBlock(torch.from_numpy(x)).rmatmul(torch.from_numpy(r))
     exact = x.astype(np.float64).T @ r.astype(np.float64)
@@ -273,8 +274,8 @@ def test_row_stack_is_the_concatenation_of_its_blocks(layout, dtype):
     """gpu.stacked.RowStack against one block of the concatenated rows: every method the losses use,
     take() and rows() across the blocks' boundaries, margin_pass's row positions, and a stacked
     FactoredBlock (how partition_sums reads several partitions' kernel blocks) against the formed product."""
-    from gpu.factored import FactoredBlock
-    from gpu.stacked import RowStack
+    from sparkml.gpu.factored import FactoredBlock
+    from sparkml.gpu.stacked import RowStack
 
     parts = [_matrix(n=n, seed=s) for n, s in ((23, 0), (5, 1), (11, 2))]
     x = np.vstack(parts)

@@ -5,7 +5,7 @@ import torch
 from sklearn.metrics import pairwise
 
 from devices import DEVICES
-from gpu.kernels import KERNELS, kernel_diagonal, kernel_matrix
+from sparkml.gpu.kernels import DEFAULT_BUDGET_BYTES, KERNELS, kernel_diagonal, kernel_matrix
 
 PARAMS = {"linear": {}, "polynomial": {"gamma": 0.3, "degree": 3, "coef0": 0.5}, "sigmoid": {"gamma": 0.05, "coef0": -0.2},
           "rbf": {"gamma": 0.2}, "laplacian": {"gamma": 0.1}}
@@ -28,7 +28,7 @@ def _reference(kind, a, b, params):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("kind", KERNELS)
-@pytest.mark.parametrize("budget", [256 * 2**20, 700])  # 700 bytes: tiles of a few pairs in both directions
+@pytest.mark.parametrize("budget", [DEFAULT_BUDGET_BYTES, 700])  # 700 bytes: tiles of a few pairs in both directions
 def test_matches_sklearn(kind, dtype, device, budget):
     a, b = _data(dtype)
     got = kernel_matrix(kind, torch.from_numpy(a), torch.from_numpy(b), budget_bytes=budget, device=device,
@@ -99,7 +99,7 @@ def test_empty_inputs():
 def test_nystroem_matches_sklearn_on_the_same_landmarks(kind, dtype):
     from sklearn.kernel_approximation import Nystroem
 
-    from gpu.nystroem import NystroemMap
+    from sparkml.gpu.nystroem import NystroemMap
 
     a, _ = _data(np.float64)
     # the linear kernel has rank 6 here: more landmarks than that leave a null space both maps
@@ -120,7 +120,7 @@ def test_nystroem_eigenbasis_map_is_sklearns_up_to_a_rotation(kind, dtype):
     own features have the Gram matrix diag(|lambda_r|), and the projection is bounded."""
     from sklearn.kernel_approximation import Nystroem
 
-    from gpu.nystroem import NystroemMap
+    from sparkml.gpu.nystroem import NystroemMap
 
     a, _ = _data(np.float64)
     ref = Nystroem(kernel=kind, n_components=5 if kind == "linear" else 20, random_state=0, **PARAMS[kind]).fit(a)
@@ -144,7 +144,7 @@ def test_nystroem_eigenbasis_map_is_sklearns_up_to_a_rotation(kind, dtype):
 
 
 def test_nystroem_with_all_rows_as_landmarks_reproduces_the_kernel():
-    from gpu.nystroem import NystroemMap
+    from sparkml.gpu.nystroem import NystroemMap
 
     a, b = _data(np.float64)
     phi = NystroemMap("rbf", torch.from_numpy(a), gamma=0.2)
@@ -157,7 +157,7 @@ def test_nystroem_with_all_rows_as_landmarks_reproduces_the_kernel():
 def test_random_fourier_map_is_sklearns_rbf_sampler_with_the_same_draws(dtype, device):
     from sklearn.kernel_approximation import RBFSampler
 
-    from gpu.fourier import RandomFourierMap
+    from sparkml.gpu.fourier import RandomFourierMap
 
     a, _ = _data(dtype)
     sampler = RBFSampler(gamma=0.2, n_components=300, random_state=0).fit(a)
@@ -169,7 +169,7 @@ def test_random_fourier_map_is_sklearns_rbf_sampler_with_the_same_draws(dtype, d
 @pytest.mark.parametrize("kind", ["rbf", "laplacian"])
 def test_random_fourier_features_approximate_the_kernel(kind):
     """z(x) . z(x') -> k(x, x'): Monte Carlo error ~ 1 / sqrt(D)."""
-    from gpu.fourier import RandomFourierMap
+    from sparkml.gpu.fourier import RandomFourierMap
 
     a, b = _data(np.float64)
     rff = RandomFourierMap(kind, a.shape[1], 40000, gamma=PARAMS[kind]["gamma"], seed=1)

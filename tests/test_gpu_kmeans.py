@@ -5,7 +5,7 @@ import torch
 from sklearn.cluster import KMeans
 
 from devices import DEVICES
-import gpu.kmeans as km
+import sparkml.gpu.kmeans as km
 
 
 def _blobs(n=600, d=5, centres=8, seed=0):

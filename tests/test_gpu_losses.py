@@ -7,8 +7,9 @@ import torch
 from sklearn.metrics import log_loss
 
 from devices import DEVICES
-from gpu import (CsrBlock, DenseBlock, HingeLoss, LogisticLoss, SmoothedHingeLoss, SoftmaxLoss,
+from sparkml.gpu import (CsrBlock, DenseBlock, HingeLoss, LogisticLoss, SmoothedHingeLoss, SoftmaxLoss,
                  SquaredHingeLoss, SquaredLoss)
+from sparkml.gpu.blocks import _PASS_CHUNK_ROWS
 
 K = 3
 LOSSES = ["logistic", "softmax", "squared", "hinge", "squared_hinge", "smoothed_hinge"]
@@ -310,7 +311,8 @@ def test_loss_gradient_over_float32_storage_reads_rows_in_runs(name, fit_interce
     runs = []
     mixed.margin_pass(torch.zeros(7, dtype=torch.float64),
                       lambda start, stop, m: runs.append((start, stop, len(m))) or torch.zeros_like(m))
-    assert runs == [(0, 4096, 4096), (4096, 8192, 4096), (8192, n, n - 8192)]
+    run = _PASS_CHUNK_ROWS  # 4096
+    assert runs == [(0, run, run), (run, 2 * run, run), (2 * run, n, n - 2 * run)]
     empty = DenseBlock(torch.zeros(0, 7), compute_dtype=torch.float64)  # no run at all: zero sums
     total, grad = loss.loss_gradient(torch.as_tensor(coef), empty, torch.zeros(0), torch.zeros(0))
     assert float(total) == 0.0 and grad.shape == tuple(coef.shape) and not grad.any()

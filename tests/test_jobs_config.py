@@ -1,5 +1,4 @@
 """Job config validation, overrides, Java check and output publishing: no Spark session needed."""
-import importlib
 import os
 import subprocess
 import sys
@@ -8,31 +7,8 @@ import zipfile
 import pytest
 import yaml
 
-from jobs import config, java_check, outputs, session, train
-
-SHIPPED = dict(config.ESTIMATORS)  # before any fixture patches it
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STOCK = {  # pyspark.ml stand-ins while sparkml's estimators are not importable yet
-    "LogisticRegression": ("pyspark.ml.classification:LogisticRegression", "classification"),
-    "LinearSVC": ("pyspark.ml.classification:LinearSVC", "classification"),
-    "LinearRegression": ("pyspark.ml.regression:LinearRegression", "regression"),
-}
-
-
-def _sparkml_ready():
-    try:
-        importlib.import_module("sparkml.classification")
-        importlib.import_module("sparkml.regression")
-        return True
-    except ImportError:
-        return False
-
-
-@pytest.fixture(autouse=True)
-def registry(monkeypatch):
-    if not _sparkml_ready():
-        monkeypatch.setattr(config, "ESTIMATORS", STOCK)
-    return config.ESTIMATORS
+from helpers import ROOT
+from sparkml.jobs import config, java_check, outputs, session, train
 
 
 def base(**changes):
@@ -50,8 +26,8 @@ def error_of(raw):
 
 
 def test_shipped_registry_points_at_sparkml():
-    assert config.ESTIMATORS is STOCK or all(v[0].startswith("sparkml.") for v in config.ESTIMATORS.values())
-    assert {v[0] for v in SHIPPED.values()} == {
+    assert all(v[0].startswith("sparkml.") for v in config.ESTIMATORS.values())
+    assert {v[0] for v in config.ESTIMATORS.values()} == {
         "sparkml.classification:LogisticRegression", "sparkml.classification:LinearSVC",
         "sparkml.classification:KernelSVC", "sparkml.regression:LinearRegression"}
 
@@ -122,8 +98,6 @@ def test_estimator_params_converted_and_per_estimator():
 
 
 def test_custom_converter_message_kept():
-    if config.ESTIMATORS is STOCK:
-        pytest.skip("sparkml's estimators are not importable yet")
     raw = base(**{"model.params.device": "gpu"})
     err = error_of(raw)
     assert err.key == "model.params.device" and "auto" in str(err) and "'gpu'" in str(err)
@@ -202,10 +176,10 @@ def test_java_check_missing(monkeypatch, tmp_path, capsys):
 
 
 def test_package_zip_is_content_addressed(tmp_path):
-    path = session.package_zip(("jobs",), str(tmp_path))
-    assert "jobs/config.py" in zipfile.ZipFile(path).namelist()
+    path = session.package_zip(("sparkml.jobs",), str(tmp_path))
+    assert "sparkml/jobs/config.py" in zipfile.ZipFile(path).namelist()
     assert not any(n.endswith(".pyc") for n in zipfile.ZipFile(path).namelist())
-    assert session.package_zip(("jobs",), str(tmp_path)) == path
+    assert session.package_zip(("sparkml.jobs",), str(tmp_path)) == path
     assert session.package_zip(("no_such_package_xyz",), str(tmp_path)) is None
 
 

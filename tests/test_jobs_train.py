@@ -3,33 +3,12 @@ import importlib
 import json
 import os
 
-import numpy as np
 import pytest
 import yaml
 
-from jobs import config, datasets, train
-
-STOCK = {  # pyspark.ml stand-ins while sparkml's estimators are not importable yet
-    "LogisticRegression": ("pyspark.ml.classification:LogisticRegression", "classification"),
-    "LinearSVC": ("pyspark.ml.classification:LinearSVC", "classification"),
-    "LinearRegression": ("pyspark.ml.regression:LinearRegression", "regression"),
-}
-
-
-def _sparkml_ready():
-    try:
-        importlib.import_module("sparkml.classification")
-        importlib.import_module("sparkml.regression")
-        return True
-    except ImportError:
-        return False
-
-
-@pytest.fixture(autouse=True)
-def registry(monkeypatch):
-    if not _sparkml_ready():
-        monkeypatch.setattr(config, "ESTIMATORS", STOCK)
-    return config.ESTIMATORS
+from data_helpers import generated_table
+from helpers import ROOT
+from sparkml.jobs import config, datasets, train
 
 
 def write_config(tmp_path, data, estimator="LogisticRegression", params=None, **output):
@@ -125,7 +104,7 @@ def test_multiclass_and_svc(spark, tmp_path):
 
 def test_kernel_svc_job(spark, tmp_path):
     """The shipped conf/kernel_svc.yaml's model section, on small data."""
-    shipped = yaml.safe_load(open(os.path.join(os.path.dirname(__file__), "..", "conf", "kernel_svc.yaml")))
+    shipped = yaml.safe_load(open(os.path.join(ROOT, "conf", "kernel_svc.yaml")))
     params = {**shipped["model"]["params"], "numLandmarks": 100}
     code, report = run_job(spark, tmp_path, {"train": "generated:multiclass", "generated": {**SMALL, "classes": 3}},
                            "KernelSVC", params)
@@ -137,12 +116,7 @@ def test_kernel_svc_job(spark, tmp_path):
 
 def table(rows, seed=0):
     """A generated binary problem as a pandas frame: c0..c3, label y, weight w."""
-    import pandas as pd
-
-    X, y = datasets.generate_arrays("binary", rows, 4, seed=seed)
-    pdf = pd.DataFrame(X, columns=[f"c{i}" for i in range(4)])
-    pdf["y"], pdf["w"] = y, 1.0 + (np.arange(rows) % 2)
-    return pdf
+    return generated_table(rows, 4, seed, weighted=True)
 
 
 FILE_DATA = {"features": ["c0", "c1", "c2", "c3"], "label": "y"}

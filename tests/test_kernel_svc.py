@@ -1,8 +1,7 @@
 """KernelSVC against scikit-learn's SVC (same kernel, gamma and C) on the same train/test split."""
 import numpy as np
 import pytest
-from pyspark.ml.linalg import Vectors, VectorUDT
-from pyspark.sql.types import DoubleType, StructField, StructType
+from pyspark.ml.linalg import Vectors
 from sklearn import datasets
 from sklearn.calibration import CalibratedClassifierCV, _sigmoid_calibration
 from sklearn.metrics import log_loss
@@ -10,16 +9,9 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
+from data_helpers import labeled_frame
 from sparkml.classification import KernelSVC, KernelSVCModel
-from sparkml.kernel_svc import _CHOLESKY_MAX_FEATURES
-
-SCHEMA = StructType([StructField("label", DoubleType()), StructField("features", VectorUDT())])
-
-
-def _frame(spark, x, y, partitions=4):
-    rows = [(float(label), Vectors.dense(row)) for row, label in zip(x, y)]
-    return spark.createDataFrame(rows, SCHEMA).repartition(partitions)
-
+from sparkml.kernel.kernel_svc import _CHOLESKY_MAX_FEATURES
 
 def _accuracy(model, frame, y):
     pred = np.array([r.prediction for r in model.transform(frame).select("prediction").collect()])
@@ -35,10 +27,9 @@ def _split(x, y, seed=0):
 def _compare(spark, xtr, xte, ytr, yte, c, **params):
     sk = SVC(C=c, **{k: v for k, v in params.items() if k in ("kernel", "gamma", "degree", "coef0")}).fit(xtr, ytr)
     sk_acc = float(np.mean(sk.predict(xte) == yte))
-    train = _frame(spark, xtr, ytr)
-    # one partition, the test frame keeps its row order: predictions are compared with yte row by row
-    test = spark.createDataFrame([(float(label), Vectors.dense(row)) for row, label in zip(xte, yte)],
-                                 SCHEMA)
+    train = labeled_frame(spark, xtr, ytr, partitions=4)
+    # the test frame keeps its row order: predictions are compared with yte row by row
+    test = labeled_frame(spark, xte, yte)
     model = KernelSVC(regParam=1.0 / (len(ytr) * c), **params).fit(train)
     return model, _accuracy(model, test, yte), sk_acc
 
@@ -75,8 +66,8 @@ def test_hinge_loss_reaches_svcs_primal_objective(spark):
     objective = {}
     for loss in ("hinge", "squared_hinge"):
         model = KernelSVC(regParam=1.0 / (len(y) * c), gamma=gamma, numLandmarks=1000, loss=loss)
-        model = model.fit(_frame(spark, x, y))
-        decision = np.array([r.rawPrediction[1] for r in model.transform(_test_frame(spark, x, y)).collect()])
+        model = model.fit(labeled_frame(spark, x, y, partitions=4))
+        decision = np.array([r.rawPrediction[1] for r in model.transform(labeled_frame(spark, x, y)).collect()])
         beta = model.coefficientMatrix.toArray()[0]
         objective[loss] = primal(beta @ beta, decision)
     assert best * (1 - 1e-6) <= objective["hinge"] <= best * 1.005, (objective, best)
@@ -99,12 +90,12 @@ def test_synthetic_nonlinear_problem_with_sampled_landmarks(spark):
 def test_preconditioned_newton_cg_in_the_barrier_stage_solves_the_cholesky_problem(spark):
     """301 coefficients: ``sync`` forms H (Cholesky), ``allreduce`` runs Newton-CG preconditioned by the
     landmarks' spectrum, its Hessian-vector passes over the active rows the tasks keep per round, each
-    task's two partitions stacked under one projection (``gpu.stacked``). The same objective and decision
+    task's two partitions stacked under one projection (``sparkml.gpu.stacked``). The same objective and decision
     values (float64 features: the solvers are compared, not float32 rounding). In 20
     dimensions K_LL keeps all 300 directions; two moons would keep under 100, few enough for Cholesky."""
     x, y = datasets.make_classification(n_samples=1200, n_features=20, n_informative=10, random_state=1)
     xtr, xte, ytr, yte = _split(x, y.astype(float))
-    train, test = _frame(spark, xtr, ytr, partitions=4), _test_frame(spark, xte, yte)
+    train, test = labeled_frame(spark, xtr, ytr, partitions=4), labeled_frame(spark, xte, yte)
     # sampled rows as landmarks: their K_LL is better conditioned than k-means centres' (condition number
     # 1.2e3 against 1.8e3 here), so CG at tol 1e-8 lands within 1e-9 of Cholesky's objective (2.5e-9 with
     # centres: within the tolerance, not a defect)
@@ -129,7 +120,7 @@ def test_random_fourier_features_on_the_nonlinear_problem(spark, tmp_path):
     assert model.numLandmarksUsed == 1500 and model.landmarks is None
     assert abs(acc - sk_acc) <= 0.01, (acc, sk_acc)
     model.save(str(tmp_path / "m"))
-    test = _test_frame(spark, xte, yte)
+    test = labeled_frame(spark, xte, yte)
     a = model.transform(test).select("rawPrediction").collect()
     b = KernelSVCModel.load(str(tmp_path / "m")).transform(test).select("rawPrediction").collect()
     np.testing.assert_allclose([r[0].toArray() for r in a], [r[0].toArray() for r in b], rtol=1e-12)
@@ -142,7 +133,7 @@ def test_kmeans_landmarks_approximate_the_kernel_better_than_sampled_rows(spark)
 
     x, y = datasets.make_classification(n_samples=1500, n_features=8, n_informative=6, weights=[0.7],
                                         random_state=0)
-    frame = _frame(spark, x, y.astype(float))
+    frame = labeled_frame(spark, x, y.astype(float), partitions=4)
     k = rbf_kernel(x, gamma=0.1)
     errors = {}
     for selection in ("kmeans", "random"):
@@ -160,13 +151,13 @@ def test_kmeans_landmarks_approximate_the_kernel_better_than_sampled_rows(spark)
 
 def test_gamma_scale_is_sklearns(spark):
     x, y = datasets.load_breast_cancer(return_X_y=True)
-    model = KernelSVC(numLandmarks=50, maxIter=2).fit(_frame(spark, x, y.astype(float)))
+    model = KernelSVC(numLandmarks=50, maxIter=2).fit(labeled_frame(spark, x, y.astype(float), partitions=4))
     assert model.gammaValue == pytest.approx(1.0 / (x.shape[1] * x.var()), rel=1e-9)
 
 
 def test_save_load_round_trip(spark, tmp_path):
     x, y = datasets.make_moons(n_samples=300, noise=0.2, random_state=2)
-    frame = _frame(spark, x, y.astype(float))
+    frame = labeled_frame(spark, x, y.astype(float), partitions=4)
     model = KernelSVC(kernel="polynomial", degree=2, gamma=0.5, coef0=1.0, numLandmarks=60, regParam=1e-3).fit(frame)
     model.save(str(tmp_path / "m"))
     loaded = KernelSVCModel.load(str(tmp_path / "m"))
@@ -175,11 +166,6 @@ def test_save_load_round_trip(spark, tmp_path):
     b = loaded.transform(frame).select("rawPrediction", "prediction").collect()
     np.testing.assert_allclose([r[0].toArray() for r in a], [r[0].toArray() for r in b], rtol=1e-12)
     assert [r[1] for r in a] == [r[1] for r in b]
-
-
-def _test_frame(spark, x, y):
-    """One partition: the rows keep their order, to compare with scikit-learn row by row."""
-    return spark.createDataFrame([(float(label), Vectors.dense(row)) for row, label in zip(x, y)], SCHEMA)
 
 
 def test_integer_weights_fit_the_rows_repeated(spark):
@@ -191,11 +177,9 @@ def test_integer_weights_fit_the_rows_repeated(spark):
     x, y = datasets.make_classification(n_samples=340, n_features=10, n_informative=6, random_state=3)
     x, xte, y = x[:240], x[240:], y[:240]
     w = np.random.default_rng(4).integers(0, 4, len(y)).astype(float)
-    schema = StructType(SCHEMA.fields + [StructField("w", DoubleType())])
-    weighted = spark.createDataFrame([(float(label), Vectors.dense(row), float(wi)) for row, label, wi in
-                                      zip(x, y, w)], schema).repartition(3)
+    weighted = labeled_frame(spark, x, y, w=w, partitions=3)
     reps = w.astype(int)
-    repeated = _frame(spark, np.repeat(x, reps, axis=0), np.repeat(y, reps).astype(float), partitions=3)
+    repeated = labeled_frame(spark, np.repeat(x, reps, axis=0), np.repeat(y, reps).astype(float), partitions=3)
     # the squared hinge in one barrier stage (fewer passes, no Spark job each): the weights enter every
     # loss and strategy the same way
     params = dict(regParam=1.0 / (w.sum() * 10.0), gamma=0.1, numLandmarks=1000, loss="squared_hinge",
@@ -203,7 +187,7 @@ def test_integer_weights_fit_the_rows_repeated(spark):
     models = {"weighted": KernelSVC(weightCol="w", **params).fit(weighted),
               "repeated": KernelSVC(**params).fit(repeated)}
     assert models["weighted"].numLandmarksUsed == int(np.sum(w > 0))  # the rows of weight 0 are no landmarks
-    test = _test_frame(spark, xte, np.zeros(len(xte)))
+    test = labeled_frame(spark, xte, np.zeros(len(xte)))
     raw = {k: np.array([r.rawPrediction[1] for r in m.transform(test).select("rawPrediction").collect()])
            for k, m in models.items()}
     np.testing.assert_allclose(raw["weighted"], raw["repeated"], rtol=0, atol=1e-5)
@@ -217,14 +201,14 @@ def test_platt_probabilities_are_sklearns_sigmoid_fit_of_the_decision_values(spa
     xtr, xte, ytr, yte = _split(x, y.astype(float))
     c = 1.0
     model = KernelSVC(regParam=1.0 / (len(ytr) * c), numLandmarks=2000, probability=True, dtype="float64",
-                      strategy="allreduce").fit(_frame(spark, xtr, ytr))
-    train = model.transform(_test_frame(spark, xtr, ytr)).collect()
+                      strategy="allreduce").fit(labeled_frame(spark, xtr, ytr, partitions=4))
+    train = model.transform(labeled_frame(spark, xtr, ytr)).collect()
     decision = np.array([r.rawPrediction[1] for r in train])
     a, b = _sigmoid_calibration(decision, ytr)  # sklearn: P = 1 / (1 + exp(a f + b))
     np.testing.assert_allclose(model.plattCoefficients.toArray()[0], [-a, -b], rtol=1e-5)
     np.testing.assert_allclose([r.probability[1] for r in train], 1 / (1 + np.exp(a * decision + b)), rtol=1e-5)
     # as well calibrated on held-out rows as SVC with a cross-validated sigmoid (measured 0.111 vs 0.110)
-    prob = np.array([r.probability.toArray() for r in model.transform(_test_frame(spark, xte, yte)).collect()])
+    prob = np.array([r.probability.toArray() for r in model.transform(labeled_frame(spark, xte, yte)).collect()])
     sk = CalibratedClassifierCV(SVC(C=c), method="sigmoid", ensemble=False).fit(xtr, ytr)
     assert log_loss(yte, prob) <= log_loss(yte, sk.predict_proba(xte)) + 0.02
     assert model.predictProbability(Vectors.dense(xte[0])).toArray() == pytest.approx(prob[0], rel=1e-9)
@@ -237,7 +221,7 @@ def test_allreduce_solves_the_same_problems_as_sync(spark, tmp_path):
     objectives agree, to the tolerance (measured: 8.5e-8 relative; coefficients 3e-5)."""
     x, y = datasets.load_iris(return_X_y=True)
     xtr, xte, ytr, yte = _split(x, y.astype(float))
-    frame = _frame(spark, xtr, ytr)
+    frame = labeled_frame(spark, xtr, ytr, partitions=4)
     hinge = dict(regParam=1.0 / len(ytr), numLandmarks=200)
     sync, allreduce = (KernelSVC(strategy=s, **hinge).fit(frame) for s in ("sync", "allreduce"))
     for a, b in zip(allreduce.summaries, sync.summaries):
@@ -248,7 +232,7 @@ def test_allreduce_solves_the_same_problems_as_sync(spark, tmp_path):
     np.testing.assert_allclose(allreduce.coefficientMatrix.toArray(), sync.coefficientMatrix.toArray(), atol=1e-10)
     np.testing.assert_allclose(allreduce.plattCoefficients.toArray(), sync.plattCoefficients.toArray(), atol=1e-10)
     assert [s.totalIterations for s in allreduce.summaries] == [s.totalIterations for s in sync.summaries]
-    prob = np.array([r.probability.toArray() for r in allreduce.transform(_test_frame(spark, xte, yte)).collect()])
+    prob = np.array([r.probability.toArray() for r in allreduce.transform(labeled_frame(spark, xte, yte)).collect()])
     np.testing.assert_allclose(prob.sum(axis=1), 1.0, rtol=1e-12)
     assert np.mean(np.argmax(prob, axis=1) == yte) >= 0.9
     allreduce.save(str(tmp_path / "m"))
@@ -258,7 +242,7 @@ def test_allreduce_solves_the_same_problems_as_sync(spark, tmp_path):
 
 def test_bad_params_are_named(spark):
     x, y = datasets.make_moons(n_samples=50, random_state=0)
-    frame = _frame(spark, x, y.astype(float), 1)
+    frame = labeled_frame(spark, x, y.astype(float), partitions=1)
     with pytest.raises(ValueError, match="regParam must be > 0"):
         KernelSVC(regParam=0.0).fit(frame)
     with pytest.raises(ValueError, match="kernel must be one of"):
@@ -270,5 +254,4 @@ def test_bad_params_are_named(spark):
     with pytest.raises(ValueError, match="strategy must be one of sync, allreduce"):
         KernelSVC(strategy="averaging").fit(frame)
     with pytest.raises(ValueError, match="label column 'label' must hold class indices"):
-        KernelSVC().fit(spark.createDataFrame([(0.5, Vectors.dense([1.0])), (1.0, Vectors.dense([2.0]))],
-                                              SCHEMA))
+        KernelSVC().fit(labeled_frame(spark, [[1.0], [2.0]], [0.5, 1.0]))

@@ -1,21 +1,11 @@
-"""sparkml.landmarks: the class-stratified, partitioning-independent landmark sample."""
+"""sparkml.kernel.landmarks: the class-stratified, partitioning-independent landmark sample."""
 from types import SimpleNamespace
 
 import numpy as np
-from pyspark.ml.linalg import Vectors, VectorUDT
-from pyspark.sql.types import DoubleType, StructField, StructType
 
-from gpu.kmeans import kmeans
-from sparkml.landmarks import choose_landmarks, class_quotas, sample_landmarks
-
-SCHEMA = StructType([StructField("label", DoubleType()), StructField("features", VectorUDT())])
-
-
-def _data(n=600, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n, d))
-    y = (rng.random(n) < 0.25).astype(float)  # 1:3 classes
-    return x, y
+from data_helpers import imbalanced_arrays, labeled_frame
+from sparkml.gpu.kmeans import kmeans
+from sparkml.kernel.landmarks import choose_landmarks, class_quotas, sample_landmarks
 
 
 def _summary(x, y):
@@ -23,13 +13,12 @@ def _summary(x, y):
 
 
 def test_sample_is_stratified_and_the_same_whatever_the_partitioning(spark):
-    x, y = _data()
-    rows = [(float(label), Vectors.dense(row)) for row, label in zip(x, y)]
+    x, y = imbalanced_arrays()
     summary = _summary(x, y)
     quota = class_quotas(summary, 40)
     assert quota == {0.0: round(40 * np.mean(y == 0)), 1.0: round(40 * np.mean(y == 1))}
-    one = sample_landmarks(spark.createDataFrame(rows, SCHEMA).coalesce(1), "features", "label", summary, quota, 3)
-    many = sample_landmarks(spark.createDataFrame(rows[::-1], SCHEMA).repartition(5), "features", "label", summary,
+    one = sample_landmarks(labeled_frame(spark, x, y).coalesce(1), "features", "label", summary, quota, 3)
+    many = sample_landmarks(labeled_frame(spark, x[::-1], y[::-1], partitions=5), "features", "label", summary,
                             quota, 3)
     np.testing.assert_array_equal(one[0], many[0])
     np.testing.assert_array_equal(one[1], many[1])
@@ -41,13 +30,13 @@ def test_sample_is_stratified_and_the_same_whatever_the_partitioning(spark):
     index = {tuple(row): label for row, label in zip(x, y)}
     assert all(index[tuple(row)] == label for row, label in zip(picked, labels))
     assert len({tuple(row) for row in picked}) == len(picked)
-    other_seed = sample_landmarks(spark.createDataFrame(rows, SCHEMA), "features", "label", summary, quota, 4)[0]
+    other_seed = sample_landmarks(labeled_frame(spark, x, y), "features", "label", summary, quota, 4)[0]
     assert not np.array_equal(np.sort(other_seed, axis=0), np.sort(picked, axis=0))
 
 
 def test_all_rows_when_the_quota_covers_the_data(spark):
-    x, y = _data(n=30)
-    frame = spark.createDataFrame([(float(label), Vectors.dense(row)) for row, label in zip(x, y)], SCHEMA)
+    x, y = imbalanced_arrays(n=30)
+    frame = labeled_frame(spark, x, y)
     summary = _summary(x, y)
     picked, labels, _ = sample_landmarks(frame, "features", "label", summary, class_quotas(summary, 100), 0)
     assert picked.shape == x.shape
@@ -58,11 +47,9 @@ def test_all_rows_when_the_quota_covers_the_data(spark):
 def test_weighted_rows_sample_and_kmeans(spark):
     """weightCol: rows of weight 0 are never sampled nor landmarks; the others keep their weights, and the
     k-means centres are the weighted ones (gpu.kmeans with those weights over the same sample)."""
-    x, y = _data(n=900, seed=1)
+    x, y = imbalanced_arrays(n=900, seed=1)
     w = np.random.default_rng(2).integers(0, 3, len(y)).astype(float)  # a third of the rows weigh 0
-    schema = StructType(SCHEMA.fields + [StructField("w", DoubleType())])
-    frame = spark.createDataFrame([(float(label), Vectors.dense(row), float(wi)) for row, label, wi in zip(x, y, w)],
-                                  schema).repartition(3)
+    frame = labeled_frame(spark, x, y, w=w, partitions=3)
     summary = _summary(x, y)
     weight_of = {tuple(row): wi for row, wi in zip(x, w)}
     picked, labels, weights = sample_landmarks(frame, "features", "label", summary, class_quotas(summary, 60), 0,

@@ -4,52 +4,19 @@ import logging
 
 import numpy as np
 import pytest
-from pyspark.ml import classification as stock_classification
-from pyspark.ml import regression as stock_regression
 from pyspark.ml.feature import VectorSlicer
 
-from model_data import assert_same_outputs, linear_frame, output_arrays, output_fields
+from helpers import assert_same_outputs, coefficient_vector, output_arrays, output_fields
+from model_kinds import KINDS
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression
-
-CLASSIFIER_OUT = ["rawPrediction", "probability", "prediction"]
-KINDS = {  # our estimator, stock estimator, params, output columns
-    "lr_binary": (LogisticRegression, stock_classification.LogisticRegression, {"regParam": 0.01}, CLASSIFIER_OUT),
-    "lr_multinomial": (LogisticRegression, stock_classification.LogisticRegression,
-                       {"regParam": 0.01, "labelCol": "label3"}, CLASSIFIER_OUT),
-    "svc": (LinearSVC, stock_classification.LinearSVC, {"regParam": 0.5, "maxIter": 25},
-            ["rawPrediction", "prediction"]),
-    "linreg": (LinearRegression, stock_regression.LinearRegression, {"regParam": 0.01, "labelCol": "y"},
-               ["prediction"]),
-}
-
-
-@pytest.fixture(scope="module")
-def data(spark):
-    df = linear_frame(spark)
-    yield df
-    df.unpersist()
-
-
-@pytest.fixture(scope="module")
-def fitted(data):
-    cache = {}
-
-    def get(kind, stock=False):
-        key = (kind, stock)
-        if key not in cache:
-            ours, theirs, params, _ = KINDS[kind]
-            cache[key] = (theirs if stock else ours)(**params).fit(data)
-        return cache[key]
-
-    return get
 
 
 # ---- output columns: names, types, values -------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_output_columns_match_pyspark_ml(data, fitted, kind):
-    _, _, _, columns = KINDS[kind]
+    columns = KINDS[kind].columns
     ours, theirs = fitted(kind).transform(data), fitted(kind, stock=True).transform(data)
     assert ours.columns == theirs.columns
     assert output_fields(ours, columns) == output_fields(theirs, columns)
@@ -132,8 +99,8 @@ def test_empty_output_column_names_skip_the_column(data, fitted, kind, empty):
         model._set(**{name: ""})
     ours, theirs = model.transform(data), model.toSpark().transform(data)
     assert ours.columns == theirs.columns
-    kept = [c for c in KINDS[kind][3] if c in ours.columns]
-    assert len(kept) == len(KINDS[kind][3]) - len(empty)
+    kept = [c for c in KINDS[kind].columns if c in ours.columns]
+    assert len(kept) == len(KINDS[kind].columns) - len(empty)
     assert_same_outputs(ours, theirs, kept, atol=1e-12)
 
 
@@ -196,12 +163,6 @@ def test_single_vector_predictions_match_transform(data, fitted, kind):
 
 # ---- warm start -------------------------------------------------------------------------------------------
 
-def coefficient_array(model):
-    if hasattr(model, "coefficientMatrix"):
-        return np.hstack([model.coefficientMatrix.toArray().ravel(), model.interceptVector.toArray()])
-    return np.hstack([model.coefficients.toArray(), [model.intercept]])
-
-
 WARM = {  # estimator factory from converged settings (allreduce: one Spark job per fit, same iterates)
     "lr_binary": lambda: LogisticRegression(regParam=0.01, tol=1e-10, maxIter=500, strategy="allreduce"),
     "lr_multinomial": lambda: LogisticRegression(regParam=0.01, labelCol="label3", tol=1e-10, maxIter=500,
@@ -235,7 +196,7 @@ HINGE_WARM_START = pytest.mark.xfail(strict=True, reason=(
 def test_warm_start_from_a_converged_model(warm_pair, kind):
     cold, warm = warm_pair(kind)
     assert cold.summary.totalIterations > 2
-    np.testing.assert_allclose(coefficient_array(warm), coefficient_array(cold), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(coefficient_vector(warm), coefficient_vector(cold), rtol=0, atol=1e-6)
     assert warm.summary.totalIterations <= 2
 
 
@@ -243,7 +204,7 @@ def test_linear_svc_warm_start_returns_to_the_optimum(warm_pair):
     from sparkml.optim.convergence import FVAL_MEMORY
 
     cold, warm = warm_pair("svc")
-    np.testing.assert_allclose(coefficient_array(warm), coefficient_array(cold), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(coefficient_vector(warm), coefficient_vector(cold), rtol=0, atol=1e-6)
     assert warm.summary.objectiveHistory[-1] <= cold.summary.objectiveHistory[-1] + 1e-12
     assert warm.summary.totalIterations <= FVAL_MEMORY < cold.summary.totalIterations
 

@@ -1,4 +1,4 @@
-"""sparkml.newton on local sums: squared-hinge SVMs (one and several at once) and Platt scaling, checked
+"""sparkml.optim.newton on local sums: squared-hinge SVMs (one and several at once) and Platt scaling, checked
 against scipy, scikit-learn's LinearSVC and scikit-learn's own Platt fit."""
 import numpy as np
 import pytest
@@ -7,8 +7,8 @@ from scipy.optimize import minimize
 from sklearn.calibration import _sigmoid_calibration
 from sklearn.svm import LinearSVC as SkLinearSVC
 
-from gpu import DenseBlock, OneVsRestProblems, PlattProblems, SquaredHingeLoss
-from sparkml.newton import newton
+from sparkml.gpu import DenseBlock, OneVsRestProblems, PlattProblems, SquaredHingeLoss
+from sparkml.optim.newton import newton
 
 
 def _problem(seed=0, n=300, d=4, classes=2):
@@ -183,7 +183,7 @@ def test_landmark_gram_preconditioner_needs_fewer_cg_passes_for_the_same_minimiz
     (``NystroemMap.gram_spectrum``) reaches the Cholesky minimizer with fewer Hessian-vector passes than Jacobi."""
     from sklearn.datasets import make_moons
 
-    from gpu.nystroem import NystroemMap
+    from sparkml.gpu.nystroem import NystroemMap
 
     x, y = make_moons(n_samples=1500, noise=0.25, random_state=1)
     landmarks = x[np.random.default_rng(0).choice(len(x), 200, replace=False)]
@@ -217,10 +217,10 @@ def test_diagonal_preconditioner_of_the_eigenbasis_map():
     """In K_LL's eigenbasis (``NystroemMap(rcond=...)``) the landmarks' Gram matrix is diag(lambda):
     preconditioner (None, lambda / m) reaches the Cholesky minimizer of those features in fewer passes than
     Jacobi (measured 199 against 226: in this basis the Hessian is nearly diagonal already), and without
-    the Hessians' diagonals, which cost n m^2 on factored blocks (``gpu.factored``)."""
+    the Hessians' diagonals, which cost n m^2 on factored blocks (``sparkml.gpu.factored``)."""
     from sklearn.datasets import make_moons
 
-    from gpu.nystroem import NystroemMap
+    from sparkml.gpu.nystroem import NystroemMap
 
     x, y = make_moons(n_samples=1500, noise=0.25, random_state=1)
     landmarks = x[np.random.default_rng(0).choice(len(x), 200, replace=False)]

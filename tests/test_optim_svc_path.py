@@ -1,7 +1,7 @@
 """OWL-QN on MLlib's LinearSVC objective follows MLlib's path step for step (no Spark needed).
 
 The objective is evaluated in numpy through ``LinearObjective`` on the parity tests' binary data
-(tests/parity_data.py, dense, regenerated here); the expected histories are MLlib 4.x's
+(tests/data_helpers.py's ``parity_arrays("binary", sparse=False)``); the expected histories are MLlib 4.x's
 ``LinearSVCModel.summary().objectiveHistory`` on that data (Breeze 2.1 ``OWLQN``). Both paths
 contain steps that *raise* the objective: Breeze's backtracking returns some steps without
 checking their value (the stale first Armijo test of scalanlp/breeze#697, and the trial cap),
@@ -10,7 +10,8 @@ and refusing them (as an earlier version did) sent our iterates elsewhere and st
 import numpy as np
 import pytest
 
-from sparkml.objective import LinearObjective
+from data_helpers import parity_arrays
+from sparkml.linear.objective import LinearObjective
 from sparkml.optim import minimize_lbfgs
 from sparkml.optim.line_search import backtracking
 
@@ -36,19 +37,8 @@ MLLIB_NO_INTERCEPT = [
     0.07919285995564217, 0.07919285995812808]
 
 
-def _binary_data():
-    """tests/parity_data.binary(spark, sparse=False, seed=1) as numpy arrays."""
-    scales = np.array([1.0, 3.0, 0.2, 10.0, 1.0, 0.5])
-    shifts = np.array([0.0, 1.0, -2.0, 5.0, 0.3, 0.0])
-    x = np.random.default_rng(1).normal(size=(1200, 6)) * scales + shifts
-    rng = np.random.default_rng(101)
-    p = 1 / (1 + np.exp(-(x @ np.array([0.8, -0.4, 2.0, 0.1, -1.0, 0.0]) - 0.5)))
-    y = (rng.random(1200) < p).astype(float)
-    return x, y, rng.uniform(0.2, 3.0, 1200)
-
-
 def _svc_objective(fit_intercept, reg, weighted):
-    x, y, w = _binary_data()
+    x, y, w = parity_arrays("binary", sparse=False)
     if not weighted:
         w = np.ones_like(y)
     wsum = w.sum()

@@ -13,7 +13,8 @@ import pytest
 from pyspark.ml import classification as stock_cls
 from pyspark.ml import regression as stock_reg
 
-import parity_data
+from data_helpers import parity_frame
+from helpers import coefficient_vector, training_summary
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression
 
@@ -50,7 +51,7 @@ _DATA = {}
 def data(spark, kind, sparse):
     key = (kind, sparse)
     if key not in _DATA:
-        _DATA[key] = getattr(parity_data, kind)(spark, sparse)
+        _DATA[key] = parity_frame(spark, kind, sparse)
     return _DATA[key]
 
 
@@ -61,19 +62,29 @@ def params(reg, net, fit, std, weighted):
     return p
 
 
+def fit_both(ours, stock, df, p, **ours_only):
+    """Our estimator, with ``dtype="float64"`` (MLlib's precision) and ``ours_only``, and the stock one,
+    fitted on ``df`` with the same Params ``p``."""
+    return ours(**p, **ours_only, dtype="float64").fit(df), stock(**p).fit(df)
+
+
 def rel_diff(ours, ref):
     """Norm of the difference of (coefficients, intercepts) relative to the reference's norm."""
     a, b = np.concatenate([np.ravel(x) for x in ours]), np.concatenate([np.ravel(x) for x in ref])
     return np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-12)
 
 
+def coefficient_diff(ours, ref):
+    """``rel_diff`` of two one-output models' (coefficients, intercept)."""
+    return rel_diff((ours.coefficients.toArray(), [ours.intercept]), (ref.coefficients.toArray(), [ref.intercept]))
+
+
 @pytest.mark.parametrize("reg,net,fit,std,weighted,sparse", cases())
 def test_binary_logistic_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
     df = data(spark, "binary", sparse)
     p = params(reg, net, fit, std, weighted)
-    ours = LogisticRegression(**p, dtype="float64").fit(df)
-    ref = stock_cls.LogisticRegression(**p).fit(df)
-    diff = rel_diff((ours.coefficients.toArray(), [ours.intercept]), (ref.coefficients.toArray(), [ref.intercept]))
+    ours, ref = fit_both(LogisticRegression, stock_cls.LogisticRegression, df, p)
+    diff = coefficient_diff(ours, ref)
     assert diff < 1e-4, f"coefficients differ by {diff:.2e} relative"
     assert ours.summary.objectiveHistory[-1] <= ref.summary.objectiveHistory[-1] * (1 + 1e-9) + 1e-12
 
@@ -82,8 +93,7 @@ def test_binary_logistic_matches_mllib(spark, reg, net, fit, std, weighted, spar
 def test_multinomial_logistic_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
     df = data(spark, "multiclass", sparse)
     p = params(reg, net, fit, std, weighted)
-    ours = LogisticRegression(**p, dtype="float64").fit(df)
-    ref = stock_cls.LogisticRegression(**p).fit(df)
+    ours, ref = fit_both(LogisticRegression, stock_cls.LogisticRegression, df, p)
     assert ours.numClasses == ref.numClasses == 3
     if reg > 0:
         diff = rel_diff((ours.coefficientMatrix.toArray(), ours.interceptVector.toArray()),
@@ -133,9 +143,8 @@ def linear_regression_reference(df, reg, net, fit, std, weighted):
 def test_linear_regression_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
     df = data(spark, "regression", sparse)
     p = params(reg, net, fit, std, weighted)
-    ours = LinearRegression(**p, dtype="float64").fit(df)
-    ref = stock_reg.LinearRegression(**p).fit(df)
-    diff = rel_diff((ours.coefficients.toArray(), [ours.intercept]), (ref.coefficients.toArray(), [ref.intercept]))
+    ours, ref = fit_both(LinearRegression, stock_reg.LinearRegression, df, p)
+    diff = coefficient_diff(ours, ref)
     assert diff < 1e-4, f"coefficients differ by {diff:.2e} relative"
 
 
@@ -156,9 +165,8 @@ def test_linear_regression_lbfgs_reaches_documented_minimizer(spark):
 def test_linear_regression_solvers_match_mllib(spark, solver, net):
     df = data(spark, "regression", False)
     p = dict(regParam=0.1, elasticNetParam=net, standardization=False, weightCol="weight", solver=solver)
-    ours = LinearRegression(**p, dtype="float64").fit(df)
-    ref = stock_reg.LinearRegression(**p).fit(df)
-    diff = rel_diff((ours.coefficients.toArray(), [ours.intercept]), (ref.coefficients.toArray(), [ref.intercept]))
+    ours, ref = fit_both(LinearRegression, stock_reg.LinearRegression, df, p)
+    diff = coefficient_diff(ours, ref)
     assert diff < 1e-4, f"{solver}: coefficients differ by {diff:.2e} relative"
 
 
@@ -171,11 +179,10 @@ def test_linear_svc_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
     df = data(spark, "binary", sparse)
     p = params(reg, net, fit, std, weighted)
     del p["elasticNetParam"]
-    ours = LinearSVC(strategy="allreduce", **p, dtype="float64").fit(df)
-    ref = stock_cls.LinearSVC(**p).fit(df)
+    ours, ref = fit_both(LinearSVC, stock_cls.LinearSVC, df, p, strategy="allreduce")
     # pyspark's LinearSVCModel.summary is a method (its other models' a property)
     assert ours.summary().objectiveHistory[-1] <= ref.summary().objectiveHistory[-1] * (1 + 1e-9) + 1e-12
-    diff = rel_diff((ours.coefficients.toArray(), [ours.intercept]), (ref.coefficients.toArray(), [ref.intercept]))
+    diff = coefficient_diff(ours, ref)
     assert diff < 1e-4, f"coefficients differ by {diff:.2e} relative"
 
 
@@ -183,9 +190,8 @@ def test_linear_svc_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
 def test_linear_svc_tightly_converged_matches_mllib(spark, fit, sparse):
     df = data(spark, "binary", sparse)
     tight = dict(regParam=0.01, fitIntercept=fit, weightCol="weight", maxIter=1000, tol=1e-10)
-    ours = LinearSVC(strategy="allreduce", **tight, dtype="float64").fit(df)
-    ref = stock_cls.LinearSVC(**tight).fit(df)
-    diff = rel_diff((ours.coefficients.toArray(), [ours.intercept]), (ref.coefficients.toArray(), [ref.intercept]))
+    ours, ref = fit_both(LinearSVC, stock_cls.LinearSVC, df, tight, strategy="allreduce")
+    diff = coefficient_diff(ours, ref)
     assert diff < 1e-4, f"tightly converged coefficients differ by {diff:.2e} relative"
 
 
@@ -208,14 +214,9 @@ def test_float32_default_is_mllib_to_float32_rounding(spark, name):
     assert default.getDtype() == "float32"
     on_rounded = ours(**p, dtype="float64").fit(rounded)
 
-    def coef(m):
-        return np.append(m.coefficients.toArray(), m.intercept)
-
-    def history(m):
-        return m.summary.objectiveHistory if name == "logistic" else m.summary().objectiveHistory
-
-    assert len(history(default)) == len(history(on_rounded))
-    np.testing.assert_allclose(coef(default), coef(on_rounded), rtol=0, atol=1e-9 * np.linalg.norm(coef(on_rounded)))
+    assert len(training_summary(default).objectiveHistory) == len(training_summary(on_rounded).objectiveHistory)
+    want = coefficient_vector(on_rounded)
+    np.testing.assert_allclose(coefficient_vector(default), want, rtol=0, atol=1e-9 * np.linalg.norm(want))
     ref = stock(**p).fit(df)
-    diff = rel_diff((coef(default),), (coef(ref),))
+    diff = coefficient_diff(default, ref)
     assert diff < 1e-4, f"coefficients differ by {diff:.2e} relative"

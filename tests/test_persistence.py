@@ -7,45 +7,11 @@ import os
 import numpy as np
 import pytest
 from pyspark.ml import classification as stock_classification
-from pyspark.ml import regression as stock_regression
 
-from sparkml.classification import LinearSVC, LinearSVCModel, LogisticRegression, LogisticRegressionModel
-from sparkml.regression import LinearRegression, LinearRegressionModel
-from model_data import assert_same_outputs, linear_frame
-
-CLASSIFIER_OUT = ["rawPrediction", "probability", "prediction"]
-KINDS = {  # our estimator, our model, stock estimator, stock model, fit params, output columns
-    "lr_binary": (LogisticRegression, LogisticRegressionModel, stock_classification.LogisticRegression,
-                  stock_classification.LogisticRegressionModel, {"regParam": 0.01}, CLASSIFIER_OUT),
-    "lr_multinomial": (LogisticRegression, LogisticRegressionModel, stock_classification.LogisticRegression,
-                       stock_classification.LogisticRegressionModel, {"regParam": 0.01, "labelCol": "label3"},
-                       CLASSIFIER_OUT),
-    "svc": (LinearSVC, LinearSVCModel, stock_classification.LinearSVC, stock_classification.LinearSVCModel,
-            {"regParam": 0.5, "maxIter": 15}, ["rawPrediction", "prediction"]),
-    "linreg": (LinearRegression, LinearRegressionModel, stock_regression.LinearRegression,
-               stock_regression.LinearRegressionModel, {"regParam": 0.01, "labelCol": "y"}, ["prediction"]),
-}
-TORCH_PARAMS = ("strategy", "device", "dtype", "numWorkers", "localIter")
-
-
-@pytest.fixture(scope="module")
-def data(spark):
-    df = linear_frame(spark)
-    yield df
-    df.unpersist()
-
-
-@pytest.fixture(scope="module")
-def fitted(data):
-    cache = {}
-
-    def get(kind):
-        if kind not in cache:
-            est_cls, _, _, _, params, _ = KINDS[kind]
-            cache[kind] = est_cls(**params).fit(data)
-        return cache[kind]
-
-    return get
+from helpers import assert_same_outputs
+from model_kinds import KINDS
+from sparkml.base.params import TORCH_PARAM_NAMES
+from sparkml.classification import LogisticRegression, LogisticRegressionModel
 
 
 def numbers(model):
@@ -75,7 +41,7 @@ def assert_same_params(a, b):
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_our_save_loads_as_the_stock_model(spark, data, fitted, tmp_path, kind):
-    _, _, _, stock_model_cls, _, columns = KINDS[kind]
+    stock_model_cls, columns = KINDS[kind].stock_model, KINDS[kind].columns
     model = fitted(kind)
     path = str(tmp_path / kind)
     model.save(path)
@@ -92,7 +58,8 @@ def test_our_save_loads_as_the_stock_model(spark, data, fitted, tmp_path, kind):
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_stock_save_loads_as_our_model(spark, data, tmp_path, kind):
-    _, our_model_cls, stock_est_cls, _, params, columns = KINDS[kind]
+    k = KINDS[kind]
+    our_model_cls, stock_est_cls, params, columns = k.model, k.stock_estimator, k.params, k.columns
     stock = stock_est_cls(**{**params, "maxIter": 10}).fit(data)
     path = str(tmp_path / kind)
     stock.save(path)
@@ -107,7 +74,7 @@ def test_stock_save_loads_as_our_model(spark, data, tmp_path, kind):
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_our_round_trip_keeps_every_param(data, fitted, tmp_path, kind):
-    _, our_model_cls, _, _, _, _ = KINDS[kind]
+    our_model_cls = KINDS[kind].model
     model = fitted(kind).copy()
     model.setDevice("cpu").setDtype("float32").setStrategy("sync").setPredictionCol("pred")
     path = str(tmp_path / kind)
@@ -137,7 +104,7 @@ def test_torch_params_of_the_estimator_reach_the_saved_model(data, tmp_path):
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_to_spark_gives_the_stock_model(data, fitted, kind):
-    _, _, _, stock_model_cls, _, columns = KINDS[kind]
+    stock_model_cls, columns = KINDS[kind].stock_model, KINDS[kind].columns
     model = fitted(kind).copy()
     if kind == "lr_binary":
         model.setThreshold(0.7)
@@ -150,7 +117,7 @@ def test_to_spark_gives_the_stock_model(data, fitted, kind):
     assert stock.getPredictionCol() == "pred" and stock._java_obj.getPredictionCol() == "pred"
     if kind in ("lr_binary", "svc"):
         assert stock._java_obj.getThreshold() == model.getThreshold()
-    assert not any(stock.hasParam(name) for name in TORCH_PARAMS)
+    assert not any(stock.hasParam(name) for name in TORCH_PARAM_NAMES)
     columns = ["pred" if c == "prediction" else c for c in columns]
     assert_same_outputs(model.transform(data), stock.transform(data), columns, atol=1e-12)
 
@@ -161,7 +128,7 @@ def _files(path):
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_saved_files_are_json_and_parquet_with_known_params(data, fitted, tmp_path, kind):
-    _, _, _, stock_model_cls, _, _ = KINDS[kind]
+    stock_model_cls = KINDS[kind].stock_model
     model = fitted(kind).copy().setDevice("cpu")
     path = str(tmp_path / kind)
     model.save(path)
@@ -187,16 +154,16 @@ def test_saved_files_are_json_and_parquet_with_known_params(data, fitted, tmp_pa
     stock = stock_model_cls.load(path)
     for section in ("paramMap", "defaultParamMap"):
         names = set(metadata[section])
-        assert not names & set(TORCH_PARAMS), section
+        assert not names & set(TORCH_PARAM_NAMES), section
         unknown = [n for n in names if not stock._java_obj.hasParam(n)]
         assert not unknown, f"{section} has Params MLlib does not know: {unknown}"
-    assert metadata["paramMap"].keys() == {p.name for p in model._paramMap} - set(TORCH_PARAMS)
+    assert metadata["paramMap"].keys() == {p.name for p in model._paramMap} - set(TORCH_PARAM_NAMES)
     assert metadata["sparkml"]["paramMap"]["device"] == "cpu"
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_write_overwrite_save(data, fitted, tmp_path, kind):
-    _, our_model_cls, _, stock_model_cls, _, _ = KINDS[kind]
+    our_model_cls, stock_model_cls = KINDS[kind].model, KINDS[kind].stock_model
     model = fitted(kind)
     path = str(tmp_path / kind)
     model.save(path)

@@ -8,7 +8,8 @@ from pyspark.ml.evaluation import (BinaryClassificationEvaluator, MulticlassClas
 from pyspark.ml.feature import VectorAssembler
 from pyspark.ml.tuning import CrossValidator, CrossValidatorModel, ParamGridBuilder
 
-from model_data import assert_same_outputs
+from data_helpers import raw_columns_frame
+from helpers import assert_same_outputs
 from sparkml.classification import KernelSVC, KernelSVCModel, LogisticRegression, LogisticRegressionModel
 from sparkml.regression import LinearRegression, LinearRegressionModel
 
@@ -18,16 +19,7 @@ INPUTS = ["a", "b", "c"]
 @pytest.fixture(scope="module")
 def raw(spark):
     """id, three raw double columns, a binary, a 3-class and a real-valued target (no vectors yet)."""
-    rng = np.random.default_rng(11)
-    n = 600
-    x = rng.normal(size=(n, 3)) * [1.0, 2.0, 0.5] + [0.5, -1.0, 0.0]
-    m = x @ [1.2, -0.6, 2.0] + 0.2
-    label = (m + rng.logistic(size=n) > 0).astype(float)
-    label3 = np.digitize(m + rng.normal(scale=0.5, size=n), [-1.0, 1.0]).astype(float)
-    y = x @ [0.8, 1.5, -2.0] + 3.0 + rng.normal(scale=0.3, size=n)
-    rows = [(i, *map(float, x[i]), float(label[i]), float(label3[i]), float(y[i])) for i in range(n)]
-    df = spark.createDataFrame(spark.sparkContext.parallelize(rows, 3),
-                               "id long, a double, b double, c double, label double, label3 double, y double").cache()
+    df = raw_columns_frame(spark)
     yield df
     df.unpersist()
 

@@ -7,10 +7,11 @@ issue's bar; in practice the iterates agree to rounding).
 import numpy as np
 import pytest
 
-from model_data import linear_frame
+from data_helpers import linear_frame
+from helpers import coefficient_vector, training_summary
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression
-from sparkml.strategies.allreduce import assign_blocks, plan_workers
+from sparkml.strategies.barrier import assign_blocks, plan_workers
 
 
 @pytest.fixture(scope="module")
@@ -20,15 +21,8 @@ def frame(spark):
     df.unpersist()
 
 
-def _coef(model):
-    if getattr(model, "numClasses", 2) > 2:
-        return np.concatenate([model.coefficientMatrix.toArray().ravel(), model.interceptVector.toArray()])
-    return np.append(model.coefficients.toArray(), model.intercept)
-
-
 def _objective(model):
-    s = model.summary() if isinstance(model.summary, type(lambda: 0)) else model.summary
-    return s.objectiveHistory[-1]
+    return training_summary(model).objectiveHistory[-1]
 
 
 CASES = [
@@ -47,14 +41,15 @@ def test_allreduce_reaches_the_sync_optimum(frame, name, make):
     allreduce = make(strategy="allreduce").fit(frame)
     f_sync, f_all = _objective(sync), _objective(allreduce)
     assert abs(f_all - f_sync) <= 1e-6 * abs(f_sync), (f_all, f_sync)
-    np.testing.assert_allclose(_coef(allreduce), _coef(sync), rtol=0, atol=1e-6 * np.linalg.norm(_coef(sync)))
+    ours, ref = coefficient_vector(allreduce), coefficient_vector(sync)
+    np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-6 * np.linalg.norm(ref))
 
 
 def test_allreduce_one_worker_reads_every_partition(frame):
     """numWorkers=1: a single barrier task fits on all four partitions' rows (converted into one block)."""
     ref = LogisticRegression(regParam=0.01).fit(frame)
     one = LogisticRegression(regParam=0.01, strategy="allreduce", numWorkers=1).fit(frame)
-    np.testing.assert_allclose(_coef(one), _coef(ref), rtol=0, atol=1e-8)
+    np.testing.assert_allclose(coefficient_vector(one), coefficient_vector(ref), rtol=0, atol=1e-8)
 
 
 def test_allreduce_over_an_input_whose_stage_changes_its_partitions(frame):
@@ -137,7 +132,8 @@ def test_averaging_reaches_the_sync_optimum(frame, name, make, strategy):
     f_ref, f_avg = _objective(ref), _objective(avg)
     assert avg.summary.totalIterations == 5
     assert abs(f_avg - f_ref) <= 1e-6 * abs(f_ref), (f_avg, f_ref)
-    np.testing.assert_allclose(_coef(avg), _coef(ref), rtol=0, atol=1e-5 * np.linalg.norm(_coef(ref)))
+    ours, exact = coefficient_vector(avg), coefficient_vector(ref)
+    np.testing.assert_allclose(ours, exact, rtol=0, atol=1e-5 * np.linalg.norm(exact))
 
 
 def test_averaging_one_round_is_close_but_not_exact(frame):

@@ -1,89 +1,33 @@
 """Driver side of the data path: convert a DataFrame once into executor-resident blocks.
 
 ``TrainingData.prepare`` runs one Spark job that converts every partition (see ``convert.py``),
-reduces the per-partition statistics into a ``DatasetSummary`` and checks the generic input
-problems (null, NaN or infinite values, ragged vectors, negative weights, an empty dataset). On any
-problem the blocks already written are deleted and a ``ValueError`` naming the column is raised, so
-nothing is left behind and no iteration has run.
+reduces the per-partition statistics into a ``DatasetSummary`` (``statistics.py``) and checks the
+generic input problems (``base.validation.check_conversion``: null, NaN or infinite values, ragged
+vectors, negative weights, an empty dataset). On any problem the blocks already written are
+deleted and a ``ValueError`` naming the column is raised, so nothing is left behind and no
+iteration has run. ``TrainingData`` owns the blocks' lifecycle: derive, barrier handles, release.
 """
 import json
 import threading
-from dataclasses import dataclass
 
 import numpy as np
 from pyspark.ml.functions import vector_to_array
-from pyspark.ml.linalg import SparseVector, VectorUDT
+from pyspark.ml.linalg import SparseVector
 from pyspark.sql import functions as F
-from pyspark.sql.types import NumericType
 
-from sparkml import block_store
-from sparkml.data.convert import STATS_SCHEMA, convert_partition, stats_batch
-from sparkml.session_kind import is_connect, task_slots
+from sparkml.base.session_kind import is_connect, task_slots
+from sparkml.base.validation import check_conversion, check_schema
+from sparkml.data import block_store
+from sparkml.data.convert import STATS_SCHEMA, convert_partition, handle_rows, stats_batch
+from sparkml.data.statistics import PROBLEM_KEYS, summarize
 
 SPARSE_DENSITY = 0.5  # first row sparser than this -> CSR blocks
-
-
-@dataclass
-class DatasetSummary:
-    """Weighted statistics of the training set (MLlib's Summarizer, computed in the conversion pass)."""
-
-    rows: int
-    n_features: int
-    weight_sum: float
-    weight_sq_sum: float
-    mean: np.ndarray
-    var_unbiased: np.ndarray  # (sum w x^2 - W mean^2) / (W - sum w^2 / W), as MLlib's Summarizer
-    var_population: np.ndarray  # sum w x^2 / W - mean^2, as MLlib's WeightedLeastSquares
-    label_mean: float
-    label_var_unbiased: float
-    label_var_population: float
-    label_min: float
-    label_max: float
-    label_integral: bool
-    class_weights: np.ndarray  # weighted label histogram (classification)
-
-    @staticmethod
-    def _variances(sum_x, sum_xx, w_sum, w_sq_sum):
-        mean = sum_x / w_sum
-        m2 = np.maximum(sum_xx - w_sum * mean * mean, 0.0)
-        denom = w_sum - w_sq_sum / w_sum
-        unbiased = m2 / denom if denom > 0 else np.zeros_like(m2)
-        return mean, unbiased, m2 / w_sum
-
-
-def _check_schema(df, features_col, label_col, weight_col):
-    fields = {f.name: f.dataType for f in df.schema.fields}
-    for role, col in (("features", features_col), ("label", label_col), ("weight", weight_col)):
-        if col and col not in fields:
-            raise ValueError(f"{role} column {col!r} is not in the DataFrame (columns: {', '.join(fields)})")
-    if not isinstance(fields[features_col], VectorUDT):
-        raise ValueError(
-            f"features column {features_col!r} must be a pyspark.ml.linalg Vector column, got "
-            f"{fields[features_col].simpleString()} (assemble columns with VectorAssembler)"
-        )
-    for role, col in (("label", label_col), ("weight", weight_col)):
-        if col and not isinstance(fields[col], NumericType):
-            raise ValueError(f"{role} column {col!r} must be numeric, got {fields[col].simpleString()}")
 
 
 def _is_sparse(df, features_col):
     first = df.select(features_col).where(F.col(features_col).isNotNull()).head()
     v = first[0] if first else None
     return isinstance(v, SparseVector) and v.size > 0 and len(v.indices) < SPARSE_DENSITY * v.size
-
-
-def _problem_message(key, value, features_col, label_col, weight_col):
-    if key == "feature_sizes":  # value: the sizes seen (the other keys count rows)
-        return f"features column {features_col!r} holds vectors of different sizes ({', '.join(map(str, value))})"
-    return {
-        "null_features": f"features column {features_col!r} has {value} null rows",
-        "nonfinite_features": f"features column {features_col!r} has {value} NaN or infinite values",
-        "null_labels": f"label column {label_col!r} has {value} null values",
-        "nonfinite_labels": f"label column {label_col!r} has {value} NaN or infinite values",
-        "null_weights": f"weight column {weight_col!r} has {value} null values",
-        "negative_weights": f"weight column {weight_col!r} has {value} negative values",
-        "nonfinite_weights": f"weight column {weight_col!r} has {value} NaN or infinite values",
-    }[key]
 
 
 class TrainingData:
@@ -113,15 +57,12 @@ class TrainingData:
         (default ``dtype``; float64 over float32 storage is exact arithmetic on the stored values).
 
         ``max_partitions``: write at most that many blocks, coalescing (no shuffle) the input's
-        partitions. One block per task slot converts in one wave of tasks instead of several
-        (measured: 1M x 100 in 4 partitions on 2 slots, an allreduce fit's median 3.09 -> 2.90 s).
+        partitions. One block per task slot converts in one wave of tasks instead of several.
         ``barrier``: a barrier stage will run over the handles (``barrier_handles``). In a classic
         session they are then also a local checkpoint, made by the conversion job itself.
         """
-        from sparkml.data.convert import PROBLEM_KEYS
-
         weight_col = weight_col or None
-        _check_schema(df, features_col, label_col, weight_col)
+        check_schema(df, features_col, label_col, weight_col)
         source = df
         if max_partitions and (is_connect(df) or df.rdd.getNumPartitions() > max_partitions):
             df = df.coalesce(max_partitions)  # Spark Connect cannot tell the count; fewer stay as they are
@@ -151,12 +92,8 @@ class TrainingData:
             raise
         try:
             infos = [json.loads(r[2]) for r in rows]
-            for key in PROBLEM_KEYS:
-                values = [i[key] for i in infos if i.get(key)]
-                if values:
-                    value = sorted({s for v in values for s in v}) if key == "feature_sizes" else sum(values)
-                    raise ValueError(_problem_message(key, value, features_col, label_col, weight_col))
-            data.summary = _summarize(rows, infos, features_col)
+            check_conversion(infos, PROBLEM_KEYS, features_col, label_col, weight_col)
+            data.summary = summarize(rows, infos)
             data.blocks = [(i["partition"], i["rows"], i["store"]) for i in infos if i["rows"]]
             data.n_partitions = len(rows)
         except Exception:
@@ -171,7 +108,7 @@ class TrainingData:
         partitions: the coalesce of ``prepare``, or a union or coalesce upstream. Then the stage
         runs over a local checkpoint of the handles, whose partitions stay on the executors that
         computed them: made by the conversion job (``prepare(barrier=True)``, classic sessions), or
-        here by one small job (0.3 s measured on local[2]). Spark Connect cannot inspect the chain:
+        here by one small job. Spark Connect cannot inspect the chain:
         there it always makes one.
         """
         if not self.connect and _keeps_partitions(self.handles._jrdd.rdd()):
@@ -196,7 +133,7 @@ class TrainingData:
         One Spark job computes it for every partition, on the executor that holds the partition's
         blocks, ``chunk_rows`` rows at a time, and writes the result as new dense blocks (labels
         and weights copied). ``right_factor`` (m, r): stored beside each block and opened as
-        ``gpu.factored.FactoredBlock`` (features(rows) @ right_factor, never formed). The summary
+        ``sparkml.gpu.factored.FactoredBlock`` (features(rows) @ right_factor, never formed). The summary
         stays the input's. Release the derived data first.
         """
         source, target, dtype = self.dataset_id, block_store.new_dataset_id(), self.dtype
@@ -204,7 +141,7 @@ class TrainingData:
             right_factor = np.ascontiguousarray(right_factor, dtype=np.float32 if dtype == "float32" else np.float64)
 
         def run(pairs):
-            from gpu import resolve_device, resolve_dtype
+            from sparkml.gpu import resolve_device, resolve_dtype
 
             dev = resolve_device(device)
             out = []
@@ -227,8 +164,6 @@ class TrainingData:
             return out
 
         def run_arrow(batches):
-            from sparkml.strategies.transport import handle_rows
-
             for row in run(handle_rows(batches)):
                 yield stats_batch(*row)
 
@@ -307,40 +242,3 @@ def _keeps_partitions(rdd):
                 seen.add(parent.id())
                 todo.append(parent)
     return True
-
-
-def _summarize(rows, infos, features_col):
-    sizes = {i["n_features"] for i in infos if i["rows"]}
-    if not sizes:
-        raise ValueError("the training dataset is empty: no rows to fit on")
-    if len(sizes) > 1:
-        raise ValueError(f"features column {features_col!r} holds vectors of different sizes ({', '.join(map(str, sorted(sizes)))})")
-    d = sizes.pop()
-    sum_x, sum_xx = np.zeros(d), np.zeros(d)
-    n_hist = max((i.get("n_classes_hist", 0) for i in infos if i["rows"]), default=0)
-    hist = np.zeros(n_hist)
-    all_hist = all(i.get("n_classes_hist", 0) or not i["rows"] for i in infos)
-    for row, info in zip(rows, infos):
-        if not info["rows"]:
-            continue
-        m = np.frombuffer(row[3], dtype=np.float64)
-        sum_x += m[:d]
-        sum_xx += m[d:2 * d]
-        h = m[2 * d:]
-        hist[:len(h)] += h
-    live = [i for i in infos if i["rows"]]
-    w_sum = sum(i["w_sum"] for i in live)
-    w_sq = sum(i["w_sq_sum"] for i in live)
-    if w_sum <= 0:
-        raise ValueError("the sum of the weights is 0: no row carries any weight")
-    mean, var_u, var_p = DatasetSummary._variances(sum_x, sum_xx, w_sum, w_sq)
-    y_mean, y_var_u, y_var_p = DatasetSummary._variances(
-        np.array([sum(i["wy_sum"] for i in live)]), np.array([sum(i["wy_sq_sum"] for i in live)]), w_sum, w_sq)
-    return DatasetSummary(
-        rows=sum(i["rows"] for i in live), n_features=d, weight_sum=w_sum, weight_sq_sum=w_sq,
-        mean=mean, var_unbiased=var_u, var_population=var_p,
-        label_mean=float(y_mean[0]), label_var_unbiased=float(y_var_u[0]), label_var_population=float(y_var_p[0]),
-        label_min=min(i["label_min"] for i in live), label_max=max(i["label_max"] for i in live),
-        label_integral=all(i["label_integral"] for i in live),
-        class_weights=hist if all_hist else np.zeros(0),
-    )

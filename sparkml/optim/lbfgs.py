@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import time
 from typing import Callable, Optional, Tuple
 
 import numpy as np
@@ -14,7 +13,7 @@ from .owlqn import constrain_direction, l1_value, orthant, project, pseudo_gradi
 from .result import OptimResult
 
 FunGrad = Callable[[np.ndarray], Tuple[float, np.ndarray]]
-Callback = Callable[[int, float, float, float], None]
+Callback = Callable[[int, np.ndarray, float, float], None]
 
 _METHODS = ("auto", "lbfgs", "owlqn")
 _MIN_STEP_TIMES_GRAD = 1e-10        # Breeze LBFGS: alpha * ||g|| below this is an underflow
@@ -120,8 +119,8 @@ def minimize_lbfgs(fun_grad: FunGrad, x0, *, max_iter: int = 100, tol: float = 1
     tol : convergence tolerance of Breeze's default check (MLlib ``tol``).
     m : number of correction pairs kept (MLlib uses 10).
     l1 : None or per-coordinate L1 strengths (>= 0, 0 for intercepts).
-    callback : ``callback(iteration, f, grad_norm, seconds)`` after every iteration, with the
-        full objective, the norm of the (pseudo-)gradient and the seconds that iteration took.
+    callback : ``callback(iteration, x, f, grad_norm)`` after every iteration, with the iterate,
+        the full objective and the norm of the (pseudo-)gradient.
     method : "auto" (OWL-QN iff some ``l1 > 0``), "lbfgs", or "owlqn" to run OWL-QN even with
         no L1 term, as MLlib's LinearSVC does (its steps are then still orthant-projected).
     """
@@ -164,7 +163,6 @@ def minimize_lbfgs(fun_grad: FunGrad, x0, *, max_iter: int = 100, tol: float = 1
     failed_once = False
     reason = check.reason(n_iter, cur.F, cur.pg_norm)
     while reason is None:
-        tic = time.perf_counter()
         failure = None
         try:
             new = step(cur, memory, accepted, evaluate)
@@ -185,7 +183,7 @@ def minimize_lbfgs(fun_grad: FunGrad, x0, *, max_iter: int = 100, tol: float = 1
         n_iter += 1
         history.append(cur.F)
         if callback is not None:
-            callback(n_iter, cur.F, cur.pg_norm, time.perf_counter() - tic)
+            callback(n_iter, cur.x, cur.F, cur.pg_norm)
         if give_up:
             reason = f"line search failed: {failure}"
         else:

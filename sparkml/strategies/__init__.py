@@ -5,8 +5,8 @@
 * ``averaging``: model averaging, one Spark job per round of local solves.
 * ``allreduce-averaging``: the same rounds inside one barrier stage.
 """
-from sparkml.params import STRATEGIES
-from sparkml.session_kind import task_slots
+from sparkml.base.params import STRATEGIES
+from sparkml.base.session_kind import task_slots
 from sparkml.strategies.allreduce import AllReduceAveragingStrategy, AllReduceStrategy
 from sparkml.strategies.averaging import AveragingStrategy
 from sparkml.strategies.sync import SyncStrategy

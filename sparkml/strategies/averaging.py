@@ -25,7 +25,7 @@ import numpy as np
 from sparkml.optim import minimize_lbfgs
 from sparkml.strategies.partition_sums import PartitionSums
 from sparkml.strategies.sync import SyncStrategy
-from sparkml.training import TrainingSummary, logger
+from sparkml.optim.progress import Iteration, Progress, TrainingSummary
 
 
 class _Corrected:
@@ -60,13 +60,15 @@ def _round_task(rows, dataset_id, loss, device, dtype, objective, bc, local_iter
         yield out
 
 
-def run_rounds(distributed, average_round, theta0, *, max_iter, tol, name, corrected=True):
+def run_rounds(distributed, average_round, theta0, *, max_iter, tol, name, corrected=True, progress=None):
     """The rounds of model averaging, whatever carries them.
 
     ``distributed``: the global objective (its ``fun_grad`` is one pass over all the data);
     ``average_round(theta, global_grad or None)``: the weighted average of the local solutions.
-    Returns (theta, TrainingSummary) with the exact objective after every round.
+    Returns (theta, TrainingSummary) with the exact objective after every round, each round
+    reported to ``progress``.
     """
+    progress = progress or Progress()
     start = time.perf_counter()
     theta = np.asarray(theta0, dtype=np.float64)
     rounds, converged, ends = 0, False, []
@@ -80,8 +82,8 @@ def run_rounds(distributed, average_round, theta0, *, max_iter, tol, name, corre
         f, grad = distributed.fun_grad(theta)
         history.append(f + _l1(distributed, theta))
         ends.append(time.perf_counter() - start)
-        logger.info("%s round %d: objective %.10g, relative change %.3e, %.3f s",
-                    name, rounds, history[-1], change, time.perf_counter() - tic)
+        progress(Iteration(name, "round", rounds, history[-1], theta, time.perf_counter() - tic,
+                           f"relative change {change:.3e}"))
         if change <= tol:
             converged = True
             break
@@ -112,11 +114,11 @@ class AveragingStrategy(SyncStrategy):
         weighted, w_sum = total
         return weighted / w_sum
 
-    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False):
+    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False, progress=None):
         method = "owlqn" if owlqn else "auto"
         return run_rounds(objective.with_data_sum(self.loss_gradient),
                           lambda theta, grad: self._round(objective, theta, grad, method), theta0,
-                          max_iter=max_iter, tol=tol, name=name, corrected=self.corrected)
+                          max_iter=max_iter, tol=tol, name=name, corrected=self.corrected, progress=progress)
 
 
 def _l1(objective, theta):

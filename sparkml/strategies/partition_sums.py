@@ -1,9 +1,9 @@
-"""Executor side shared by the strategies: weighted sums of a ``gpu`` loss over resident blocks."""
+"""Executor side shared by the strategies: weighted sums of a ``sparkml.gpu`` loss over resident blocks."""
 import os
 
 import numpy as np
 
-from sparkml import block_store
+from sparkml.data import block_store
 
 _THREADS_SET = False
 
@@ -27,7 +27,7 @@ class PartitionSums:
     def __init__(self, handles, dataset_id, loss, device, dtype):
         import torch
 
-        from gpu import resolve_device, resolve_dtype
+        from sparkml.gpu import resolve_device, resolve_dtype
 
         set_torch_threads(torch)
         self.torch, self.loss = torch, loss
@@ -47,7 +47,7 @@ class PartitionSums:
 
     def loss_gradient(self, coef, loss=None):
         """(sum_i w_i l_i, sum_i w_i dl_i/dcoef) as float64 (a float when the loss sum is a scalar), or
-        None without rows. ``loss``: instead of this object's (a ``gpu.problems`` subset, say)."""
+        None without rows. ``loss``: instead of this object's (a ``sparkml.gpu.problems`` subset, say)."""
         return self._sums(coef, loss or self.loss, "loss_gradient")
 
     def loss_gradient_hessian(self, coef, loss=None):
@@ -55,11 +55,11 @@ class PartitionSums:
         return self._sums(coef, loss or self.loss, "loss_gradient_hessian")
 
     def loss_gradient_diagonal(self, coef, loss=None):
-        """(loss, gradient, Hessian diagonal) sums of a ``gpu.problems`` loss."""
+        """(loss, gradient, Hessian diagonal) sums of a ``sparkml.gpu.problems`` loss."""
         return self._sums(coef, loss or self.loss, "loss_gradient_diagonal")
 
     def loss_gradient_curvature(self, coef, loss=None):
-        """(loss, gradient, sum_i w_i l''_i per problem) sums of a ``gpu.problems`` loss."""
+        """(loss, gradient, sum_i w_i l''_i per problem) sums of a ``sparkml.gpu.problems`` loss."""
         return self._sums(coef, loss or self.loss, "loss_gradient_curvature")
 
     def hessp(self, coef_and_v, loss=None):
@@ -98,11 +98,11 @@ class PartitionSums:
 
 def _stack_factored(parts):
     """Partitions whose blocks share one right factor (Nystroem's projection) read as one stacked
-    block (``gpu.stacked``): the right factor's products then run once per pass, not per partition."""
+    block (``sparkml.gpu.stacked``): the right factor's products then run once per pass, not per partition."""
     import torch
 
-    from gpu.factored import FactoredBlock
-    from gpu.stacked import RowStack
+    from sparkml.gpu.factored import FactoredBlock
+    from sparkml.gpu.stacked import RowStack
 
     if len(parts) < 2 or not all(isinstance(p.block, FactoredBlock) for p in parts):
         return parts

@@ -1,18 +1,18 @@
 """The ``sync`` strategy: broadcast -> mapPartitions -> treeAggregate, one Spark job per evaluation.
 
-Each evaluation broadcasts the coefficients (original feature space, the ``gpu`` loss layout);
+Each evaluation broadcasts the coefficients (original feature space, the ``sparkml.gpu`` loss layout);
 every partition opens its resident block (``block_store``) and returns the weighted SUMS of its
-loss and gradient (or its Hessian block) computed by the ``gpu`` loss on the requested device;
+loss and gradient (or its Hessian block) computed by the ``sparkml.gpu`` loss on the requested device;
 ``treeAggregate`` adds the parts (in a Spark Connect session: ``transport``). The driver divides by the total weight and adds regularization
-(``sparkml.objective``). Lost tasks are recomputed by Spark; the sums do not depend on which
+(``sparkml.linear.objective``). Lost tasks are recomputed by Spark; the sums do not depend on which
 executor or worker computes them.
 """
 import numpy as np
 
-from sparkml.newton import newton_warm_started
+from sparkml.optim.newton import newton_warm_started
 from sparkml.strategies.partition_sums import PartitionSums
 from sparkml.strategies.transport import Transport
-from sparkml.training import run_optimizer
+from sparkml.optim.progress import run_optimizer
 
 
 def _partition_sums(rows, dataset_id, loss, coef_bc, device, dtype, kind):
@@ -38,7 +38,7 @@ def _unpack_symmetric(packed, p):
 
 
 class SyncStrategy:
-    """Distributed sums of a ``gpu`` loss over ``TrainingData``, one Spark job per call."""
+    """Distributed sums of a ``sparkml.gpu`` loss over ``TrainingData``, one Spark job per call."""
 
     name = "sync"
 
@@ -73,10 +73,10 @@ class SyncStrategy:
         f, g, packed = self._run(coef, "loss_gradient_hessian", loss)
         return f, g, _unpack_symmetric(packed, np.shape(g)[-1])
 
-    def newton(self, make_problems, theta0, *, last_pass=False, **options):
-        """``sparkml.newton.newton`` over the problems ``make_problems(idx)`` (a ``gpu.problems``
+    def newton(self, make_problems, theta0, *, last_pass=False, progress=None, **options):
+        """``optim.newton.newton`` over the problems ``make_problems(idx)`` (a ``sparkml.gpu.problems``
         loss for the problem indices idx), one Spark job per pass; ``warm_start`` as
-        ``sparkml.newton.newton_warm_started``."""
+        ``optim.newton.newton_warm_started``."""
         def evaluate_for(problems):
             def evaluate(theta, idx, kind):
                 if kind == "loss_gradient_hessian":
@@ -85,9 +85,10 @@ class SyncStrategy:
 
             return evaluate
 
-        return newton_warm_started(evaluate_for, make_problems, theta0, **options)
+        return newton_warm_started(evaluate_for, make_problems, theta0, progress=progress, **options)
 
-    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False):
-        """Driver-side L-BFGS / OWL-QN over ``objective`` (whose data sum is ``self.loss_gradient``).
-        ``last_pass`` (no later pass reads the blocks) matters only to ``allreduce``."""
-        return run_optimizer(objective, theta0, max_iter=max_iter, tol=tol, name=name, owlqn=owlqn)
+    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False, progress=None):
+        """Driver-side L-BFGS / OWL-QN over ``objective`` (whose data sum is ``self.loss_gradient``),
+        each iteration reported to ``progress``. ``last_pass`` (no later pass reads the blocks)
+        matters only to ``allreduce``."""
+        return run_optimizer(objective, theta0, max_iter=max_iter, tol=tol, name=name, owlqn=owlqn, progress=progress)

@@ -14,6 +14,8 @@ import json
 
 import numpy as np
 
+from sparkml.data.convert import handle_rows
+
 
 class _Value:
     """What a broadcast gives a task, for Spark Connect: the value itself, shipped in the closure."""
@@ -56,14 +58,6 @@ def split(flat, shapes):
 
 
 PART_SCHEMA = "data binary, shapes string"
-
-
-def handle_rows(batches):
-    """The (partition, rows) pairs of Arrow batches of the handles DataFrame."""
-    rows = []
-    for b in batches:
-        rows.extend(zip(b.column("partition").to_pylist(), b.column("rows").to_pylist()))
-    return rows
 
 
 def _arrow_parts(fn):

@@ -6,7 +6,7 @@ Objective (MLlib's, W = sum of weights, lambda = regParam, a = elasticNetParam):
     multinomial:  (1/W) sum_i w_i [logsumexp_k M_ik - M_{i,y_i}],  M_i = B x_i + b
     + lambda (1 - a)/2 sum (s_j beta_j)^2 + lambda a sum s_j |beta_j|   (s_j = std_j if standardization)
 
-trained in MLlib's scaled and centered parametrization (``sparkml.objective``) with L-BFGS, or
+trained in MLlib's scaled and centered parametrization (``sparkml.linear.objective``) with L-BFGS, or
 OWL-QN when a * lambda > 0. Initial intercept log(W_1 / W_0) (binomial) or centered log(1 + W_k).
 """
 import numpy as np
@@ -17,24 +17,25 @@ from pyspark.ml.classification import (ProbabilisticClassificationModel, Probabi
 from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, Vectors, VectorUDT
 from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
 
-from gpu import LogisticLoss, SoftmaxLoss
-from sparkml.fit_multiple import ConvertsOnce
-from sparkml.linear_model import LinearModelIO, initial_coefficients
-from sparkml.objective import LinearObjective
-from sparkml.params import HasTorchTrainingParams, with_setters
-from sparkml.prediction import transform_linear
-from sparkml.strategies import make_strategy
-from sparkml.training import check_common_params
-from sparkml.validation import classification_labels
+from sparkml.base.model import ConvertsToStock, HasTrainingSummary, ModelIO
+from sparkml.base.params import HasTorchTrainingParams, with_setters
+from sparkml.base.prediction import transform_linear
+from sparkml.base.validation import classification_labels
+from sparkml.gpu import LogisticLoss, SoftmaxLoss
+from sparkml.linear.estimator import LinearEstimator, LinearProblem
 
 
 class _Params(_LogisticRegressionParams, HasTorchTrainingParams):
-    pass
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(maxIter=100, regParam=0.0, tol=1e-6, threshold=0.5, family="auto",
+                         maxBlockSizeInMB=0.0, elasticNetParam=0.0, fitIntercept=True,
+                         standardization=True, aggregationDepth=2)
 
 
 @with_setters("maxIter", "regParam", "elasticNetParam", "tol", "fitIntercept", "standardization",
               "weightCol", "aggregationDepth", "family", "maxBlockSizeInMB")
-class LogisticRegression(ConvertsOnce, ProbabilisticClassifier, _Params):
+class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
     """pyspark.ml's LogisticRegression, trained with PyTorch kernels on the executors.
 
     Same Params and defaults as ``pyspark.ml.classification.LogisticRegression`` plus ``strategy``,
@@ -51,10 +52,6 @@ class LogisticRegression(ConvertsOnce, ProbabilisticClassifier, _Params):
                  upperBoundsOnIntercepts=None, maxBlockSizeInMB=0.0, strategy="sync", device="auto",
                  dtype="float32", numWorkers=0, localIter=10):
         super().__init__()
-        self._setDefault(maxIter=100, regParam=0.0, tol=1e-6, threshold=0.5, family="auto",
-                         maxBlockSizeInMB=0.0, elasticNetParam=0.0, fitIntercept=True,
-                         standardization=True, aggregationDepth=2)
-        self._initial_model = None
         self.setParams(**self._input_kwargs)
 
     @keyword_only
@@ -63,57 +60,33 @@ class LogisticRegression(ConvertsOnce, ProbabilisticClassifier, _Params):
         self._checkThresholdConsistency()
         return self
 
-    def setInitialModel(self, model):
-        """Warm start: begin the optimization at ``model``'s coefficients (same features and classes)."""
-        self._initial_model = model
-        return self
-
-    def _check_params(self):
-        check_common_params(self)
-        for bound in ("lowerBoundsOnCoefficients", "upperBoundsOnCoefficients",
-                      "lowerBoundsOnIntercepts", "upperBoundsOnIntercepts"):
-            if self.isSet(bound):
-                raise NotImplementedError(f"{bound}: bound-constrained optimization is not supported yet")
-
-    def _train(self, data, last_pass):
-        s = data.summary
+    def _problem(self, s):
         family = self.getFamily()
         num_classes = classification_labels(s, self.getLabelCol(), family)
         multinomial = family == "multinomial" or num_classes > 2
         k = num_classes if multinomial else 1
         fit_intercept = self.getFitIntercept()
         loss = SoftmaxLoss(n_classes=k, fit_intercept=fit_intercept) if multinomial else LogisticLoss(fit_intercept=fit_intercept)
-        strategy = make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth(),
-                                 self.getNumWorkers(), self.getLocalIter())
+        b = np.zeros(k)
+        if fit_intercept:  # MLlib's start: the intercept(s) of the class frequencies
+            hist = np.pad(s.class_weights, (0, max(0, num_classes - len(s.class_weights))))
+            b = np.log1p(hist[:k]) - np.log1p(hist[:k]).mean() if multinomial else np.array([np.log(hist[1] / hist[0])])
         lam, a = self.getRegParam(), self.getElasticNetParam()
-        objective = LinearObjective(
-            strategy.loss_gradient, n_features=s.n_features, n_outputs=k, fit_intercept=fit_intercept,
-            mean=s.mean, std=np.sqrt(s.var_unbiased), weight_sum=s.weight_sum,
-            reg_l2=lam * (1 - a), reg_l1=lam * a, standardization=self.getStandardization())
-        start = initial_coefficients(self._initial_model, s.n_features, k)
-        if start is None:
-            beta, b = np.zeros((k, s.n_features)), np.zeros(k)
-            if fit_intercept:
-                hist = np.pad(s.class_weights, (0, max(0, num_classes - len(s.class_weights))))
-                if multinomial:
-                    b = np.log1p(hist[:k]) - np.log1p(hist[:k]).mean()
-                else:
-                    b = np.array([np.log(hist[1] / hist[0])])
-            start = (beta, b)
-        theta, summary = strategy.minimize(objective, objective.from_original(*start), max_iter=self.getMaxIter(),
-                                       tol=self.getTol(), name="LogisticRegression", last_pass=last_pass)
-        beta, b = objective.to_original(theta)
+        return LinearProblem(loss, k, reg_l2=lam * (1 - a), reg_l1=lam * a, start=(np.zeros((k, s.n_features)), b),
+                             context=(num_classes, multinomial))
+
+    def _model(self, beta, b, problem):
+        num_classes, multinomial = problem.context
+        k = problem.n_outputs
         if multinomial:
             b = b - b.mean()  # intercepts are never penalized: MLlib reports the centered ones
-            if lam == 0:
+            if self.getRegParam() == 0:
                 beta = beta - beta.mean(axis=0)  # unregularized: MLlib's identifiable (centered) choice
-        model = LogisticRegressionModel(DenseMatrix(k, s.n_features, beta.ravel(), True),
-                                        Vectors.dense(b), num_classes, multinomial)
-        model._summary = summary
-        return self._copyValues(model)
+        return LogisticRegressionModel(DenseMatrix(k, beta.shape[1], beta.ravel(), True), Vectors.dense(b),
+                                       num_classes, multinomial)
 
 
-class LogisticRegressionModel(ProbabilisticClassificationModel, _Params, LinearModelIO):
+class LogisticRegressionModel(ProbabilisticClassificationModel, _Params, ModelIO, HasTrainingSummary, ConvertsToStock):
     """A fitted LogisticRegression: MLlib's attributes, output columns and file layout."""
 
     _java_class = "org.apache.spark.ml.classification.LogisticRegressionModel"
@@ -121,9 +94,6 @@ class LogisticRegressionModel(ProbabilisticClassificationModel, _Params, LinearM
 
     def __init__(self, coefficientMatrix=None, interceptVector=None, numClasses=2, isMultinomial=False):
         super().__init__()
-        self._setDefault(maxIter=100, regParam=0.0, tol=1e-6, threshold=0.5, family="auto",
-                         maxBlockSizeInMB=0.0, elasticNetParam=0.0, fitIntercept=True,
-                         standardization=True, aggregationDepth=2)
         self._coefficientMatrix = coefficientMatrix
         self._interceptVector = interceptVector
         self._numClasses = numClasses

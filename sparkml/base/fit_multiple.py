@@ -1,12 +1,12 @@
 """Fitting many param maps on one conversion of the data.
 
-A fit converts its DataFrame once into executor-resident blocks (``TrainingData``): at 1M x 100 on
-two cores that is most of an ``allreduce`` fit. ``CrossValidator`` and ``TrainValidationSplit``
+A fit converts its DataFrame once into executor-resident blocks (``TrainingData``): often most of
+an ``allreduce`` fit's time. ``CrossValidator`` and ``TrainValidationSplit``
 fit every param map of their grid on the same training fold through ``Estimator.fitMultiple``,
 and pyspark's own ``fitMultiple`` fits each map from the DataFrame, converting the fold once per
 map. Here ``fitMultiple`` converts it once per distinct conversion (the columns, the storage and
 compute dtypes, how many blocks and whether a barrier stage reads them: what
-``ConvertsOnce._conversion`` returns) and trains every map on it; regParam, elasticNetParam,
+``TorchEstimator._conversion`` returns) and trains every map on it; regParam, elasticNetParam,
 maxIter, tol, ... grids share one conversion. The blocks are released when the last map using
 them has been trained, or when the iterator is garbage-collected after an error stopped the grid.
 
@@ -17,53 +17,6 @@ import threading
 import weakref
 
 from sparkml.data.training_data import TrainingData
-from sparkml.training import check_common_params
-
-
-class ConvertsOnce:
-    """``_fit`` and ``fitMultiple`` for an estimator trained on ``TrainingData``.
-
-    The estimator implements ``_train(data, last_pass)`` -> model (``last_pass``: no later fit
-    reads ``data``'s blocks, so a strategy may delete them as it finishes) and may override
-    ``_check_params`` (run before any data is touched) and ``_compute_dtype``.
-    """
-
-    _compute_dtype = "float64"  # the linear models compute in float64 over float32 storage
-
-    def _check_params(self):
-        check_common_params(self)
-
-    def _train(self, data, last_pass):
-        raise NotImplementedError
-
-    def _weight_col(self):
-        """The weight column's name, or None when unset or empty (every row weighs 1)."""
-        return (self.getOrDefault("weightCol") if self.isDefined("weightCol") else None) or None
-
-    def _conversion(self, dataset):
-        """``TrainingData.prepare``'s arguments for this estimator's Params: at most how many blocks
-        (``strategies.block_partitions``), and whether a barrier stage reads the handles."""
-        from sparkml.strategies import block_partitions
-
-        strategy = self.getStrategy()
-        return {"features_col": self.getFeaturesCol(), "label_col": self.getLabelCol(),
-                "weight_col": self._weight_col(),
-                "dtype": self.getDtype(), "compute_dtype": self._compute_dtype,
-                "max_partitions": block_partitions(strategy, dataset.sparkSession, self.getNumWorkers()),
-                "barrier": strategy.startswith("allreduce")}
-
-    def _fit(self, dataset):
-        self._check_params()
-        data = TrainingData.prepare(dataset, **self._conversion(dataset))
-        try:
-            return self._train(data, last_pass=True)
-        finally:
-            data.release()
-
-    def fitMultiple(self, dataset, paramMaps):
-        """A thread-safe iterator of (index, model), one per param map, as pyspark's; the maps that
-        convert the data alike share one conversion (module docstring)."""
-        return _SharedConversionFits(self, dataset, paramMaps)
 
 
 class _Conversion:
@@ -101,7 +54,9 @@ def _release_all(conversions):
             pass
 
 
-class _SharedConversionFits:
+class SharedConversionFits:
+    """``fitMultiple``'s iterator: (index, model) per param map, each conversion made once."""
+
     def __init__(self, estimator, dataset, param_maps):
         self.dataset = dataset
         self.estimators = [estimator.copy(m) for m in param_maps]

@@ -23,7 +23,7 @@ import numpy as np
 class LinearObjective:
     """Smooth part f(theta) and the L1 weights of MLlib's objective, over a distributed data sum.
 
-    ``data_sum(coef) -> (loss_sum, grad_sum)`` evaluates the ``gpu`` loss sums at coefficients in
+    ``data_sum(coef) -> (loss_sum, grad_sum)`` evaluates the ``sparkml.gpu`` loss sums at coefficients in
     the original space, shaped (n_outputs, d + fit_intercept) (squeezed for one output).
     """
 
@@ -81,7 +81,7 @@ class LinearObjective:
         return np.asarray(c).ravel()
 
     def loss_coef(self, theta):
-        """Coefficients in the ``gpu`` loss layout for the data sum."""
+        """Coefficients in the ``sparkml.gpu`` loss layout for the data sum."""
         beta, b = self.to_original(theta)
         coef = np.hstack([beta, b[:, None]]) if self.fit_intercept else beta
         return coef[0] if self.k == 1 else coef

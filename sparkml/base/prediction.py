@@ -1,7 +1,7 @@
 """Vectorized ``transform`` for the linear models: Arrow batches through torch, no per-row Python.
 
 The features column goes through ``vector_to_array`` (dense, float64) into a scalar Arrow UDF that
-scores a whole batch with ``gpu.prediction`` and returns a struct of the output columns; the
+scores a whole batch with ``sparkml.gpu.prediction`` and returns a struct of the output columns; the
 vector outputs come back as ``VectorUDT`` through ``array_to_vector``. The output columns, their
 names and types are MLlib's: ``rawPrediction`` and ``probability`` (vectors), ``prediction`` (double).
 """
@@ -18,11 +18,11 @@ def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features
     """Score one Arrow batch; returns a StructArray (raw, probability, prediction)."""
     import torch
 
-    from gpu.prediction import binary_logistic_probability, linear_margins, platt_probability, softmax_probability
+    from sparkml.gpu.prediction import binary_logistic_probability, linear_margins, platt_probability, softmax_probability
 
     if features.null_count:
         raise ValueError(f"features column {features_col!r} has null rows; cannot score them")
-    from gpu.feature_maps import input_features, make_feature_map
+    from sparkml.gpu.feature_maps import input_features, make_feature_map
 
     n, d = len(features), coef.shape[1] if feature_map is None else input_features(feature_map)
     if n and (np.asarray(features.value_lengths()) != d).any():
@@ -69,7 +69,7 @@ def transform_linear(dataset, features_col, outputs, kind, coef, intercept, raw_
 
     ``outputs`` maps 'raw' / 'prob' / 'pred' to output column names (empty names are skipped, as in
     MLlib). ``kind`` is 'logistic', 'svc' or 'regression'. ``coef`` (K, d) and ``intercept`` (K,)
-    are the model's; binary models have K = 1. ``feature_map`` (a ``gpu.feature_maps`` spec): score
+    are the model's; binary models have K = 1. ``feature_map`` (a ``sparkml.gpu.feature_maps`` spec): score
     the kernel features of the rows (KernelSVC) instead of the rows.
     ``platt`` (K, 2): the probability column is Platt-scaled decision values (KernelSVC).
     """

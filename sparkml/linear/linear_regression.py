@@ -7,7 +7,7 @@ s_j = std_j if standardization else 1, r_i = y_i - x_i.beta - b):
 
 Two solvers, chosen as MLlib chooses them (``solver='auto'``: normal when d <= 4096, else l-bfgs):
 
-* ``normal``: one pass returns the weighted Gram matrix X^T W X and X^T W y (``gpu`` Hessian
+* ``normal``: one pass returns the weighted Gram matrix X^T W X and X^T W y (``sparkml.gpu`` Hessian
   block of the squared loss); the driver solves MLlib's WeightedLeastSquares problem
   (``normal_equations``: Cholesky, or OWL-QN for an elastic net). Population stds.
 * ``l-bfgs``: the distributed L-BFGS / OWL-QN of the other models on the label scaled by 1/sigma_y,
@@ -20,15 +20,14 @@ from pyspark.ml.regression import LinearRegressionModel as _StockModel
 from pyspark.ml.regression import PredictionModel, Predictor, _LinearRegressionParams
 from pyspark.sql.types import DoubleType, StructField, StructType
 
-from gpu import SquaredLoss
-from sparkml.fit_multiple import ConvertsOnce
-from sparkml.linear_model import LinearModelIO, initial_coefficients
-from sparkml.normal_equations import solve_normal_equations
-from sparkml.objective import LinearObjective
-from sparkml.params import HasTorchTrainingParams, with_setters
-from sparkml.prediction import transform_linear
-from sparkml.strategies import make_strategy
-from sparkml.training import TrainingSummary, check_common_params, logger
+from sparkml.base.model import ConvertsToStock, HasCoefficientVector, HasTrainingSummary, ModelIO
+from sparkml.base.params import HasTorchTrainingParams, with_setters
+from sparkml.base.prediction import transform_linear
+from sparkml.base.validation import check_choice
+from sparkml.gpu import SquaredLoss
+from sparkml.linear.estimator import LinearEstimator, LinearProblem
+from sparkml.linear.normal_equations import solve_normal_equations
+from sparkml.optim.progress import TrainingSummary, logger
 
 MAX_NORMAL_FEATURES = 4096  # MLlib's WeightedLeastSquares.MAX_NUM_FEATURES
 
@@ -39,7 +38,7 @@ class _Params(_LinearRegressionParams, HasTorchTrainingParams):
 
 @with_setters("maxIter", "regParam", "elasticNetParam", "tol", "fitIntercept", "standardization", "weightCol",
               "solver", "aggregationDepth", "loss", "epsilon", "maxBlockSizeInMB")
-class LinearRegression(ConvertsOnce, Predictor, _Params):
+class LinearRegression(LinearEstimator, Predictor, _Params):
     """pyspark.ml's LinearRegression (squaredError), trained with PyTorch kernels on the executors."""
 
     @keyword_only
@@ -49,43 +48,42 @@ class LinearRegression(ConvertsOnce, Predictor, _Params):
                  maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float32",
                  numWorkers=0, localIter=10):
         super().__init__()
-        self._initial_model = None
         self._set(**self._input_kwargs)
 
-    @keyword_only
-    def setParams(self, **kwargs):
-        return self._set(**kwargs)
-
-    def setInitialModel(self, model):
-        """Warm start (l-bfgs solver): begin the optimization at ``model``'s coefficients."""
-        self._initial_model = model
-        return self
-
     def _check_params(self):
-        check_common_params(self)
-        if self.getLoss() != "squaredError":
-            raise NotImplementedError(f"loss={self.getLoss()!r} is not supported yet; use loss='squaredError'")
-        if self.getSolver() not in ("auto", "normal", "l-bfgs"):
-            raise ValueError(f"solver must be one of auto, normal, l-bfgs; got {self.getSolver()!r}")
+        super()._check_params()
+        check_choice("solver", self.getSolver(), ("auto", "normal", "l-bfgs"))
 
-    def _train(self, data, last_pass):
-        s = data.summary
-        loss = SquaredLoss(fit_intercept=self.getFitIntercept())
-        strategy = make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth(),
-                                 self.getNumWorkers(), self.getLocalIter())
+    def _problem(self, s):
         solver = self.getSolver()
         if solver == "auto":
             solver = "normal" if s.n_features <= MAX_NORMAL_FEATURES else "l-bfgs"
+        lam, a = self.getRegParam(), self.getElasticNetParam()
+        sigma_y = self._label_scale(s, s.label_var_unbiased)
+        start = (np.zeros((1, s.n_features)), np.array([s.label_mean if self.getFitIntercept() else 0.0]))
+        return LinearProblem(SquaredLoss(fit_intercept=self.getFitIntercept()), 1, reg_l2=lam * (1 - a) / sigma_y,
+                             reg_l1=lam * a / sigma_y, label_scale=sigma_y, start=start, context=solver)
+
+    def _model(self, beta, b, problem):
+        return LinearRegressionModel(Vectors.dense(np.ravel(beta)), float(np.ravel(b)[0]))
+
+    def _solve(self, strategy, s, problem, last_pass):
+        """The constant label's closed form, the normal equations, or L-BFGS (``LinearEstimator``)."""
+        solver = problem.context
         constant = self._constant_label(s, solver)
         if constant is not None:
-            beta, b, summary = constant
-        elif solver == "normal":
-            beta, b, summary = self._normal(strategy, s)
-        else:
-            beta, b, summary = self._lbfgs(strategy, s, last_pass)
-        model = LinearRegressionModel(Vectors.dense(beta), float(b))
-        model._summary = summary
-        return self._copyValues(model)
+            beta, b = constant
+            return self._model(beta, b, problem), TrainingSummary([0.0], 0)
+        if solver == "normal":
+            return self._normal(strategy, s, problem)
+        return super()._solve(strategy, s, problem, last_pass)
+
+    def _restrict(self, objective, theta0, s):
+        if not self.getFitIntercept():
+            return objective, theta0
+        # As MLlib: on centered data the intercept is closed form (b = mean(y) - mean(x).beta),
+        # so only the coefficients are optimized; the scaled intercept stays at mean(y)/sigma_y.
+        return _ClosedFormIntercept(objective, s.label_mean / objective.label_scale), theta0[:-1]
 
     def _constant_label(self, s, solver):
         """MLlib's special case of a label with zero variance: zero coefficients, intercept = mean."""
@@ -94,8 +92,7 @@ class LinearRegression(ConvertsOnce, Predictor, _Params):
             return None
         if self.getFitIntercept() or s.label_mean == 0:
             logger.warning("label %r is constant: coefficients are 0 and the intercept its mean", self.getLabelCol())
-            b = s.label_mean if self.getFitIntercept() else 0.0
-            return np.zeros(s.n_features), b, TrainingSummary([0.0], 0)
+            return np.zeros(s.n_features), s.label_mean if self.getFitIntercept() else 0.0
         if self.getRegParam() > 0:
             raise ValueError(f"label column {self.getLabelCol()!r} has zero standard deviation: the model cannot be regularized")
         return None
@@ -103,28 +100,7 @@ class LinearRegression(ConvertsOnce, Predictor, _Params):
     def _label_scale(self, s, var):
         return float(np.sqrt(var)) if var > 0 else abs(s.label_mean)
 
-    def _lbfgs(self, strategy, s, last_pass):
-        lam, a = self.getRegParam(), self.getElasticNetParam()
-        sigma_y = self._label_scale(s, s.label_var_unbiased)
-        objective = LinearObjective(
-            strategy.loss_gradient, n_features=s.n_features, n_outputs=1, fit_intercept=self.getFitIntercept(),
-            mean=s.mean, std=np.sqrt(s.var_unbiased), weight_sum=s.weight_sum, label_scale=sigma_y,
-            reg_l2=lam * (1 - a) / sigma_y, reg_l1=lam * a / sigma_y, standardization=self.getStandardization())
-        start = initial_coefficients(self._initial_model, s.n_features, 1)
-        if start is None:
-            start = (np.zeros((1, s.n_features)), np.array([s.label_mean if self.getFitIntercept() else 0.0]))
-        theta0 = objective.from_original(*start)
-        if self.getFitIntercept():
-            # As MLlib: on centered data the intercept is closed form (b = mean(y) - mean(x).beta),
-            # so only the coefficients are optimized; the scaled intercept stays at mean(y)/sigma_y.
-            objective = _ClosedFormIntercept(objective, s.label_mean / sigma_y)
-            theta0 = theta0[:-1]
-        theta, summary = strategy.minimize(objective, theta0, max_iter=self.getMaxIter(), tol=self.getTol(),
-                                           name="LinearRegression", last_pass=last_pass)
-        beta, b = objective.to_original(theta)
-        return beta[0], b[0], summary
-
-    def _normal(self, strategy, s):
+    def _normal(self, strategy, s, problem):
         """MLlib's WeightedLeastSquares on the Gram matrix from one distributed pass."""
         d, fit_intercept = s.n_features, self.getFitIntercept()
         _, grad0, gram = strategy.loss_gradient_hessian(np.zeros(d + fit_intercept))
@@ -133,7 +109,8 @@ class LinearRegression(ConvertsOnce, Predictor, _Params):
             label_var=s.label_var_population, fit_intercept=fit_intercept, reg_param=self.getRegParam(),
             elastic_net=self.getElasticNetParam(), standardization=self.getStandardization(),
             max_iter=self.getMaxIter(), tol=self.getTol())
-        return sol.coefficients, sol.intercept, TrainingSummary(sol.objective_history, sol.iterations)
+        return (self._model(sol.coefficients, sol.intercept, problem),
+                TrainingSummary(sol.objective_history, sol.iterations))
 
 
 class _ClosedFormIntercept:
@@ -167,7 +144,7 @@ class _ClosedFormIntercept:
         return self.objective.to_original(self._full(theta))
 
 
-class LinearRegressionModel(PredictionModel, _Params, LinearModelIO):
+class LinearRegressionModel(HasCoefficientVector, PredictionModel, _Params, ModelIO, HasTrainingSummary, ConvertsToStock):
     """A fitted LinearRegression: ``coefficients``, ``intercept``, ``scale`` and the prediction column."""
 
     _java_class = "org.apache.spark.ml.regression.LinearRegressionModel"
@@ -178,23 +155,11 @@ class LinearRegressionModel(PredictionModel, _Params, LinearModelIO):
         self._coefficients, self._intercept, self._scale = coefficients, float(intercept), float(scale)
 
     @property
-    def coefficients(self):
-        return self._coefficients
-
-    @property
-    def intercept(self):
-        return self._intercept
-
-    @property
     def scale(self):
         return self._scale
 
-    @property
-    def numFeatures(self):
-        return self._coefficients.size
-
     def predict(self, value):
-        return float(self._coefficients.dot(value) + self._intercept)
+        return self._margin(value)
 
     def _transform(self, dataset):
         return transform_linear(dataset, self.getFeaturesCol(), {"pred": self.getPredictionCol()}, "regression",

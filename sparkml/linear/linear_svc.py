@@ -7,21 +7,18 @@ Objective (MLlib's, W = sum of weights, lambda = regParam, s_j = std_j if standa
 The hinge loss is not differentiable at the kink, so, as MLlib does, OWL-QN (with no L1 term) and
 its backtracking line search take the steps. Raw prediction [-m, m]; prediction 1 iff m > threshold.
 """
-import numpy as np
 from pyspark import keyword_only
 from pyspark.ml.classification import ClassificationModel, Classifier, _LinearSVCParams
 from pyspark.ml.classification import LinearSVCModel as _StockModel
 from pyspark.ml.linalg import DenseVector, Vectors, VectorUDT
 from pyspark.sql.types import DoubleType, StructField, StructType
 
-from gpu import HingeLoss
-from sparkml.fit_multiple import ConvertsOnce
-from sparkml.linear_model import LinearModelIO, initial_coefficients
-from sparkml.objective import LinearObjective
-from sparkml.params import HasTorchTrainingParams, with_setters
-from sparkml.prediction import transform_linear
-from sparkml.strategies import make_strategy
-from sparkml.validation import binary_labels
+from sparkml.base.model import ConvertsToStock, HasCoefficientVector, HasTrainingSummary, ModelIO
+from sparkml.base.params import HasTorchTrainingParams, with_setters
+from sparkml.base.prediction import transform_linear
+from sparkml.base.validation import binary_labels
+from sparkml.gpu import HingeLoss
+from sparkml.linear.estimator import LinearEstimator, LinearProblem
 
 
 class _Params(_LinearSVCParams, HasTorchTrainingParams):
@@ -30,7 +27,7 @@ class _Params(_LinearSVCParams, HasTorchTrainingParams):
 
 @with_setters("maxIter", "regParam", "tol", "fitIntercept", "standardization", "threshold", "weightCol",
               "aggregationDepth", "maxBlockSizeInMB")
-class LinearSVC(ConvertsOnce, Classifier, _Params):
+class LinearSVC(LinearEstimator, Classifier, _Params):
     """pyspark.ml's LinearSVC, trained with PyTorch kernels on the executors."""
 
     @keyword_only
@@ -40,38 +37,17 @@ class LinearSVC(ConvertsOnce, Classifier, _Params):
                  maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float32",
                  numWorkers=0, localIter=10):
         super().__init__()
-        self._initial_model = None
         self._set(**self._input_kwargs)
 
-    @keyword_only
-    def setParams(self, **kwargs):
-        return self._set(**kwargs)
-
-    def setInitialModel(self, model):
-        """Warm start: begin the optimization at ``model``'s coefficients."""
-        self._initial_model = model
-        return self
-
-    def _train(self, data, last_pass):
-        s = data.summary
+    def _problem(self, s):
         binary_labels(s, self.getLabelCol())
-        loss = HingeLoss(fit_intercept=self.getFitIntercept())
-        strategy = make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth(),
-                                 self.getNumWorkers(), self.getLocalIter())
-        objective = LinearObjective(
-            strategy.loss_gradient, n_features=s.n_features, n_outputs=1, fit_intercept=self.getFitIntercept(),
-            mean=s.mean, std=np.sqrt(s.var_unbiased), weight_sum=s.weight_sum,
-            reg_l2=self.getRegParam(), reg_l1=0.0, standardization=self.getStandardization())
-        start = initial_coefficients(self._initial_model, s.n_features, 1) or (np.zeros((1, s.n_features)), np.zeros(1))
-        theta, summary = strategy.minimize(objective, objective.from_original(*start), max_iter=self.getMaxIter(),
-                                           tol=self.getTol(), name="LinearSVC", owlqn=True, last_pass=last_pass)
-        beta, b = objective.to_original(theta)
-        model = LinearSVCModel(Vectors.dense(beta[0]), float(b[0]))
-        model._summary = summary
-        return self._copyValues(model)
+        return LinearProblem(HingeLoss(fit_intercept=self.getFitIntercept()), 1, reg_l2=self.getRegParam(), owlqn=True)
+
+    def _model(self, beta, b, problem):
+        return LinearSVCModel(Vectors.dense(beta[0]), float(b[0]))
 
 
-class LinearSVCModel(ClassificationModel, _Params, LinearModelIO):
+class LinearSVCModel(HasCoefficientVector, ClassificationModel, _Params, ModelIO, HasTrainingSummary, ConvertsToStock):
     """A fitted LinearSVC: ``coefficients``, ``intercept``, rawPrediction and prediction columns."""
 
     _java_class = "org.apache.spark.ml.classification.LinearSVCModel"
@@ -82,26 +58,11 @@ class LinearSVCModel(ClassificationModel, _Params, LinearModelIO):
         self._coefficients, self._intercept = coefficients, float(intercept)
 
     @property
-    def coefficients(self):
-        return self._coefficients
-
-    @property
-    def intercept(self):
-        return self._intercept
-
-    @property
     def numClasses(self):
         return 2
 
-    @property
-    def numFeatures(self):
-        return self._coefficients.size
-
     def setThreshold(self, value):
         return self._set(threshold=value)
-
-    def _margin(self, value):
-        return float(self._coefficients.dot(value) + self._intercept)
 
     def predictRaw(self, value):
         m = self._margin(value)

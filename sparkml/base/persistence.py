@@ -14,8 +14,8 @@ import time
 from pyspark.ml.util import MLReader, MLWriter
 from pyspark.sql import SparkSession
 
-from sparkml.params import TORCH_PARAM_NAMES
-from sparkml.session_kind import is_connect
+from sparkml.base.params import TORCH_PARAM_NAMES
+from sparkml.base.session_kind import is_connect
 
 
 def _jsonable(value):

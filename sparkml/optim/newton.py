@@ -30,29 +30,15 @@ far from the optimum, tight near it) or after ``_CG_MAX_ITER`` iterations. Every
 all the problems CG started with (those already done get a product they ignore), so the executors
 can keep what they derived from theta (the active rows) for the whole round.
 
-A better preconditioner when the features' second moment has a known shape (``preconditioner=(V, s)``):
-if the rows' average phi_i phi_i^T is about V diag(s) V^T (V orthonormal) over the first q
-coordinates, CG is preconditioned there by
-
-    M_j = (lambda + 1e-10) I + c_j V diag(s) V^T,   c_j = (1/W) sum_i w_i l''_ij,
-
-(H_j's data part is (1/W) sum_i w_i l''_ij phi_i phi_i^T: M_j is it with phi_i phi_i^T replaced by
-its average) and by the diagonal on the rest (the intercept, whose Hessian entry is c_j). The pass
-at an accepted point then returns only those curvature sums ('loss_gradient_curvature'), not the
-Hessians' diagonals (one more read of the rows per problem). M_j^-1 r is two q x q products, none
-when V is None (a diagonal shape). For Nystroem features the landmarks' own features give the
-shape: with the landmarks sampled from the rows, the average phi phi^T is about (1/m) Phi_L^T Phi_L
-over the m landmarks, which is FALKON's preconditioner (Rudi, Carratino and Rosasco 2017); on the
-active rows of a squared hinge it is an approximation. In K_LL's eigenbasis (``gpu.nystroem`` with
-``rcond``) Phi_L^T Phi_L = diag(lambda): V is None. (k-means centres as landmarks sit closer together
-than rows: KernelSVC then takes diag(s) from the features of a sample of rows.) The CG iterations drop by 1.7x to 2.7x against
-Jacobi (``benchmarks/README.md``; measured before the eigenbasis, with V dense).
+A better preconditioner when the features' second moment has a known shape
+(``preconditioner=(V, s)``): ``optim.preconditioner``.
 """
 import time
 
 import numpy as np
 
-from sparkml.training import TrainingSummary, logger
+from sparkml.optim.preconditioner import check_shape, precondition
+from sparkml.optim.progress import Iteration, Progress, TrainingSummary, logger
 
 _ARMIJO = 1e-4
 _RIDGE = 1e-10
@@ -67,15 +53,7 @@ class _Problems:
     def __init__(self, theta0, reg, weight_sum, fit_intercept, solver, preconditioner=None):
         self.theta = np.array(theta0, dtype=np.float64, ndmin=2)
         k, p = self.theta.shape
-        self.spectrum = None
-        if preconditioner is not None:
-            v, s = preconditioner
-            s = np.asarray(s, dtype=np.float64).reshape(-1)
-            v = None if v is None else np.asarray(v, dtype=np.float64)  # None: the identity (diagonal shape)
-            if (v is not None and v.shape != (len(s), len(s))) or len(s) > p - fit_intercept:
-                raise ValueError(f"preconditioner (V, s) needs V (q, q) and s (q,) with q <= {p - fit_intercept} "
-                                 f"penalized coordinates; got V {None if v is None else v.shape} and s {s.shape}")
-            self.spectrum = (v, np.maximum(s, 0.0))
+        self.spectrum = check_shape(preconditioner, p - fit_intercept)
         self.penalty = np.ones(p)
         if fit_intercept:
             self.penalty[-1] = 0.0
@@ -118,15 +96,8 @@ class _Problems:
         return self._cg(running, evaluate)
 
     def _precondition(self, r, ids):
-        """M_j^-1 r_j for the rows r of the problems ``ids``: the diagonal, and the spectral part if given."""
-        z = r / self.h[ids]
-        if self.spectrum is not None:
-            v, s = self.spectrum
-            q, shift = len(s), self.reg + _RIDGE
-            c = self.curvature[ids]
-            scale = shift + c[:, None] * s
-            z[:, :q] = r[:, :q] / scale if v is None else ((r[:, :q] @ v) / scale) @ v.T
-        return z
+        """M_j^-1 r_j for the rows r of the problems ``ids`` (``optim.preconditioner``)."""
+        return precondition(r, self.h[ids], self.spectrum, self.curvature[ids], self.reg + _RIDGE)
 
     def _cg(self, running, evaluate):
         """Preconditioned CG for all running problems at once, one Hessian-vector pass per iteration."""
@@ -164,7 +135,7 @@ def _solve(h, g):
 
 
 def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, names, solver="cholesky",
-           preconditioner=None):
+           preconditioner=None, progress=None):
     """Minimize every J_j from ``theta0`` ((k, p) float64); returns (theta (k, p), [TrainingSummary] * k).
 
     ``evaluate(theta, idx, kind)``: sums over all rows for the problems ``idx`` at ``theta``
@@ -173,7 +144,9 @@ def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, n
     'loss_gradient_diagonal' (and their diagonals (len, p)), 'hessp' (theta stacked with v,
     (2, len, p): the Hessians at theta times v, a 1-tuple). ``preconditioner``: (V, s) for
     ``solver="cg"``, the shape of the features' Gram matrix (module docstring); None: Jacobi.
+    ``progress``: told of every problem's every round (``optim.progress``).
     """
+    progress = progress or Progress()
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {', '.join(SOLVERS)}; got {solver!r}")
     start = time.perf_counter()
@@ -226,8 +199,8 @@ def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, n
             state.rounds[j] += 1
             state.history[j].append(float(state.f[j]))
             state.ends[j].append(seconds)
-            logger.info("%s Newton round %d: objective %.10g, step %g", names[j], state.rounds[j], state.f[j],
-                        steps[j])
+            progress(Iteration(names[j], "Newton round", state.rounds[j], float(state.f[j]), state.theta[j].copy(),
+                               time.perf_counter() - tic, f"step {steps[j]:g}"))
             if f_old[j] - state.f[j] <= tol * max(abs(state.f[j]), 1e-300):
                 state.converged[j], state.message[j] = True, "relative decrease below tol"
                 running.remove(j)
@@ -242,12 +215,12 @@ def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, n
     return state.theta, summaries
 
 
-def newton_warm_started(evaluate_for, make_problems, theta0, warm_start=None, **options):
+def newton_warm_started(evaluate_for, make_problems, theta0, warm_start=None, progress=None, **options):
     """``newton`` over ``evaluate_for(make_problems)``; with ``warm_start=(make_first, rounds)``
     first at most ``rounds`` rounds over ``evaluate_for(make_first)`` from ``theta0`` (another loss
     of the same rows), whose end is the start (its summaries are dropped). ``evaluate_for`` turns a
     problem factory into an ``evaluate``: a strategy runs both solves in one Spark job or stage."""
     if warm_start is not None:
         make_first, rounds = warm_start
-        theta0, _ = newton(evaluate_for(make_first), theta0, **{**options, "max_iter": int(rounds)})
-    return newton(evaluate_for(make_problems), theta0, **options)
+        theta0, _ = newton(evaluate_for(make_first), theta0, progress=progress, **{**options, "max_iter": int(rounds)})
+    return newton(evaluate_for(make_problems), theta0, progress=progress, **options)

@@ -1,0 +1,90 @@
+"""The fit every estimator of this library runs, written once.
+
+    fit(df)   check the Params (``base.validation``), before any data is touched
+              convert df once into executor-resident blocks (``data.TrainingData``)
+              train: the estimator's ``_train(data, last_pass)`` picks the strategy
+                     (``_make_strategy``), runs its solver with the fit's ``Progress`` (one event
+                     per iteration: ``optim.progress``) and builds the model
+              release the blocks, also when training fails
+    fitMultiple(df, maps)   the same, with one conversion shared by the maps that convert alike
+                            (``base.fit_multiple``)
+
+An estimator supplies ``_train`` and, where it differs, ``_param_rules`` (more Param checks) and
+``_compute_dtype``. The linear models supply less still (``linear.estimator.LinearEstimator``).
+"""
+from pyspark import keyword_only
+
+from sparkml.base.fit_multiple import SharedConversionFits
+from sparkml.base.validation import check_params, refuse_unsupported
+from sparkml.data.training_data import TrainingData
+from sparkml.optim.progress import Progress
+
+
+class TorchEstimator:
+    """``_fit`` and ``fitMultiple`` of an estimator trained on ``TrainingData`` (module docstring).
+
+    Mixed in before pyspark's ``Estimator`` subclass, with ``base.params.HasTorchTrainingParams``.
+    """
+
+    _compute_dtype = "float64"  # the linear models compute in float64 over float32 storage
+    _param_rules = ()  # (Param, accepted, why not) beyond base.validation.COMMON_RULES
+
+    @keyword_only
+    def setParams(self, **kwargs):
+        """Sets the named Params (keyword arguments only, as pyspark.ml's ``setParams``)."""
+        return self._set(**kwargs)
+
+    def _check_params(self):
+        check_params(self, self._param_rules)
+        refuse_unsupported(self)
+
+    def _train(self, data, last_pass):
+        """The fitted model from ``data``. ``last_pass``: no later fit reads ``data``'s blocks, so a
+        strategy may delete them as it finishes."""
+        raise NotImplementedError
+
+    def _weight_col(self):
+        """The weight column's name, or None when unset or empty (every row weighs 1)."""
+        return (self.getOrDefault("weightCol") if self.isDefined("weightCol") else None) or None
+
+    def _conversion(self, dataset):
+        """``TrainingData.prepare``'s arguments for this estimator's Params: at most how many blocks
+        (``strategies.block_partitions``), and whether a barrier stage reads the handles."""
+        from sparkml.strategies import block_partitions
+
+        strategy = self.getStrategy()
+        return {"features_col": self.getFeaturesCol(), "label_col": self.getLabelCol(),
+                "weight_col": self._weight_col(),
+                "dtype": self.getDtype(), "compute_dtype": self._compute_dtype,
+                "max_partitions": block_partitions(strategy, dataset.sparkSession, self.getNumWorkers()),
+                "barrier": strategy.startswith("allreduce")}
+
+    def _make_strategy(self, data, loss):
+        """The ``strategy`` Param's strategy over ``data`` for the ``sparkml.gpu`` loss ``loss``."""
+        from sparkml.strategies import make_strategy
+
+        return make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth(),
+                             self.getNumWorkers(), self.getLocalIter())
+
+    def _add_iteration_callback(self, callback):
+        """Call ``callback(iteration)`` (an ``optim.progress.Iteration``) at the end of every
+        iteration of this estimator's fits, where the optimizer runs (``optim.progress``)."""
+        self._callbacks = [*getattr(self, "_callbacks", ()), callback]
+        return self
+
+    def _progress(self):
+        """The ``Progress`` a fit hands its optimizer: the log line, then the callbacks."""
+        return Progress(getattr(self, "_callbacks", ()))
+
+    def _fit(self, dataset):
+        self._check_params()
+        data = TrainingData.prepare(dataset, **self._conversion(dataset))
+        try:
+            return self._train(data, last_pass=True)
+        finally:
+            data.release()
+
+    def fitMultiple(self, dataset, paramMaps):
+        """A thread-safe iterator of (index, model), one per param map, as pyspark's; the maps that
+        convert the data alike share one conversion (``base.fit_multiple``)."""
+        return SharedConversionFits(self, dataset, paramMaps)

@@ -1,0 +1,119 @@
+"""What the models share: MLlib-format persistence, the training summary, conversion to the stock
+pyspark.ml model, and (on the estimators) the warm start from a previous model."""
+import numpy as np
+from pyspark.ml.util import MLReadable, MLWritable
+
+from sparkml.base.params import TORCH_PARAM_NAMES
+from sparkml.base.persistence import MLlibModelReader, MLlibModelWriter
+
+
+class ModelIO(MLWritable, MLReadable):
+    """MLlib-format ``save``/``load``/``write``/``read`` (``base.persistence``).
+
+    Subclasses set ``_java_class`` (the class name recorded in the metadata) and implement
+    ``_data_frame(spark)`` and ``_from_data(row)``.
+    """
+
+    _java_class = None
+
+    def write(self):
+        return MLlibModelWriter(self, self._java_class)
+
+    @classmethod
+    def read(cls):
+        return MLlibModelReader(cls, cls._java_class)
+
+
+class HasTrainingSummary:
+    """``summary`` and ``hasSummary`` of a fitted model: the optimizer's record (``TrainingSummary``)
+    of its (first) problem; ``_summaries`` holds one per problem (KernelSVC: per one-vs-rest class)."""
+
+    _summaries = None
+
+    def _set_summaries(self, summaries):
+        self._summaries = list(summaries)
+        return self
+
+    @property
+    def hasSummary(self):
+        return self._summaries is not None
+
+    @property
+    def summary(self):
+        if self._summaries is None:
+            raise RuntimeError(f"No training summary available for this {type(self).__name__}")
+        return self._summaries[0]
+
+
+class HasCoefficientVector:
+    """``coefficients`` (a DenseVector), ``intercept`` and ``numFeatures`` of a one-output linear
+    model, whose margin is x.beta + b."""
+
+    @property
+    def coefficients(self):
+        return self._coefficients
+
+    @property
+    def intercept(self):
+        return self._intercept
+
+    @property
+    def numFeatures(self):
+        return self._coefficients.size
+
+    def _margin(self, value):
+        return float(self._coefficients.dot(value) + self._intercept)
+
+
+class ConvertsToStock:
+    """``toSpark``: the stock pyspark.ml model. Subclasses set ``_java_class`` and ``_stock_class``
+    (the pyspark.ml wrapper) and implement ``_java_args()`` (the Scala constructor's arguments)."""
+
+    _stock_class = None
+
+    def toSpark(self):
+        """The same model as the stock pyspark.ml class (a JVM model), with the same Params and uid."""
+        from pyspark import SparkContext
+        from pyspark.ml.common import _py2java
+
+        sc = SparkContext._active_spark_context
+        if sc is None:
+            raise RuntimeError("toSpark() needs an active classic SparkSession")
+        jvm_class = sc._jvm
+        for part in self._java_class.split("."):
+            jvm_class = getattr(jvm_class, part)
+        java_model = jvm_class(self.uid, *[_py2java(sc, a) for a in self._java_args()])
+        stock = self._stock_class(java_model)
+        stock._resetUid(self.uid)
+        params = {p.name: v for p, v in self._paramMap.items() if p.name not in TORCH_PARAM_NAMES}
+        if params:
+            stock._set(**params)
+        stock._transfer_params_to_java()
+        return stock
+
+
+class HasInitialModel:
+    """``setInitialModel``: begin the optimization at a previous model's coefficients (warm start)."""
+
+    _initial_model = None
+
+    def setInitialModel(self, model):
+        """Warm start from ``model`` (ours or pyspark.ml's, of the same features and outputs)."""
+        self._initial_model = model
+        return self
+
+    def _initial_coefficients(self, n_features, n_outputs):
+        """(beta (K, d), b (K,)) of the initial model, or None; ValueError when its shape does not fit."""
+        model = self._initial_model
+        if model is None:
+            return None
+        matrix = model.coefficientMatrix if hasattr(model, "coefficientMatrix") else None
+        beta = np.atleast_2d(np.asarray(matrix.toArray() if matrix is not None else model.coefficients.toArray()))
+        b = np.atleast_1d(np.asarray(model.interceptVector.toArray() if hasattr(model, "interceptVector")
+                                     else model.intercept, dtype=np.float64))
+        if beta.shape != (n_outputs, n_features):
+            raise ValueError(
+                f"initial model has coefficients of shape {beta.shape}, but this fit needs "
+                f"{(n_outputs, n_features)} ({n_features} features, {n_outputs} output(s))"
+            )
+        return beta, b

@@ -1,0 +1,131 @@
+"""Every check of a fit's input, and its message, made before any iteration runs.
+
+* Params (``check_params``): values MLlib would reject, checked before any data is touched.
+* The DataFrame's schema (``check_schema``): the columns exist and have usable types.
+* The data (``check_conversion``): what the conversion pass counted on the executors (null, NaN
+  or infinite values, ragged vectors, negative weights, an empty dataset, no weight).
+* The labels of each model (``classification_labels``, ``binary_labels``), from the conversion's
+  statistics.
+
+Each raises ``ValueError`` naming the Param or column and the problem (``NotImplementedError`` for
+a Param value MLlib accepts and this library does not support).
+"""
+from pyspark.ml.linalg import VectorUDT
+from pyspark.sql.types import NumericType
+
+# (Param, accepted, why not): the rules every estimator shares, when it has the Param
+COMMON_RULES = (("maxIter", lambda v: v >= 0, "must be >= 0"), ("tol", lambda v: v >= 0, "must be >= 0"),
+                ("regParam", lambda v: v >= 0, "must be >= 0"),
+                ("elasticNetParam", lambda v: 0 <= v <= 1, "must be in [0, 1]"),
+                ("aggregationDepth", lambda v: v >= 2, "must be >= 2"),
+                ("numWorkers", lambda v: v >= 0, "must be >= 0"), ("localIter", lambda v: v >= 1, "must be >= 1"))
+BOUND_PARAMS = ("lowerBoundsOnCoefficients", "upperBoundsOnCoefficients", "lowerBoundsOnIntercepts",
+                "upperBoundsOnIntercepts")
+
+
+def check_params(est, rules=()):
+    """ValueError for the first Param of ``est`` that breaks ``COMMON_RULES`` or ``rules``."""
+    for name, ok, why in COMMON_RULES + tuple(rules):
+        if est.hasParam(name) and not ok(est.getOrDefault(name)):
+            raise ValueError(f"{name} {why}; got {est.getOrDefault(name)}")
+
+
+def refuse_unsupported(est):
+    """NotImplementedError for Params MLlib has and this library does not support yet."""
+    for bound in BOUND_PARAMS:
+        if est.hasParam(bound) and est.isSet(bound):
+            raise NotImplementedError(f"{bound}: bound-constrained optimization is not supported yet")
+    if est.hasParam("loss") and est.hasParam("epsilon") and est.getOrDefault("loss") != "squaredError":
+        raise NotImplementedError(f"loss={est.getOrDefault('loss')!r} is not supported yet; use loss='squaredError'")
+
+
+def check_choice(name, value, allowed, why=""):
+    """ValueError unless ``value`` is one of ``allowed``."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)}{why}; got {value!r}")
+
+
+def check_schema(df, features_col, label_col, weight_col):
+    """The three columns exist; features is a Vector column, label and weight numeric."""
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    for role, col in (("features", features_col), ("label", label_col), ("weight", weight_col)):
+        if col and col not in fields:
+            raise ValueError(f"{role} column {col!r} is not in the DataFrame (columns: {', '.join(fields)})")
+    if not isinstance(fields[features_col], VectorUDT):
+        raise ValueError(
+            f"features column {features_col!r} must be a pyspark.ml.linalg Vector column, got "
+            f"{fields[features_col].simpleString()} (assemble columns with VectorAssembler)"
+        )
+    for role, col in (("label", label_col), ("weight", weight_col)):
+        if col and not isinstance(fields[col], NumericType):
+            raise ValueError(f"{role} column {col!r} must be numeric, got {fields[col].simpleString()}")
+
+
+def _problem_message(key, value, features_col, label_col, weight_col):
+    if key == "feature_sizes":  # value: the sizes seen (the other keys count rows)
+        return ragged_features_message(features_col, value)
+    return {
+        "null_features": f"features column {features_col!r} has {value} null rows",
+        "nonfinite_features": f"features column {features_col!r} has {value} NaN or infinite values",
+        "null_labels": f"label column {label_col!r} has {value} null values",
+        "nonfinite_labels": f"label column {label_col!r} has {value} NaN or infinite values",
+        "null_weights": f"weight column {weight_col!r} has {value} null values",
+        "negative_weights": f"weight column {weight_col!r} has {value} negative values",
+        "nonfinite_weights": f"weight column {weight_col!r} has {value} NaN or infinite values",
+    }[key]
+
+
+def ragged_features_message(features_col, sizes):
+    return f"features column {features_col!r} holds vectors of different sizes ({', '.join(map(str, sizes))})"
+
+
+def check_conversion(infos, problem_keys, features_col, label_col, weight_col):
+    """ValueError for the first problem the conversion's partitions counted (``infos``: one dict per
+    partition, ``problem_keys`` in the order they are reported), then for ragged sizes across
+    partitions, an empty dataset and a zero weight sum."""
+    for key in problem_keys:
+        values = [i[key] for i in infos if i.get(key)]
+        if values:
+            value = sorted({s for v in values for s in v}) if key == "feature_sizes" else sum(values)
+            raise ValueError(_problem_message(key, value, features_col, label_col, weight_col))
+    live = [i for i in infos if i["rows"]]
+    sizes = {i["n_features"] for i in live}
+    if not sizes:
+        raise ValueError("the training dataset is empty: no rows to fit on")
+    if len(sizes) > 1:
+        raise ValueError(ragged_features_message(features_col, sorted(sizes)))
+    if sum(i["w_sum"] for i in live) <= 0:
+        raise ValueError("the sum of the weights is 0: no row carries any weight")
+
+
+def classification_labels(summary, label_col, family="auto"):
+    """Number of classes; ValueError unless labels are 0..K-1 with at least two classes present."""
+    if not summary.label_integral or summary.label_min < 0:
+        raise ValueError(
+            f"label column {label_col!r} must hold class indices 0, 1, ..., K-1; "
+            f"found {'negative' if summary.label_min < 0 else 'non-integer'} labels "
+            f"(min {summary.label_min:g}, max {summary.label_max:g}); index string labels with StringIndexer"
+        )
+    num_classes = int(summary.label_max) + 1
+    if family == "binomial" and num_classes > 2:
+        raise ValueError(
+            f"label column {label_col!r} has labels up to {summary.label_max:g}, but family='binomial' "
+            f"needs labels in {{0, 1}}; use family='multinomial' or 'auto'"
+        )
+    present = int((summary.class_weights > 0).sum()) if len(summary.class_weights) else 0
+    if present < 2:
+        raise ValueError(
+            f"label column {label_col!r} has a single class ({summary.label_max:g}): "
+            f"a classifier needs at least two classes with positive weight"
+        )
+    return max(num_classes, 2)
+
+
+def binary_labels(summary, label_col, model="LinearSVC"):
+    """ValueError unless labels are exactly 0/1 and both are present."""
+    if not summary.label_integral or summary.label_min < 0 or summary.label_max > 1:
+        raise ValueError(
+            f"{model} is a binary classifier: label column {label_col!r} must hold 0 or 1; "
+            f"found labels in [{summary.label_min:g}, {summary.label_max:g}]"
+        )
+    return classification_labels(summary, label_col, "binomial")

@@ -1,0 +1,1 @@
+"""KernelSVC: kernel feature maps (Nystroem landmarks, random Fourier features), the estimator and its model."""

@@ -1,0 +1,73 @@
+"""KernelSVC's feature map: fitted on the driver, applied to each partition on its executor.
+
+``fit_feature_map`` returns the typed spec (``sparkml.gpu.feature_maps``) and the shape of the
+features' second moment that preconditions Newton-CG (``optim.preconditioner``):
+
+* Nystroem: landmarks L (``kernel.landmarks``) and K_LL^-1/2 in K_LL's eigenbasis, keeping the r
+  directions with lambda >= ``NYSTROEM_RCOND`` lambda_max (``sparkml.gpu.nystroem``). The
+  executors compute only K(X_p, L) (``block_features``); the projection is the blocks' right
+  factor (``sparkml.gpu.factored``), so phi is never formed.
+* Random Fourier features: frequencies and phases drawn from the seed (``sparkml.gpu.fourier``);
+  the executors compute z(X_p) itself.
+"""
+
+from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
+from sparkml.kernel.landmarks import choose_landmarks
+
+# Nystroem directions kept: |lambda| >= this * max |lambda| of K_LL (bounds the projection for float32 products)
+NYSTROEM_RCOND = 1e-6
+
+
+def fit_feature_map(est, dataset, summary, gamma):
+    """(spec, preconditioner shape) for ``est``'s Params (a ``KernelSVC``) on ``dataset``.
+
+    The landmarks come from the rows of positive ``weightCol`` weight (k-means weighted by it). The
+    shape is (None, s) with s the diagonal of the rows' average phi phi^T in K_LL's eigenbasis
+    (Nystroem), or None (random Fourier features: Jacobi)."""
+    import torch
+
+    from sparkml.gpu.fourier import RandomFourierMap
+    from sparkml.gpu.nystroem import NystroemMap
+
+    kernel, m = est.getKernel(), est.getNumLandmarks()
+    if est.getMethod() == "rff":
+        rff = RandomFourierMap(kernel, summary.n_features, m, gamma=gamma, seed=est.getSeed())
+        return FourierSpec(kernel, rff.frequencies.numpy(), rff.offsets.numpy()), None
+    landmarks, rows = choose_landmarks(dataset, est.getFeaturesCol(), est.getLabelCol(), summary, m,
+                                       est.getLandmarkSelection(), est.getSeed(), est._weight_col())
+    nystroem = NystroemMap(kernel, landmarks, rcond=NYSTROEM_RCOND, gamma=gamma, degree=est.getDegree(),
+                           coef0=est.getCoef0())
+    if rows is None:  # landmarks sampled from the rows: their average phi phi^T is diag(lambda) / m
+        s = nystroem.gram_spectrum()[1].numpy() / len(landmarks)
+    else:  # k-means centres: the diagonal of the sampled rows' average phi phi^T
+        s = (nystroem.transform(torch.from_numpy(rows)) ** 2).mean(0).numpy()
+    spec = NystroemSpec(kernel, landmarks, nystroem.projection.numpy(), gamma, est.getDegree(), est.getCoef0())
+    return spec, (None, s)
+
+
+def block_features(spec):
+    """The function ``TrainingData.derive`` applies to a partition's rows on its executor (numpy in
+    the closure: no tensors pickled): their Nystroem kernel block K(rows, L) (the projection is
+    the right factor, shipped apart), or their random Fourier features."""
+    cache = {}
+    if isinstance(spec, NystroemSpec):
+        kernel, landmarks, args = spec.kernel, spec.landmarks, spec.kernel_args
+
+        def block(rows):
+            import torch
+
+            from sparkml.gpu.kernels import kernel_matrix
+
+            key = (rows.device, rows.dtype)
+            if key not in cache:  # the landmarks on each device and dtype, once per executor process
+                cache[key] = torch.as_tensor(landmarks).to(device=rows.device, dtype=rows.dtype)
+            return kernel_matrix(kernel, rows, cache[key], **args)
+
+        return block
+
+    def phi(rows):
+        if rows.device not in cache:  # one map per executor process and device, its casts cached
+            cache[rows.device] = spec.make().to(rows.device)
+        return cache[rows.device].transform(rows)
+
+    return phi

@@ -1,0 +1,172 @@
+"""KernelSVC: kernel support vector machines on Spark, which MLlib does not have.
+
+Features (``method="nystroem"``): m landmarks L per class in proportion to the class counts,
+the centres of k-means over a sample of the training rows (``landmarkSelection="kmeans"``, the
+default; ``sparkml.kernel.landmarks``) or the sampled rows themselves (``"random"``), and the Nystroem map
+phi(x) = k(x, L) V_r diag(lambda_r^{-1/2}) (``sparkml.gpu.nystroem`` with
+``rcond``: K_LL^{-1/2} in K_LL's eigenbasis, the r <= m directions with lambda >= 1e-6 lambda_max;
+the kernels and their formulas are in ``sparkml.gpu.kernels``). Each partition computes its kernel block
+K(X_p, L) once per fit, on the executor that holds it (``TrainingData.derive``), and keeps it apart
+from the projection (``sparkml.gpu.factored``): the n m r flops of forming phi are never spent, and every
+pass costs what a pass over phi would. ``method="rff"``: m random Fourier features
+z(x) = sqrt(2/m) cos(x W + b) of the rbf or laplacian kernel instead (``sparkml.gpu.fourier``), no
+landmarks and no m x m projection, but more features for the same accuracy. Then, per class
+(one-vs-rest; a single problem when binary), the primal SVM
+
+    min_theta  lambda/2 ||beta||^2 + (1/W) sum_i w_i l(s_i (phi_i . beta + b)),
+    s_i = +1 for the class and -1 for the rest, W = sum_i w_i, lambda = regParam,
+
+with ``loss="hinge"`` (the default, as ``SVC``) l(t) = max(0, 1 - t) smoothed by a quadratic over
+|1 - t| <= 0.1 (``sparkml.gpu.SmoothedHingeLoss``, at most 0.025 above the hinge), started from two Newton
+rounds of the squared hinge; or ``loss="squared_hinge"``, l(t) = max(0, 1 - t)^2. The hinge
+tracks SVC's accuracy more closely (``benchmarks/bench_kernel_svc.py --loss``); its Hessians are
+over the rows in the band only, but it takes more Newton rounds. It is solved by a distributed Newton method (``sparkml.optim.newton``; H formed for up
+to 256 features with
+``allreduce``, 1024 with ``sync``, Newton-CG beyond, preconditioned by the shape of the features'
+second moment for Nystroem and by the diagonal for rff): every round is ONE pass over the features for
+all the classes still running (``sparkml.gpu.OneVsRestProblems``), a Spark job per pass
+(``strategy="sync"``) or an all-reduce inside one barrier stage for the whole solve
+(``strategy="allreduce"``). Multiplying
+by W C shows regParam = 1 / (W C) is scikit-learn's C (``SVC`` up to the smoothing and the Nystroem
+approximation, which is exact when every training row is a landmark; with ``loss="squared_hinge"``,
+``LinearSVC(loss="squared_hinge")`` on the features).
+
+``gamma="scale"`` is scikit-learn's default, 1 / (d Var(X)) with Var over all entries of X,
+computed from the conversion pass's statistics (weighted when ``weightCol`` is set).
+``probability=True``: Platt scaling, P(class k | x) = sigmoid(a_k m_k(x) + b_k), fitted per problem
+by Newton on the log loss of the training decision values against Platt's smoothed targets
+(``sparkml.gpu.PlattProblems``; the same fit as scikit-learn's ``CalibratedClassifierCV(method="sigmoid")``
+on those values). Unlike ``SVC(probability=True)`` the sigmoids are fitted on the training rows,
+not by an internal 5-fold cross-validation (which would cost 5 more fits): on rows the SVM fits
+very well the probabilities are somewhat overconfident. Multi-class: the K sigmoids normalized to
+sum to one; ``prediction`` stays the argmax of the decision values.
+"""
+import numpy as np
+from pyspark import keyword_only
+from pyspark.ml.classification import Classifier
+
+from sparkml.base.estimator import TorchEstimator
+from sparkml.base.params import with_setters
+from sparkml.base.validation import check_choice, classification_labels
+from sparkml.gpu import OneVsRestProblems, PlattProblems, SmoothedHingeLoss, SquaredHingeLoss
+from sparkml.gpu.fourier import FOURIER_KERNELS
+from sparkml.kernel.feature_map import block_features, fit_feature_map
+from sparkml.kernel.model import KernelSVCModel
+from sparkml.kernel.params import _KernelSVCParams, resolve_gamma
+
+# loss="hinge": the hinge smoothed over |1 - t| <= this (sparkml.gpu.SmoothedHingeLoss: at most this / 4 above the
+# hinge per row), solved from this many Newton rounds of the squared hinge (its minimizer's
+# neighbourhood, where the smoothed hinge's band is populated)
+_HINGE_WIDTH, _HINGE_WARM_START_ROUNDS = 0.1, 2
+NEWTON_STRATEGIES = ("sync", "allreduce")  # the Newton passes are exact sums: no model averaging
+_PLATT_MAX_ITER, _PLATT_TOL = 100, 1e-14
+# Up to this many features a Newton round forms H (n_active p^2 flops, one pass); beyond, truncated
+# Newton-CG (2 n p flops per CG pass, about 40 passes per round) is cheaper. Inside a barrier stage a
+# pass is an all-reduce (milliseconds); with sync it is a Spark job (a tenth of a second), hence two limits.
+_CHOLESKY_MAX_FEATURES = {"allreduce": 257, "sync": 1025}
+
+
+@with_setters("maxIter", "tol", "regParam", "fitIntercept", "weightCol", "threshold", "seed", "aggregationDepth",
+              "kernel", "gamma", "degree", "coef0", "method", "numLandmarks", "landmarkSelection", "loss",
+              "probability")
+class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
+    """Kernel SVM classifier (binary and one-vs-rest multi-class) trained on Spark with PyTorch kernels.
+
+    See the module docstring for the model and objective. ``strategy`` is 'sync' (one Spark job per
+    Newton pass) or 'allreduce' (one barrier stage for the SVM solve, one for Platt scaling).
+    """
+
+    _param_rules = (("regParam", lambda v: v > 0, "must be > 0 for KernelSVC (1 / (n C))"),
+                    ("numLandmarks", lambda v: v >= 1, "must be >= 1"), ("degree", lambda v: v >= 1, "must be >= 1"))
+
+    _compute_dtype = None  # computes in ``dtype``: its features are derived in it
+
+    @keyword_only
+    def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction",
+                 rawPredictionCol="rawPrediction", probabilityCol="probability", kernel="rbf", gamma="scale",
+                 degree=3, coef0=0.0, regParam=1e-4, method="nystroem", numLandmarks=1000, landmarkSelection="kmeans",
+                 loss="hinge", probability=False, maxIter=100, tol=1e-6, seed=0, fitIntercept=True, threshold=0.0,
+                 weightCol=None,
+                 aggregationDepth=2, strategy="sync", device="auto", dtype="float32", numWorkers=0, localIter=10):
+        super().__init__()
+        self._set(**self._input_kwargs)
+
+    def _check_params(self):
+        super()._check_params()
+        if self.getMethod() == "rff" and self.getKernel() not in FOURIER_KERNELS:
+            raise ValueError(f"method='rff' needs a shift-invariant kernel ({', '.join(FOURIER_KERNELS)}); "
+                             f"kernel is {self.getKernel()!r}: use method='nystroem'")
+        check_choice("strategy", self.getStrategy(), NEWTON_STRATEGIES,
+                     " (KernelSVC solves by Newton's method, whose passes are exact sums: no model averaging)")
+
+    def _train(self, raw, last_pass):
+        """``raw``: the input's blocks, from which this fit derives its feature blocks; ``last_pass``:
+        no later fit reads ``raw``, so it is released as soon as the features are derived."""
+        s = raw.summary
+        num_classes = classification_labels(s, self.getLabelCol())
+        gamma = resolve_gamma(self.getGamma(), s)
+        spec, gram = fit_feature_map(self, raw.source, s, gamma)
+        m = spec.make().n_components
+        # Nystroem: the blocks hold K(X, L); the projection is applied per product (sparkml.gpu.factored)
+        features = raw.derive(block_features(spec), self.getDevice(), right_factor=getattr(spec, "projection", None))
+        try:
+            if last_pass:
+                raw.release()  # the derived features are all the solver reads
+            strategy = self._make_strategy(features, None)
+            theta, summaries = self._solve(strategy, num_classes, m, s, gram)
+            platt = self._platt(strategy, num_classes, theta, s) if self.getProbability() else None
+        finally:
+            features.release()
+        intercepts = theta[:, m] if self.getFitIntercept() else np.zeros(len(theta))
+        model = KernelSVCModel(spec, theta[:, :m], intercepts, num_classes, gamma, platt)
+        return self._copyValues(model._set_summaries(summaries))
+
+    def _solve(self, strategy, num_classes, m, summary, gram=None):
+        """All one-vs-rest problems (one when binary: class 1 against 0) by Newton, one pass per round;
+        Newton-CG preconditioned by the features' second-moment shape ``gram`` when given
+        (``sparkml.optim.newton``). ``loss="hinge"``: the smoothed hinge from ``_HINGE_WARM_START_ROUNDS``
+        rounds of the squared hinge (from 0 every row is on the hinge's linear part: no curvature)."""
+        classes = _problem_classes(num_classes)
+        fit_intercept = self.getFitIntercept()
+        names = ["KernelSVC"] if num_classes == 2 else [f"KernelSVC class {int(c)}" for c in classes]
+        p = m + fit_intercept
+        solver = _newton_solver(p, self.getStrategy())
+
+        def problems(binary):
+            return lambda idx: OneVsRestProblems(binary, [classes[j] for j in idx])
+
+        squared = problems(SquaredHingeLoss(fit_intercept))
+        if self.getLoss() == "squared_hinge":
+            main, warm_start = squared, None
+        else:  # both solves in one Spark job sequence or barrier stage
+            main = problems(SmoothedHingeLoss(fit_intercept, width=_HINGE_WIDTH))
+            warm_start = (squared, _HINGE_WARM_START_ROUNDS)
+        return strategy.newton(main, np.zeros((len(classes), p)), warm_start=warm_start, solver=solver,
+                               preconditioner=gram if solver == "cg" else None, reg=self.getRegParam(),
+                               weight_sum=summary.weight_sum, fit_intercept=fit_intercept, max_iter=self.getMaxIter(),
+                               tol=self.getTol(), names=names, last_pass=not self.getProbability(),
+                               progress=self._progress())
+
+    def _platt(self, strategy, num_classes, theta, summary):
+        """(k, 2): Platt's (a, b) per problem, fitted on the training decision values."""
+        classes = _problem_classes(num_classes)
+        pos = np.array([summary.class_weights[int(c)] for c in classes])
+        neg = summary.weight_sum - pos
+        targets = np.stack([(pos + 1) / (pos + 2), 1 / (neg + 2)], axis=1)
+        theta0 = np.stack([np.zeros(len(classes)), np.log((pos + 1) / (neg + 1))], axis=1)  # the prior, as libsvm
+        fit_intercept = self.getFitIntercept()
+        ab, _ = strategy.newton(
+            lambda idx: PlattProblems(theta[idx], [classes[j] for j in idx], targets[idx], fit_intercept),
+            theta0, reg=0.0, weight_sum=summary.weight_sum, fit_intercept=True, max_iter=_PLATT_MAX_ITER,
+            tol=_PLATT_TOL, names=[f"Platt scaling, problem {j}" for j in range(len(classes))], last_pass=True,
+            progress=self._progress())
+        return ab
+
+
+def _newton_solver(p, strategy):
+    return "cholesky" if p <= _CHOLESKY_MAX_FEATURES[strategy] else "cg"
+
+
+def _problem_classes(num_classes):
+    """The positive class of each one-vs-rest problem: [1] when binary, else 0..K-1."""
+    return [1.0] if num_classes == 2 else [float(k) for k in range(num_classes)]

@@ -1,0 +1,152 @@
+"""The fitted KernelSVC: decision values, Platt probabilities, and its files.
+
+Prediction: rawPrediction [-m, m] for two classes (as LinearSVC; prediction 1 iff m > threshold),
+one decision value per class otherwise (prediction the argmax); with Platt scaling, P(class k | x)
+= sigmoid(a_k m_k(x) + b_k), normalized to sum to 1 for several classes. Saved in MLlib's layout
+(``base.persistence``): one Parquet row with the feature map, the coefficients and Platt's (a, b).
+"""
+import numpy as np
+from pyspark.ml.classification import ClassificationModel
+from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, VectorUDT
+from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
+
+from sparkml.base.model import HasTrainingSummary, ModelIO
+from sparkml.base.prediction import transform_linear
+from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
+from sparkml.kernel.params import _KernelSVCParams
+
+
+class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, HasTrainingSummary):
+    """A fitted KernelSVC: the feature map (``featureMap``: a ``sparkml.gpu.feature_maps`` spec, the
+    landmarks and the Nystroem projection, or the random Fourier frequencies and phases) and one
+    coefficient row per problem."""
+
+    _java_class = "sparkml.classification.KernelSVCModel"  # no Scala twin: MLlib has no kernel SVM
+
+    def __init__(self, featureMap=None, coefficients=None, intercepts=None, numClasses=2, gammaValue=1.0,
+                 platt=None):
+        super().__init__()
+        self._spec = featureMap
+        self._coef = None if coefficients is None else np.ascontiguousarray(np.atleast_2d(coefficients),
+                                                                            dtype=np.float64)
+        self._intercepts = None if intercepts is None else np.atleast_1d(np.asarray(intercepts, dtype=np.float64))
+        self._num_classes, self._gamma_value = int(numClasses), float(gammaValue)
+        self._platt = None if platt is None else np.asarray(platt, dtype=np.float64).reshape(-1, 2)
+
+    @property
+    def numClasses(self):
+        return self._num_classes
+
+    @property
+    def numFeatures(self):
+        return self._spec.n_features_in
+
+    @property
+    def numLandmarksUsed(self):
+        """Nystroem landmarks chosen, or random Fourier features drawn."""
+        x = getattr(self._spec, "landmarks", None)
+        return int(self._coef.shape[1] if x is None else x.shape[0])
+
+    @property
+    def numKernelFeatures(self):
+        """The length of each coefficient row: the random Fourier features, or the Nystroem
+        directions kept (K_LL's eigen-directions with lambda >= 1e-6 lambda_max; at most
+        numLandmarksUsed, fewer when the landmarks' kernel matrix is numerically low-rank)."""
+        return int(self._coef.shape[1])
+
+    @property
+    def gammaValue(self):
+        """The kernel's gamma as a number ('scale' and 'auto' resolved on the training data)."""
+        return self._gamma_value
+
+    @property
+    def landmarks(self):
+        """(numLandmarksUsed, numFeatures) landmarks of a Nystroem model: k-means centres, or training rows
+        with landmarkSelection='random' (None for method='rff')."""
+        x = getattr(self._spec, "landmarks", None)
+        return None if x is None else DenseMatrix(*x.shape, x.ravel(), True)
+
+    @property
+    def coefficientMatrix(self):
+        """(1 or numClasses, numKernelFeatures): the linear model on the kernel features."""
+        return DenseMatrix(*self._coef.shape, self._coef.ravel(), True)
+
+    @property
+    def interceptVector(self):
+        return DenseVector(self._intercepts)
+
+    @property
+    def plattCoefficients(self):
+        """(problems, 2): Platt's (a, b) per one-vs-rest problem, P = sigmoid(a m + b); None without
+        ``probability=True``."""
+        return None if self._platt is None else DenseMatrix(*self._platt.shape, self._platt.ravel(), True)
+
+    @property
+    def summaries(self):
+        """The Newton record of every one-vs-rest problem (``summary`` is the first's)."""
+        return list(self._summaries or [])
+
+    def setThreshold(self, value):
+        return self._set(threshold=value)
+
+    def _margins(self, value):
+        import torch
+
+        x = torch.from_numpy(np.asarray(value.toArray(), dtype=np.float64)[None, :])
+        phi = self._spec.make().transform(x).numpy()[0]
+        return self._coef @ phi + self._intercepts
+
+    def predictRaw(self, value):
+        m = self._margins(value)
+        return DenseVector([-m[0], m[0]] if len(m) == 1 else m)
+
+    def predict(self, value):
+        m = self._margins(value)
+        return float(m[0] > self.getThreshold()) if len(m) == 1 else float(np.argmax(m))
+
+    def predictProbability(self, value):
+        """The probability vector of one feature vector (needs a model fitted with probability=True)."""
+        import torch
+
+        from sparkml.gpu.prediction import platt_probability
+
+        if self._platt is None:
+            raise RuntimeError("this KernelSVCModel has no Platt scaling: fit it with probability=True")
+        margins = torch.from_numpy(self._margins(value)[None, :])
+        return DenseVector(platt_probability(margins, torch.from_numpy(self._platt)).numpy()[0])
+
+    def _transform(self, dataset):
+        outputs = {"raw": self.getRawPredictionCol(), "pred": self.getPredictionCol()}
+        if self._platt is not None:
+            outputs["prob"] = self.getProbabilityCol()
+        return transform_linear(dataset, self.getFeaturesCol(), outputs, "svc", self._coef, self._intercepts,
+                                raw_threshold=self.getThreshold(), feature_map=self._spec,
+                                platt=self._platt)
+
+    def _data_frame(self, spark):
+        def matrix(x):
+            return None if x is None else DenseMatrix(*np.atleast_2d(x).shape, np.ravel(x), True)
+
+        spec = self._spec
+        rff = isinstance(spec, FourierSpec)
+        schema = StructType([StructField("numClasses", IntegerType()), StructField("gamma", DoubleType()),
+                             StructField("degree", IntegerType()), StructField("coef0", DoubleType()),
+                             StructField("kernel", StringType()), StructField("method", StringType()),
+                             StructField("basis", MatrixUDT()), StructField("projection", MatrixUDT()),
+                             StructField("offsets", VectorUDT()), StructField("coefficientMatrix", MatrixUDT()),
+                             StructField("interceptVector", VectorUDT()), StructField("platt", MatrixUDT())])
+        row = (self._num_classes, self._gamma_value, self.getDegree(), self.getCoef0(), spec.kernel, spec.method,
+               matrix(spec.frequencies.T if rff else spec.landmarks), None if rff else matrix(spec.projection),
+               DenseVector(spec.offsets) if rff else None, self.coefficientMatrix, self.interceptVector,
+               self.plattCoefficients)
+        return spark.createDataFrame([row], schema)
+
+    @classmethod
+    def _from_data(cls, row):
+        if row.method == "rff":
+            spec = FourierSpec(row.kernel, row.basis.toArray().T, row.offsets.toArray())
+        else:
+            spec = NystroemSpec(row.kernel, row.basis.toArray(), row.projection.toArray(), row.gamma, row.degree,
+                                row.coef0)
+        return cls(spec, row.coefficientMatrix.toArray(), row.interceptVector.toArray(), int(row.numClasses),
+                   float(row.gamma), None if row.platt is None else row.platt.toArray())

@@ -1,0 +1,82 @@
+"""KernelSVC's Params (pyspark.ml's shared mixins plus the kernel's) and the resolution of gamma."""
+import numpy as np
+from pyspark.ml.classification import _ClassifierParams
+from pyspark.ml.param import Param, Params, TypeConverters
+from pyspark.ml.param.shared import (HasAggregationDepth, HasFitIntercept, HasMaxIter, HasProbabilityCol,
+                                     HasRegParam, HasSeed, HasThreshold, HasTol, HasWeightCol)
+
+from sparkml.base.params import HasTorchTrainingParams, one_of, with_getters
+from sparkml.gpu import KERNELS
+from sparkml.kernel.landmarks import LANDMARK_SELECTIONS
+
+METHODS = ("nystroem", "rff")
+LOSSES = ("hinge", "squared_hinge")
+
+
+def _gamma(value):
+    if isinstance(value, str):
+        if value in ("scale", "auto"):
+            return value
+        value = float(value)
+    value = TypeConverters.toFloat(value)
+    if not value > 0:
+        raise ValueError(f"gamma must be 'scale', 'auto' or a number > 0; got {value}")
+    return value
+
+
+@with_getters("kernel", "gamma", "degree", "coef0", "method", "numLandmarks", "landmarkSelection", "loss",
+              "probability")
+class _KernelSVCParams(_ClassifierParams, HasMaxIter, HasTol, HasRegParam, HasFitIntercept, HasWeightCol,
+                       HasThreshold, HasSeed, HasProbabilityCol, HasAggregationDepth, HasTorchTrainingParams):
+    kernel = Param(Params._dummy(), "kernel", "Kernel: " + ", ".join(KERNELS) + " (formulas in sparkml.gpu.kernels).",
+                   typeConverter=one_of("kernel", KERNELS))
+    gamma = Param(Params._dummy(), "gamma",
+                  "Kernel coefficient of rbf, polynomial, sigmoid and laplacian: 'scale' (1 / (d Var(X)), "
+                  "scikit-learn's default), 'auto' (1 / d) or a number > 0.", typeConverter=_gamma)
+    degree = Param(Params._dummy(), "degree", "Degree of the polynomial kernel (>= 1).",
+                   typeConverter=TypeConverters.toInt)
+    coef0 = Param(Params._dummy(), "coef0", "Independent term of the polynomial and sigmoid kernels.",
+                  typeConverter=TypeConverters.toFloat)
+    method = Param(Params._dummy(), "method",
+                   "Kernel approximation: 'nystroem' (landmarks chosen from the data; any kernel) or 'rff' "
+                   "(random Fourier features; rbf and laplacian only).", typeConverter=one_of("method", METHODS))
+    numLandmarks = Param(Params._dummy(), "numLandmarks",
+                         "Feature count m: Nystroem landmarks, stratified by class (landmarkSelection; all rows when "
+                         "there are fewer), or random Fourier features. More: closer to the exact "
+                         "kernel machine, m^2 per active row per Newton round.", typeConverter=TypeConverters.toInt)
+    landmarkSelection = Param(Params._dummy(), "landmarkSelection",
+                              "Nystroem landmarks: 'kmeans' (per class, the centres of Lloyd's k-means over a "
+                              "sample of about 10 rows per landmark: a closer kernel approximation for the same m) "
+                              "or 'random' (the sampled rows themselves).",
+                              typeConverter=one_of("landmarkSelection", LANDMARK_SELECTIONS))
+    loss = Param(Params._dummy(), "loss",
+                 "The SVM's loss: 'hinge' (scikit-learn's SVC and MLlib's LinearSVC; smoothed over a band of "
+                 "half-width 0.1 at the kink so Newton's method applies; tracks SVC's accuracy) or 'squared_hinge' "
+                 "(fewer Newton rounds; its accuracy can differ from SVC's either way).",
+                 typeConverter=one_of("loss", LOSSES))
+    probability = Param(Params._dummy(), "probability",
+                        "Fit Platt scaling (one sigmoid per one-vs-rest problem, on the training decision values) "
+                        "and output the probability column; the multi-class probabilities are the sigmoids "
+                        "normalized to sum to 1.", typeConverter=TypeConverters.toBoolean)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(maxIter=100, tol=1e-6, regParam=1e-4, fitIntercept=True, threshold=0.0,
+                         aggregationDepth=2, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
+                         method="nystroem", numLandmarks=1000, landmarkSelection="kmeans", loss="hinge",
+                         probability=False, seed=0)
+
+    def _kernel_args(self, gamma):
+        return {"gamma": gamma, "degree": self.getDegree(), "coef0": self.getCoef0()}
+
+
+def resolve_gamma(gamma, summary):
+    """A number: as given, 1 / d ('auto'), or 1 / (d Var(X)) over all entries of X ('scale')."""
+    d = summary.n_features
+    if gamma == "auto":
+        return 1.0 / d
+    if gamma != "scale":
+        return float(gamma)
+    second = float(np.mean(summary.var_population + summary.mean ** 2))
+    var = second - float(np.mean(summary.mean)) ** 2
+    return 1.0 / (d * var) if var > 0 else 1.0

@@ -1,0 +1,81 @@
+"""The training step of the three linear models, written once.
+
+    problem   = the model's ``_problem(summary)``: its ``sparkml.gpu`` loss, the number of outputs K,
+                the L2 / L1 strengths and the label scale of MLlib's objective, and its start
+    objective = ``LinearObjective`` (MLlib's scaled parametrization) over the strategy's sums
+    theta     = L-BFGS, or OWL-QN with an L1 term or when the model asks for it (hinge loss),
+                from the initial model's coefficients (``setInitialModel``) or the problem's start
+    model     = the model's ``_model(beta, b, problem)`` with the optimizer's summary
+
+``LinearRegression`` reuses it for its ``l-bfgs`` solver and adds the normal equations.
+"""
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+
+from sparkml.base.estimator import TorchEstimator
+from sparkml.base.model import HasInitialModel
+from sparkml.linear.objective import LinearObjective
+
+
+@dataclass
+class LinearProblem:
+    """What one linear model's fit minimizes (``linear.objective`` has the formula)."""
+
+    loss: object  # a sparkml.gpu loss: the per-row loss and its layout
+    n_outputs: int  # K: 1, or the classes of a multinomial model
+    reg_l2: float  # the L2 strength lambda (1 - a), already divided by the label scale
+    reg_l1: float = 0.0  # the L1 strength lambda a, likewise
+    label_scale: float = 1.0  # sigma_y (LinearRegression), else 1
+    owlqn: bool = False  # OWL-QN's steps even without an L1 term (MLlib's LinearSVC)
+    start: Optional[Tuple[np.ndarray, np.ndarray]] = None  # (beta (K, d), b (K,)); None: zeros
+    context: object = None  # what ``_model`` needs besides (beta, b)
+
+
+class LinearEstimator(HasInitialModel, TorchEstimator):
+    """A linear model fitted by L-BFGS / OWL-QN over a strategy's distributed sums.
+
+    Subclasses implement ``_problem(summary) -> LinearProblem`` (checking the labels) and
+    ``_model(beta, b, problem)`` -> the unfitted-Params model; they may override ``_solve``.
+    """
+
+    def _problem(self, summary):
+        raise NotImplementedError
+
+    def _model(self, beta, b, problem):
+        raise NotImplementedError
+
+    def _train(self, data, last_pass):
+        problem = self._problem(data.summary)
+        strategy = self._make_strategy(data, problem.loss)
+        model, summary = self._solve(strategy, data.summary, problem, last_pass)
+        return self._copyValues(model._set_summaries([summary]))
+
+    def _objective(self, strategy, s, problem):
+        return LinearObjective(
+            strategy.loss_gradient, n_features=s.n_features, n_outputs=problem.n_outputs,
+            fit_intercept=self.getFitIntercept(), mean=s.mean, std=np.sqrt(s.var_unbiased),
+            weight_sum=s.weight_sum, label_scale=problem.label_scale, reg_l2=problem.reg_l2,
+            reg_l1=problem.reg_l1, standardization=self.getStandardization())
+
+    def _start(self, s, problem):
+        start = self._initial_coefficients(s.n_features, problem.n_outputs)
+        if start is None:
+            start = problem.start or (np.zeros((problem.n_outputs, s.n_features)), np.zeros(problem.n_outputs))
+        return start
+
+    def _solve(self, strategy, s, problem, last_pass):
+        """(model, TrainingSummary) by L-BFGS / OWL-QN over MLlib's objective."""
+        objective = self._objective(strategy, s, problem)
+        theta0 = objective.from_original(*self._start(s, problem))
+        objective, theta0 = self._restrict(objective, theta0, s)
+        theta, summary = strategy.minimize(objective, theta0, max_iter=self.getMaxIter(), tol=self.getTol(),
+                                           name=type(self).__name__, owlqn=problem.owlqn, last_pass=last_pass,
+                                           progress=self._progress())
+        beta, b = objective.to_original(theta)
+        return self._model(beta, b, problem), summary
+
+    def _restrict(self, objective, theta0, s):
+        """The objective the optimizer sees and its start (LinearRegression holds its intercept)."""
+        return objective, theta0

@@ -1,0 +1,89 @@
+"""What a fit reports as it runs: one event per iteration, and the record it ends with.
+
+Every optimizer loop of the library (L-BFGS / OWL-QN in ``run_optimizer``, the model-averaging
+rounds of ``strategies.averaging``, the Newton rounds of ``optim.newton``) ends each iteration by
+calling its ``Progress`` with an ``Iteration``: that call is the one place where a per-iteration
+hook runs. ``Progress`` logs one INFO line on the ``sparkml`` logger and then calls the fit's
+callbacks in order (``TorchEstimator._progress`` builds it). It runs where the optimizer runs: on
+the driver with ``sync`` and ``averaging``, inside rank 0's barrier task with ``allreduce``.
+"""
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from sparkml.optim import minimize_lbfgs
+
+logger = logging.getLogger("sparkml")
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """The end of one iteration of a fit's optimizer."""
+
+    name: str  # what is being fitted: "LogisticRegression", "KernelSVC class 2", ...
+    kind: str  # "iteration" (L-BFGS / OWL-QN), "round" (model averaging) or "Newton round"
+    iteration: int  # 1, 2, ...
+    objective: float
+    x: np.ndarray  # the iterate, in the optimizer's parametrization
+    seconds: float  # this iteration's wall time
+    detail: str = ""  # the optimizer's own measure: gradient norm, relative change, step
+
+
+class Progress:
+    """Logs each ``Iteration`` and passes it to ``callbacks`` (functions of one ``Iteration``)."""
+
+    def __init__(self, callbacks=()):
+        self.callbacks = list(callbacks)
+
+    def __call__(self, event):
+        logger.info("%s %s %d: objective %.10g%s, %.3f s", event.name, event.kind, event.iteration, event.objective,
+                    f", {event.detail}" if event.detail else "", event.seconds)
+        for callback in self.callbacks:
+            callback(event)
+
+
+class TrainingSummary:
+    """The optimizer's record of a fit, as MLlib's training summaries expose it."""
+
+    def __init__(self, objective_history, total_iterations, converged=True, message="", seconds=0.0,
+                 iteration_seconds=()):
+        self.objectiveHistory = list(objective_history)
+        # seconds from the optimizer's start to the end of each iteration (objectiveHistory[1:])
+        self.iterationSeconds = list(iteration_seconds)
+        self.totalIterations = int(total_iterations)
+        self.converged = converged
+        self.message = message
+        self.seconds = seconds
+
+    def __call__(self):
+        """pyspark's ``LinearSVCModel.summary`` is a method, the other models' a property: both work."""
+        return self
+
+    def __repr__(self):
+        return (f"TrainingSummary(totalIterations={self.totalIterations}, "
+                f"objective={self.objectiveHistory[-1] if self.objectiveHistory else None})")
+
+
+def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False, progress=None):
+    """Minimize ``objective`` from ``theta0`` by L-BFGS (OWL-QN when ``owlqn`` or the objective has an
+    L1 term), reporting each iteration to ``progress``. Returns (x, TrainingSummary)."""
+    progress = progress or Progress()
+    start = time.perf_counter()
+    last, elapsed = [start], []
+
+    def on_iteration(iteration, x, f, grad_norm):
+        now = time.perf_counter()
+        elapsed.append(now - start)
+        progress(Iteration(name, "iteration", iteration, f, x, now - last[0], f"gradient norm {grad_norm:.3e}"))
+        last[0] = now
+
+    result = minimize_lbfgs(objective.fun_grad, theta0, max_iter=max_iter, tol=tol, l1=objective.l1_weights(),
+                            callback=on_iteration, method="owlqn" if owlqn else "auto")
+    seconds = time.perf_counter() - start
+    logger.info("%s finished: %d iterations, objective %.10g, %.2f s (%s)",
+                name, result.n_iter, result.fun, seconds, result.message)
+    summary = TrainingSummary(result.objective_history, result.n_iter, result.converged, result.message, seconds,
+                              elapsed)
+    return result.x, summary

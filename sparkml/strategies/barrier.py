@@ -1,0 +1,180 @@
+"""The communication of a barrier stage: who runs, where the blocks are, and a process group.
+
+A barrier stage runs all its tasks at once (at most the cluster's free task slots:
+``plan_workers``). ``BarrierTask`` is one task's side, a context manager: the task meets the
+others at a ``torch.distributed`` key-value store (hosted by the driver in a classic session, by
+rank 0 in Spark Connect: ``_rendezvous``), they exchange where they run and split the resident
+blocks among the tasks that can read them (``assign_blocks``), the task opens its blocks once
+(``PartitionSums``) and joins a process group (gloo on CPU, NCCL on CUDA) over that store. On
+exit it leaves the group and, on the fit's last pass over the blocks, deletes its own.
+
+``run_barrier_stage`` is the driver's side: it hosts the store (classic sessions), picks the
+stage's input (``TrainingData.barrier_handles``: one task per block, placed where the block is; or
+``spark.range(n)`` when there are more blocks than tasks) and collects the tasks' output rows. The
+stage is a ``mapInArrow(..., barrier=True)``, so classic and Spark Connect sessions run it alike.
+"""
+import socket
+from datetime import timedelta
+
+import numpy as np
+
+from sparkml.data import block_store
+from sparkml.data.convert import STATS_SCHEMA
+from sparkml.strategies.partition_sums import PartitionSums
+
+_TIMEOUT = timedelta(minutes=30)  # a collective (one evaluation) may take this long
+_RENDEZVOUS_TIMEOUT = timedelta(minutes=5)  # every task of the stage runs at once: they meet quickly
+
+
+def plan_workers(requested, n_partitions, slots):
+    """How many barrier tasks to run; a clear error when the cluster cannot run them at once.
+    ``slots`` None (unknown): trust ``requested``, else one task per partition, and let Spark's
+    own barrier check speak."""
+    if requested < 0:
+        raise ValueError(f"numWorkers must be >= 0; got {requested}")
+    n = requested or (n_partitions if slots is None else min(n_partitions, slots))
+    if slots is not None and n > slots:
+        raise ValueError(
+            f"strategy='allreduce' runs {n} barrier tasks at once but the cluster has {slots} free task "
+            f"slot(s) (cores / spark.task.cpus). Set numWorkers <= {slots}, or use strategy='sync'.")
+    return max(1, min(n, n_partitions))
+
+
+def assign_blocks(blocks, task_stores):
+    """Give each task the partitions whose blocks live where it runs, balancing rows.
+
+    ``blocks``: (partition, rows, store) of every non-empty partition; ``task_stores``: the store
+    key of each rank. Deterministic, so every rank computes the same assignment (and, when some
+    blocks are where no task runs, raises the same error before any rank waits on a collective).
+    """
+    tasks = {}
+    for rank, store in enumerate(task_stores):
+        tasks.setdefault(store, []).append(rank)
+    mine = [[] for _ in task_stores]
+    load = [0] * len(task_stores)
+    for partition, rows, store in sorted(blocks, key=lambda b: (-b[1], b[0])):
+        ranks = tasks.get(store)
+        if not ranks:
+            raise RuntimeError(
+                f"the training blocks of partition {partition} are on {store}, where no barrier task of "
+                f"strategy='allreduce' runs (tasks run on: {', '.join(sorted(tasks))}); use strategy='sync' "
+                f"or give every executor that holds data a task slot")
+        rank = min(ranks, key=lambda r: (load[r], r))
+        mine[rank].append((partition, rows))
+        load[rank] += rows
+    return mine
+
+
+def _store(address, world, is_master):
+    from torch.distributed import TCPStore
+
+    host, port = address
+    return TCPStore(host, port, world if not is_master else None, is_master, _RENDEZVOUS_TIMEOUT,
+                    wait_for_workers=False)
+
+
+def _rendezvous(ctx, rank, world, driver_store):
+    """A key-value store every rank of this stage attempt reaches, without a barrier call where possible.
+
+    Spark's ``allGather``/``barrier`` answer on a one-second poll (a second per call), so in a
+    classic session the driver hosts the store and passes its address in the task closure; a
+    Spark Connect client may not be reachable from the executors, so there rank 0 hosts it and
+    shares the port through one ``allGather``.
+    """
+    from torch.distributed import PrefixStore
+
+    if driver_store is None:  # a fresh store per stage attempt
+        host = ctx.getTaskInfos()[0].address.rsplit(":", 1)[0] or "127.0.0.1"
+        store = _store((host, 0), world, True) if rank == 0 else None
+        port = int(ctx.allGather(str(store.port if rank == 0 else 0))[0])
+        return PrefixStore("fit", store or _store((host, port), world, False))
+    # The driver's store outlives a failed stage attempt: a retry must not read the keys of the failed
+    # one, so each attempt's keys live under the count of tasks that arrived before it. (Spark does
+    # not tell Python tasks their stage attempt; an executor lost before its task arrived here would
+    # shift the count, and the retry then fails at this rendezvous after _RENDEZVOUS_TIMEOUT.)
+    store = _store(driver_store, world, False)
+    return PrefixStore(f"epoch-{(store.add('arrivals', 1) - 1) // world}", store)
+
+
+def _all_gather(store, rank, world, name, value):
+    store.set(f"{name}/{rank}", value)
+    return [store.get(f"{name}/{r}").decode() for r in range(world)]
+
+
+class _ProcessGroup:
+    """A torch.distributed group over the tasks of the current barrier stage."""
+
+    def __init__(self, device, rank, world, store):
+        import torch
+        import torch.distributed as dist
+
+        self.torch, self.dist, self.rank, self.device = torch, dist, rank, device
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", store=store, rank=rank,
+                                world_size=world, timeout=_TIMEOUT)
+
+    def sum(self, tensor):
+        """Sum over ranks; every rank receives rank 0's bits."""
+        self.dist.reduce(tensor, dst=0)
+        self.dist.broadcast(tensor, src=0)
+        return tensor
+
+    def add(self, part, size):
+        """The ranks' tuples of floats / arrays added element by element, as ``size`` float64s
+        (``part`` None: this rank holds no rows and adds zeros)."""
+        flat = np.zeros(size) if part is None else np.concatenate(
+            [np.ravel(np.asarray(x, dtype=np.float64)) for x in part])
+        return self.sum(self.torch.from_numpy(flat).to(self.device)).cpu().numpy()
+
+    def close(self):
+        self.dist.destroy_process_group()
+
+
+class BarrierTask:
+    """One rank of the running barrier stage (module docstring): ``rank``, ``world``, ``sums`` over
+    this rank's blocks and ``group`` to add the ranks' sums with."""
+
+    def __init__(self, blocks, dataset_id, loss, device, dtype, driver_store, last_pass):
+        self.blocks, self.dataset_id, self.loss, self.device, self.dtype = blocks, dataset_id, loss, device, dtype
+        self.driver_store, self.last_pass = driver_store, last_pass
+
+    def __enter__(self):
+        from pyspark import BarrierTaskContext
+
+        ctx = BarrierTaskContext.get()
+        self.rank, self.world = ctx.partitionId(), len(ctx.getTaskInfos())
+        store = _rendezvous(ctx, self.rank, self.world, self.driver_store)
+        where = _all_gather(store, self.rank, self.world, "where", block_store.store_key())
+        self.mine = assign_blocks(self.blocks, where)[self.rank]
+        self.sums = PartitionSums(self.mine, self.dataset_id, self.loss, self.device, self.dtype)
+        self.group = _ProcessGroup(self.sums.device, self.rank, self.world, store)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.group.close()
+        if exc_type is None and self.last_pass:  # the fit's last pass: no separate job to delete them
+            block_store.drop_partitions(self.dataset_id, [p for p, _ in self.mine])
+        return False
+
+
+def _driver_host(spark):
+    """The address executors reach the driver at (what Spark itself gives them)."""
+    return spark.sparkContext.getConf().get("spark.driver.host", None) or socket.gethostname()
+
+
+def run_barrier_stage(data, n_workers, on_handles, task, schema):
+    """The rows of one barrier stage of ``n_workers`` tasks over ``data``'s blocks, each running
+    ``task(batches, driver_store)`` (a ``mapInArrow`` function; ``driver_store``: the (host, port)
+    of the driver's store, or None where rank 0 hosts one). ``on_handles``: one task per block, on
+    the cached handles; else over ``spark.range(n_workers)``."""
+    master = None if data.connect else _store((_driver_host(data.spark), 0), n_workers, True)
+    driver_store = None if master is None else (_driver_host(data.spark), master.port)
+    if not on_handles:
+        tasks = data.spark.range(0, n_workers, 1, n_workers)
+    elif data.connect:
+        tasks = data.barrier_handles()
+    else:
+        tasks = data.spark.createDataFrame(data.barrier_handles(), STATS_SCHEMA)
+    try:
+        return tasks.mapInArrow(lambda batches: task(batches, driver_store), schema, barrier=True).collect()
+    finally:
+        del master  # stops the driver's store

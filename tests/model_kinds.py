@@ -1,0 +1,25 @@
+"""The four linear models the model-level tests (test_model_outputs, test_persistence) fit on
+``data_helpers.linear_frame``: ours and the stock pyspark.ml classes, their fit Params and the
+output columns of their transform. conftest.py's ``fitted`` fixture fits them."""
+from collections import namedtuple
+
+from pyspark.ml import classification as stock_classification
+from pyspark.ml import regression as stock_regression
+
+from sparkml.classification import LinearSVC, LinearSVCModel, LogisticRegression, LogisticRegressionModel
+from sparkml.regression import LinearRegression, LinearRegressionModel
+
+Kind = namedtuple("Kind", "estimator model stock_estimator stock_model params columns")
+
+CLASSIFIER_OUT = ["rawPrediction", "probability", "prediction"]
+KINDS = {
+    "lr_binary": Kind(LogisticRegression, LogisticRegressionModel, stock_classification.LogisticRegression,
+                      stock_classification.LogisticRegressionModel, {"regParam": 0.01}, CLASSIFIER_OUT),
+    "lr_multinomial": Kind(LogisticRegression, LogisticRegressionModel, stock_classification.LogisticRegression,
+                           stock_classification.LogisticRegressionModel, {"regParam": 0.01, "labelCol": "label3"},
+                           CLASSIFIER_OUT),
+    "svc": Kind(LinearSVC, LinearSVCModel, stock_classification.LinearSVC, stock_classification.LinearSVCModel,
+                {"regParam": 0.5, "maxIter": 25}, ["rawPrediction", "prediction"]),
+    "linreg": Kind(LinearRegression, LinearRegressionModel, stock_regression.LinearRegression,
+                   stock_regression.LinearRegressionModel, {"regParam": 0.01, "labelCol": "y"}, ["prediction"]),
+}
