@@ -11,8 +11,15 @@
 
 An estimator supplies ``_train`` and, where it differs, ``_param_rules`` (more Param checks) and
 ``_compute_dtype``. The linear models supply less still (``linear.estimator.LinearEstimator``).
+The fitted model keeps the estimator's uid and Params (``_fitted``), as MLlib's models do.
+
+An estimator saves as pyspark.ml's Python estimators do (``DefaultParamsWriter``: its Params as
+JSON under ``path/metadata``, the class recorded by its public name, e.g.
+``sparkml.classification.LogisticRegression``), so a ``Pipeline`` or a ``CrossValidator`` holding
+one saves and loads back with it.
 """
 from pyspark import keyword_only
+from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable, DefaultParamsWriter
 
 from sparkml.base.fit_multiple import SharedConversionFits
 from sparkml.base.validation import check_params, refuse_unsupported
@@ -20,7 +27,24 @@ from sparkml.data.training_data import TrainingData
 from sparkml.optim.progress import Progress
 
 
-class TorchEstimator:
+def public_class_name(cls):
+    """``sparkml.classification.X`` or ``sparkml.regression.X`` when that module exports ``cls``."""
+    import sparkml.classification
+    import sparkml.regression
+
+    for module in (sparkml.classification, sparkml.regression):
+        if getattr(module, cls.__name__, None) is cls:
+            return f"{module.__name__}.{cls.__name__}"
+    return f"{cls.__module__}.{cls.__name__}"
+
+
+class _EstimatorWriter(DefaultParamsWriter):
+    def saveImpl(self, path):
+        DefaultParamsWriter.saveMetadata(self.instance, path, self.sparkSession,
+                                         extraMetadata={"class": public_class_name(type(self.instance))})
+
+
+class TorchEstimator(DefaultParamsReadable, DefaultParamsWritable):
     """``_fit`` and ``fitMultiple`` of an estimator trained on ``TrainingData`` (module docstring).
 
     Mixed in before pyspark's ``Estimator`` subclass, with ``base.params.HasTorchTrainingParams``.
@@ -42,6 +66,14 @@ class TorchEstimator:
         """The fitted model from ``data``. ``last_pass``: no later fit reads ``data``'s blocks, so a
         strategy may delete them as it finishes."""
         raise NotImplementedError
+
+    def write(self):
+        return _EstimatorWriter(self)
+
+    def _fitted(self, model, summaries):
+        """``model`` with the optimizer's ``summaries``, this estimator's uid and its Params."""
+        model._set_summaries(summaries)
+        return self._copyValues(model)._resetUid(self.uid)
 
     def _weight_col(self):
         """The weight column's name, or None when unset or empty (every row weighs 1)."""

@@ -50,7 +50,7 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
         problem = self._problem(data.summary)
         strategy = self._make_strategy(data, problem.loss)
         model, summary = self._solve(strategy, data.summary, problem, last_pass)
-        return self._copyValues(model._set_summaries([summary]))
+        return self._fitted(model, [summary])
 
     def _objective(self, strategy, s, problem):
         return LinearObjective(
