@@ -65,6 +65,12 @@ def main(out_dir):
     from sparkml.classification import LogisticRegressionModel
 
     results["saved_and_loaded"] = coefficients(LogisticRegressionModel.load(path))
+    est = estimator("LogisticRegression", {"regParam": 0.05, "strategy": "allreduce"})
+    results["model_uid_is_estimator_uid"] = est.fit(df).uid == est.uid
+    est.write().overwrite().save(os.path.join(out_dir, "connect_estimator"))
+    est.write().overwrite().save(os.path.join(out_dir, "connect_estimator"))  # overwriting works without a JVM
+    loaded = type(est).load(os.path.join(out_dir, "connect_estimator"))
+    results["estimator_loaded"] = [loaded.uid == est.uid, loaded.getRegParam(), loaded.getStrategy()]
     print("RESULTS " + json.dumps(results))
     spark.stop()
 

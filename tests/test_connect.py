@@ -48,3 +48,8 @@ def test_connect_fit_and_transform_match_classic(connect_results, classic_frame,
 def test_connect_save_and_load(connect_results):
     np.testing.assert_allclose(connect_results["saved_and_loaded"], connect_results["logistic-sync"]["coef"],
                                rtol=0, atol=0)
+
+
+def test_connect_estimator_save_and_load(connect_results):
+    assert connect_results["estimator_loaded"] == [True, 0.05, "allreduce"]
+    assert connect_results["model_uid_is_estimator_uid"] is True

@@ -13,15 +13,16 @@ An estimator supplies ``_train`` and, where it differs, ``_param_rules`` (more P
 ``_compute_dtype``. The linear models supply less still (``linear.estimator.LinearEstimator``).
 The fitted model keeps the estimator's uid and Params (``_fitted``), as MLlib's models do.
 
-An estimator saves as pyspark.ml's Python estimators do (``DefaultParamsWriter``: its Params as
+An estimator saves as pyspark.ml's Python estimators do (``DefaultParamsWriter``'s layout: its Params as
 JSON under ``path/metadata``, the class recorded by its public name, e.g.
 ``sparkml.classification.LogisticRegression``), so a ``Pipeline`` or a ``CrossValidator`` holding
 one saves and loads back with it.
 """
 from pyspark import keyword_only
-from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable, DefaultParamsWriter
+from pyspark.ml.util import DefaultParamsReadable, MLWritable
 
 from sparkml.base.fit_multiple import SharedConversionFits
+from sparkml.base.persistence import EstimatorWriter
 from sparkml.base.validation import check_params, refuse_unsupported
 from sparkml.data.training_data import TrainingData
 from sparkml.optim.progress import Progress
@@ -38,13 +39,7 @@ def public_class_name(cls):
     return f"{cls.__module__}.{cls.__name__}"
 
 
-class _EstimatorWriter(DefaultParamsWriter):
-    def saveImpl(self, path):
-        DefaultParamsWriter.saveMetadata(self.instance, path, self.sparkSession,
-                                         extraMetadata={"class": public_class_name(type(self.instance))})
-
-
-class TorchEstimator(DefaultParamsReadable, DefaultParamsWritable):
+class TorchEstimator(DefaultParamsReadable, MLWritable):
     """``_fit`` and ``fitMultiple`` of an estimator trained on ``TrainingData`` (module docstring).
 
     Mixed in before pyspark's ``Estimator`` subclass, with ``base.params.HasTorchTrainingParams``.
@@ -68,7 +63,7 @@ class TorchEstimator(DefaultParamsReadable, DefaultParamsWritable):
         raise NotImplementedError
 
     def write(self):
-        return _EstimatorWriter(self)
+        return EstimatorWriter(self, public_class_name(type(self)))
 
     def _fitted(self, model, summaries):
         """``model`` with the optimizer's ``summaries``, this estimator's uid and its Params."""

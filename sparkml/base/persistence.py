@@ -6,7 +6,8 @@
 
 Only Params MLlib knows go into paramMap/defaultParamMap (its reader rejects unknown ones); the
 Params this library adds (strategy, device, dtype, ...) that are set live under the "sparkml" key, which MLlib ignores.
-Everything is JSON and Parquet: no pickle anywhere.
+Estimators are written as pyspark.ml's Python estimators are (``EstimatorWriter``: the metadata
+line alone). Everything is JSON and Parquet: no pickle anywhere.
 """
 import json
 import time
@@ -26,17 +27,43 @@ def _param_json(instance, param_map):
     return {p.name: _jsonable(v) for p, v in param_map.items() if p.name not in TORCH_PARAM_NAMES}
 
 
-class MLlibModelWriter(MLWriter):
-    """Writes ``instance`` as the Scala class ``java_class`` with the data row from ``instance._data_frame``."""
+class _Writer(MLWriter):
+    """Writes ``path/metadata`` (one JSON line) and whatever ``save_data`` adds, in classic and Spark
+    Connect sessions alike. Connect has no JVM handle to delete a directory with: on overwrite each
+    part is written with mode("overwrite") instead."""
 
-    def __init__(self, instance, java_class):
+    def __init__(self, instance):
         super().__init__()
-        self.instance, self.java_class = instance, java_class
+        self.instance = instance
+
+    def metadata(self, spark):
+        raise NotImplementedError
+
+    def save_data(self, spark, path, mode):
+        pass
 
     def saveImpl(self, path):
         spark = self.sparkSession or SparkSession.active()
+        line = json.dumps(self.metadata(spark), separators=(",", ":"))
+        mode = "overwrite" if self.shouldOverwrite else "errorifexists"
+        spark.createDataFrame([(line,)], "value string").coalesce(1).write.mode(mode).text(f"{path}/metadata")
+        self.save_data(spark, path, mode)
+
+    def _handleOverwrite(self, path):
+        if not is_connect(self.sparkSession or SparkSession.active()):
+            super()._handleOverwrite(path)
+
+
+class MLlibModelWriter(_Writer):
+    """Writes ``instance`` as the Scala class ``java_class`` with the data row from ``instance._data_frame``."""
+
+    def __init__(self, instance, java_class):
+        super().__init__(instance)
+        self.java_class = java_class
+
+    def metadata(self, spark):
         inst = self.instance
-        metadata = {
+        return {
             "class": self.java_class,
             "timestamp": int(round(time.time() * 1000)),
             "sparkVersion": spark.version,
@@ -49,16 +76,24 @@ class MLlibModelWriter(MLWriter):
                              if inst.hasParam(n) and inst.isSet(n)},
             },
         }
-        line = json.dumps(metadata, separators=(",", ":"))
-        mode = "overwrite" if self.shouldOverwrite else "errorifexists"
-        spark.createDataFrame([(line,)], "value string").coalesce(1).write.mode(mode).text(f"{path}/metadata")
-        inst._data_frame(spark).repartition(1).write.mode(mode).parquet(f"{path}/data")
 
-    def _handleOverwrite(self, path):
-        # Spark Connect has no JVM handle to delete the directory with; each part is then written
-        # with mode("overwrite") instead (saveImpl).
-        if not is_connect(self.sparkSession or SparkSession.active()):
-            super()._handleOverwrite(path)
+    def save_data(self, spark, path, mode):
+        self.instance._data_frame(spark).repartition(1).write.mode(mode).parquet(f"{path}/data")
+
+
+class EstimatorWriter(_Writer):
+    """Writes an estimator as pyspark.ml's ``DefaultParamsWriter`` does (every Param, ours included,
+    and the class by ``class_name``), so pyspark's ``DefaultParamsReader`` loads it back."""
+
+    def __init__(self, instance, class_name):
+        super().__init__(instance)
+        self.class_name = class_name
+
+    def metadata(self, spark):
+        from pyspark.ml.util import DefaultParamsWriter
+
+        return json.loads(DefaultParamsWriter._get_metadata_to_save(self.instance, spark,
+                                                                     extraMetadata={"class": self.class_name}))
 
 
 class MLlibModelReader(MLReader):
