@@ -71,6 +71,11 @@ def main(out_dir):
     est.write().overwrite().save(os.path.join(out_dir, "connect_estimator"))  # overwriting works without a JVM
     loaded = type(est).load(os.path.join(out_dir, "connect_estimator"))
     results["estimator_loaded"] = [loaded.uid == est.uid, loaded.getRegParam(), loaded.getStrategy()]
+    try:
+        model.evaluate(df)
+        results["evaluate"] = "ran"
+    except NotImplementedError as e:  # it needs MLlib's model in the JVM
+        results["evaluate"] = str(e)
     print("RESULTS " + json.dumps(results))
     spark.stop()
 

@@ -53,3 +53,7 @@ def test_connect_save_and_load(connect_results):
 def test_connect_estimator_save_and_load(connect_results):
     assert connect_results["estimator_loaded"] == [True, 0.05, "allreduce"]
     assert connect_results["model_uid_is_estimator_uid"] is True
+
+
+def test_connect_evaluate_says_it_needs_a_classic_session(connect_results):
+    assert connect_results["evaluate"].startswith("evaluate() needs a classic session")

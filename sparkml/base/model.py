@@ -66,10 +66,22 @@ class HasCoefficientVector:
 
 
 class ConvertsToStock:
-    """``toSpark``: the stock pyspark.ml model. Subclasses set ``_java_class`` and ``_stock_class``
-    (the pyspark.ml wrapper) and implement ``_java_args()`` (the Scala constructor's arguments)."""
+    """``toSpark``: the stock pyspark.ml model, and ``evaluate`` through it. Subclasses set
+    ``_java_class`` and ``_stock_class`` (the pyspark.ml wrapper) and implement ``_java_args()`` (the
+    Scala constructor's arguments)."""
 
     _stock_class = None
+
+    def evaluate(self, dataset):
+        """MLlib's evaluation of this model on ``dataset``: pyspark.ml's own summary
+        (``BinaryLogisticRegressionSummary``, ``LinearSVCSummary``, ``LinearRegressionSummary``, ...),
+        its metrics computed by Spark from the predictions of the same coefficients. Classic sessions."""
+        from sparkml.base.session_kind import is_connect
+
+        if is_connect(dataset):
+            raise NotImplementedError("evaluate() needs a classic session (it runs MLlib's model in the JVM); "
+                                      "in Spark Connect use pyspark.ml.evaluation's evaluators on transform()")
+        return self.toSpark().evaluate(dataset)
 
     def toSpark(self):
         """The same model as the stock pyspark.ml class (a JVM model), with the same Params and uid."""
