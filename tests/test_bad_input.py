@@ -252,6 +252,16 @@ def test_bad_param_values_refused_before_the_data_is_touched(spark, caplog, crea
     assert created_ids == [], "the Params must be checked before the conversion pass"
 
 
+@pytest.mark.parametrize("name,params,message", [
+    ("LogisticRegression", {"lowerBoundsOnIntercepts": Vectors.dense([0.0])}, "lowerBoundsOnIntercepts: bound-constrained"),
+    ("LinearRegression", {"loss": "huber"}, "loss='huber' is not supported yet"),
+])
+def test_unsupported_mllib_params_refused_before_the_data_is_touched(spark, created_ids, name, params, message):
+    with pytest.raises(NotImplementedError, match=message):
+        ESTIMATORS[name](**params).fit(rows_frame(spark, small_rows()))
+    assert created_ids == []
+
+
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
 @pytest.mark.parametrize("param,value", [("strategy", "nope"), ("device", "tpu"), ("dtype", "float16")])
 def test_bad_torch_params_raise_when_set(name, param, value):

@@ -23,7 +23,7 @@ from pyspark.ml.util import DefaultParamsReadable, MLWritable
 
 from sparkml.base.fit_multiple import SharedConversionFits
 from sparkml.base.persistence import EstimatorWriter
-from sparkml.base.validation import check_params, refuse_unsupported
+from sparkml.base.validation import check_params
 from sparkml.data.training_data import TrainingData
 from sparkml.optim.progress import Progress
 
@@ -55,7 +55,6 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
 
     def _check_params(self):
         check_params(self, self._param_rules)
-        refuse_unsupported(self)
 
     def _train(self, data, last_pass):
         """The fitted model from ``data``. ``last_pass``: no later fit reads ``data``'s blocks, so a

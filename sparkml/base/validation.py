@@ -30,12 +30,16 @@ def check_params(est, rules=()):
             raise ValueError(f"{name} {why}; got {est.getOrDefault(name)}")
 
 
-def refuse_unsupported(est):
-    """NotImplementedError for Params MLlib has and this library does not support yet."""
+def refuse_bounds(est):
+    """NotImplementedError when a bound constraint (LogisticRegression's Params) is set."""
     for bound in BOUND_PARAMS:
         if est.hasParam(bound) and est.isSet(bound):
             raise NotImplementedError(f"{bound}: bound-constrained optimization is not supported yet")
-    if est.hasParam("loss") and est.hasParam("epsilon") and est.getOrDefault("loss") != "squaredError":
+
+
+def refuse_huber(est):
+    """NotImplementedError for LinearRegression's loss='huber'."""
+    if est.getOrDefault("loss") != "squaredError":
         raise NotImplementedError(f"loss={est.getOrDefault('loss')!r} is not supported yet; use loss='squaredError'")
 
 

@@ -23,7 +23,7 @@ from pyspark.sql.types import DoubleType, StructField, StructType
 from sparkml.base.model import ConvertsToStock, HasCoefficientVector, HasTrainingSummary, ModelIO
 from sparkml.base.params import HasTorchTrainingParams, with_setters
 from sparkml.base.prediction import transform_linear
-from sparkml.base.validation import check_choice
+from sparkml.base.validation import check_choice, refuse_huber
 from sparkml.gpu import SquaredLoss
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
 from sparkml.linear.normal_equations import solve_normal_equations
@@ -52,6 +52,7 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
 
     def _check_params(self):
         super()._check_params()
+        refuse_huber(self)
         check_choice("solver", self.getSolver(), ("auto", "normal", "l-bfgs"))
 
     def _problem(self, s):

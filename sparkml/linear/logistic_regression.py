@@ -20,7 +20,7 @@ from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
 from sparkml.base.model import ConvertsToStock, HasTrainingSummary, ModelIO
 from sparkml.base.params import HasTorchTrainingParams, with_setters
 from sparkml.base.prediction import transform_linear
-from sparkml.base.validation import classification_labels
+from sparkml.base.validation import classification_labels, refuse_bounds
 from sparkml.gpu import LogisticLoss, SoftmaxLoss
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
 
@@ -59,6 +59,10 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
         self._set(**kwargs)
         self._checkThresholdConsistency()
         return self
+
+    def _check_params(self):
+        super()._check_params()
+        refuse_bounds(self)
 
     def _problem(self, s):
         family = self.getFamily()

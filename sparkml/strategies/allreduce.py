@@ -165,6 +165,4 @@ class AllReduceAveragingStrategy(AllReduceStrategy):
 
     def __init__(self, data, loss, device, aggregation_depth=2, num_workers=0, local_iter=10):
         super().__init__(data, loss, device, aggregation_depth, num_workers)
-        if local_iter < 1:
-            raise ValueError(f"localIter must be >= 1; got {local_iter}")
         self.local_iter = int(local_iter)

@@ -98,8 +98,6 @@ class AveragingStrategy(SyncStrategy):
 
     def __init__(self, data, loss, device, aggregation_depth=2, local_iter=10, corrected=True):
         super().__init__(data, loss, device, aggregation_depth)
-        if local_iter < 1:
-            raise ValueError(f"localIter must be >= 1; got {local_iter}")
         self.local_iter, self.corrected = int(local_iter), corrected
 
     def _round(self, objective, theta, global_grad, method):
