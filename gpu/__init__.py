@@ -6,6 +6,7 @@ from .blocks import CsrBlock, DenseBlock, make_block
 from .device import resolve_device, resolve_dtype
 from .kernels import KERNELS, kernel_diagonal, kernel_matrix
 from .problems import OneVsRestProblems, PlattProblems
+from .huber import HuberLoss
 from .losses import (
     HingeLoss,
     LinearLoss,
@@ -34,4 +35,5 @@ __all__ = [
     "HingeLoss",
     "SquaredHingeLoss",
     "SmoothedHingeLoss",
+    "HuberLoss",
 ]

@@ -34,6 +34,46 @@ FITS = [  # (name, estimator, params)
 ]
 
 
+TIGHT = {"tol": 1e-12, "maxIter": 1000}
+SUMMARY_CASES = [  # (name, estimator, params, training summary class, evaluation summary class): test_summary.py's
+    ("lr_binary", "LogisticRegression", {"regParam": 0.01, **TIGHT}, "classification.BinaryLogisticRegressionTrainingSummary",
+     "classification.BinaryLogisticRegressionSummary"),
+    ("lr_multinomial", "LogisticRegression", {"regParam": 0.01, "labelCol": "label3", **TIGHT},
+     "classification.LogisticRegressionTrainingSummary", "classification.LogisticRegressionSummary"),
+    ("svc", "LinearSVC", {"regParam": 0.5, "maxIter": 25}, "classification.LinearSVCTrainingSummary",
+     "classification.LinearSVCSummary"),
+    ("linreg_normal", "LinearRegression", {"regParam": 0.01, "labelCol": "y", "solver": "normal"},
+     "regression.LinearRegressionTrainingSummary", "regression.LinearRegressionSummary"),
+    ("linreg_lbfgs", "LinearRegression", {"regParam": 0.01, "labelCol": "y", "solver": "l-bfgs", **TIGHT},
+     "regression.LinearRegressionTrainingSummary", "regression.LinearRegressionSummary"),
+]
+
+
+def summary_walks(df):
+    """{case: {...}}: our summaries against those of pyspark.ml's fit, both in this session
+    (``summary_walk.summary_differences``)."""
+    import importlib
+
+    from summary_walk import summary_differences
+
+    train, test = df.where("id % 4 != 0"), df.where("id % 4 = 0")
+    out = {}
+    for name, est_name, params, training_cls, evaluation_cls in SUMMARY_CASES:
+        ours = estimator(est_name, {**params, "dtype": "float64"}).fit(train)
+        stock_module = importlib.import_module(f"pyspark.ml.{'regression' if est_name == 'LinearRegression' else 'classification'}")
+        theirs = getattr(stock_module, est_name)(**params).fit(train)
+        case = {}
+        for label, cls_name, pair in (("training", training_cls, (training_summary(ours), training_summary(theirs))),
+                                      ("evaluate", evaluation_cls, (ours.evaluate(test), theirs.evaluate(test)))):
+            module, cls_attr = cls_name.split(".")
+            cls = getattr(importlib.import_module(f"pyspark.ml.{module}"), cls_attr)
+            diffs, compared = summary_differences(*pair, cls)
+            case[label] = {"instances": [isinstance(s, cls) for s in pair], "diffs": diffs, "compared": compared}
+        case["objectiveHistory"] = [training_summary(ours).objectiveHistory, training_summary(theirs).objectiveHistory]
+        out[name] = case
+    return out
+
+
 def estimator(name, params):
     import sparkml.classification
     import sparkml.regression
@@ -65,17 +105,20 @@ def main(out_dir):
     from sparkml.classification import LogisticRegressionModel
 
     results["saved_and_loaded"] = coefficients(LogisticRegressionModel.load(path))
+    plain = os.path.join(out_dir, "connect_model_plain")
+    model.save(plain)  # no overwrite: a second save must refuse, as in a classic session
+    try:
+        model.save(plain)
+        results["second_save"] = "overwrote"
+    except Exception as e:
+        results["second_save"] = type(e).__name__
     est = estimator("LogisticRegression", {"regParam": 0.05, "strategy": "allreduce"})
     results["model_uid_is_estimator_uid"] = est.fit(df).uid == est.uid
     est.write().overwrite().save(os.path.join(out_dir, "connect_estimator"))
     est.write().overwrite().save(os.path.join(out_dir, "connect_estimator"))  # overwriting works without a JVM
     loaded = type(est).load(os.path.join(out_dir, "connect_estimator"))
     results["estimator_loaded"] = [loaded.uid == est.uid, loaded.getRegParam(), loaded.getStrategy()]
-    try:
-        model.evaluate(df)
-        results["evaluate"] = "ran"
-    except NotImplementedError as e:  # it needs MLlib's model in the JVM
-        results["evaluate"] = str(e)
+    results["summaries"] = summary_walks(df)
     print("RESULTS " + json.dumps(results))
     spark.stop()
 

@@ -227,3 +227,37 @@ def generated_table(rows, n_features, seed, weighted=False):
     if weighted:
         pdf["w"] = 1.0 + (np.arange(rows) % 2)
     return pdf
+
+
+# ---- bound-constrained LogisticRegression and huber LinearRegression: test_bounds, test_huber ---------------
+
+def bounds_frame(spark, n=2000, partitions=3, seed=21):
+    """features (4, shifted, of different scales), label (binary), label3 (3 classes), w; cached. Both
+    labels are noisy (no separation): with regParam > 0 every fit has one optimum."""
+    from pyspark.ml.linalg import Vectors
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 4)) * [1.0, 2.0, 0.7, 1.5] + [0.5, -1.0, 0.2, 2.0]
+    m = x @ [1.2, -0.6, 1.0, 0.4] - 0.8
+    label = (rng.random(n) < 1 / (1 + np.exp(-m))).astype(float)
+    label3 = (np.stack([m, -m, x[:, 0] - x[:, 2]], axis=1) + rng.gumbel(size=(n, 3))).argmax(axis=1).astype(float)
+    w = rng.uniform(0.5, 2.0, n)
+    rows = [(Vectors.dense(x[i]), float(label[i]), float(label3[i]), float(w[i])) for i in range(n)]
+    schema = _schema(("features", "vector"), ("label", "double"), ("label3", "double"), ("w", "double"))
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), schema).cache()
+
+
+def huber_frame(spark, n=2000, partitions=3, seed=4):
+    """features (4, shifted, of different scales), label y = x.beta + 1.5 + N(0, 0.5) with 5% outliers
+    (+ N(0, 20)), w; cached."""
+    from pyspark.ml.linalg import Vectors
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 4)) * [1.0, 2.0, 0.5, 1.5] + [0.5, -1.0, 0.0, 2.0]
+    y = x @ [1.0, -0.5, 2.0, 0.3] + 1.5 + rng.normal(scale=0.5, size=n)
+    outliers = rng.random(n) < 0.05
+    y[outliers] += rng.normal(scale=20.0, size=int(outliers.sum()))
+    w = rng.uniform(0.5, 2.0, n)
+    rows = [(Vectors.dense(x[i]), float(y[i]), float(w[i])) for i in range(n)]
+    schema = _schema(("features", "vector"), ("label", "double"), ("w", "double"))
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), schema).cache()

@@ -3,7 +3,7 @@ and the executor-resident training blocks of the failed fit are gone afterwards 
 import logging
 
 import pytest
-from pyspark.ml.linalg import Vectors, VectorUDT
+from pyspark.ml.linalg import DenseMatrix, Vectors, VectorUDT
 from pyspark.sql.types import StringType
 
 from data_helpers import SMALL_ROWS, rows_frame, small_rows
@@ -252,14 +252,42 @@ def test_bad_param_values_refused_before_the_data_is_touched(spark, caplog, crea
     assert created_ids == [], "the Params must be checked before the conversion pass"
 
 
-@pytest.mark.parametrize("name,params,message", [
-    ("LogisticRegression", {"lowerBoundsOnIntercepts": Vectors.dense([0.0])}, "lowerBoundsOnIntercepts: bound-constrained"),
-    ("LinearRegression", {"loss": "huber"}, "loss='huber' is not supported yet"),
+@pytest.mark.parametrize("name,params,fragments", [
+    # MLlib: "Fitting under bound constrained optimization only supports L2 regularization"
+    ("LogisticRegression", {"elasticNetParam": 0.5, "upperBoundsOnCoefficients": DenseMatrix(1, 3, [1.0] * 3)},
+     ("elasticNetParam", "upperBoundsOnCoefficients", "only supports L2 regularization", "0.5")),
+    ("LogisticRegression", {"elasticNetParam": 1.0, "regParam": 0.0, "lowerBoundsOnIntercepts": Vectors.dense([0.0])},
+     ("elasticNetParam", "lowerBoundsOnIntercepts", "only supports L2 regularization")),
+    # MLlib: "Please don't set bounds on intercepts if fitting without intercept."
+    ("LogisticRegression", {"fitIntercept": False, "upperBoundsOnIntercepts": Vectors.dense([1.0])},
+     ("upperBoundsOnIntercepts", "fitIntercept")),
+    # MLlib: huber "only supports L2 regularization", "doesn't support normal solver", epsilon > 1.0
+    ("LinearRegression", {"loss": "huber", "elasticNetParam": 0.3}, ("elasticNetParam", "huber", "L2", "0.3")),
+    ("LinearRegression", {"loss": "huber", "solver": "normal"}, ("solver='normal'", "huber")),
+    ("LinearRegression", {"loss": "huber", "epsilon": 1.0}, ("epsilon", "> 1.0", "1.0")),
+    ("LinearRegression", {"loss": "absolute"}, ("loss", "squaredError, huber", "absolute")),
 ])
-def test_unsupported_mllib_params_refused_before_the_data_is_touched(spark, created_ids, name, params, message):
-    with pytest.raises(NotImplementedError, match=message):
-        ESTIMATORS[name](**params).fit(rows_frame(spark, small_rows()))
-    assert created_ids == []
+def test_mllib_param_rules_refused_before_the_data_is_touched(spark, caplog, created_ids, name, params, fragments):
+    df = rows_frame(spark, small_rows())
+    assert_refused(spark, caplog, created_ids, ESTIMATORS[name](**params), df, *fragments)
+    assert created_ids == [], "the Params must be checked before the conversion pass"
+
+
+@pytest.mark.parametrize("params,fragments", [  # small_rows: 3 features, 2 classes (binomial: K = 1)
+    ({"lowerBoundsOnCoefficients": DenseMatrix(1, 2, [0.0, 0.0])}, ("lowerBoundsOnCoefficients", "(1, 3)", "(1, 2)")),
+    ({"family": "multinomial", "upperBoundsOnCoefficients": DenseMatrix(1, 3, [1.0] * 3)},
+     ("upperBoundsOnCoefficients", "(2, 3)", "multinomial", "(1, 3)")),
+    ({"upperBoundsOnIntercepts": Vectors.dense([1.0, 2.0])}, ("upperBoundsOnIntercepts", "size 1", "got 2")),
+    ({"lowerBoundsOnCoefficients": DenseMatrix(1, 3, [0.0, 2.0, 0.0]),
+      "upperBoundsOnCoefficients": DenseMatrix(1, 3, [1.0, 1.0, 1.0])},
+     ("lowerBoundsOnCoefficients", "<= upperBoundsOnCoefficients")),
+    ({"lowerBoundsOnIntercepts": Vectors.dense([float("nan")])}, ("lowerBoundsOnIntercepts", "NaN")),
+])
+def test_bound_shapes_refused_before_any_iteration(spark, caplog, created_ids, baseline, params, fragments):
+    """MLlib checks the bounds' shapes once it knows the classes and features (its
+    assertBoundConstrainedOptimizationParamsValid): so do we, after the conversion pass, deleting its blocks."""
+    df = rows_frame(spark, small_rows())
+    assert_refused(spark, caplog, created_ids, LogisticRegression(**params), df, *fragments)
 
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))

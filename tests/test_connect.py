@@ -48,6 +48,7 @@ def test_connect_fit_and_transform_match_classic(connect_results, classic_frame,
 def test_connect_save_and_load(connect_results):
     np.testing.assert_allclose(connect_results["saved_and_loaded"], connect_results["logistic-sync"]["coef"],
                                rtol=0, atol=0)
+    assert connect_results["second_save"] != "overwrote"
 
 
 def test_connect_estimator_save_and_load(connect_results):
@@ -55,5 +56,12 @@ def test_connect_estimator_save_and_load(connect_results):
     assert connect_results["model_uid_is_estimator_uid"] is True
 
 
-def test_connect_evaluate_says_it_needs_a_classic_session(connect_results):
-    assert connect_results["evaluate"].startswith("evaluate() needs a classic session")
+@pytest.mark.parametrize("case", [c[0] for c in connect_fits.SUMMARY_CASES])
+def test_connect_summaries_are_mllibs(connect_results, case):
+    """test_summary.py's walk in the Connect session: ``model.summary`` and ``evaluate(df)`` are
+    pyspark.ml's classes and agree with pyspark.ml's fit in the same session to 1e-9."""
+    got = connect_results["summaries"][case]
+    for label in ("training", "evaluate"):
+        assert got[label]["instances"] == [True, True]
+        assert got[label]["diffs"] == {} and got[label]["compared"] >= 15, got[label]["diffs"]
+    np.testing.assert_allclose(*got["objectiveHistory"], rtol=1e-9, atol=1e-12)

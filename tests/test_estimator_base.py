@@ -64,7 +64,7 @@ class DummyLeastSquares(TorchEstimator, Predictor, _DummyParams):
                                            tol=self.getTol(), name="Dummy", last_pass=last_pass,
                                            progress=self._progress())
         beta, b = objective.to_original(theta)
-        return self._fitted(DummyModel(np.append(beta[0], b[0])), [summary])
+        return self._fitted(DummyModel(np.append(beta[0], b[0])), [summary], data.source)
 
 
 @pytest.fixture(scope="module")

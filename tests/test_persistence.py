@@ -175,20 +175,3 @@ def test_write_overwrite_save(data, fitted, tmp_path, kind):
     assert our_model_cls.load(path).getPredictionCol() == "second"
     assert stock_model_cls.load(path).getPredictionCol() == "second"
     assert_same_numbers(our_model_cls.load(path), model)
-
-
-@pytest.mark.parametrize("kind", sorted(KINDS))
-def test_evaluate_gives_mllibs_summary_of_mllibs_fit(data, fitted, kind):
-    """``evaluate`` returns pyspark.ml's own summary class, whose metrics equal those of MLlib's model
-    fitted on the same data (the coefficients agree to about 1e-6)."""
-    ours, theirs = fitted(kind).evaluate(data), fitted(kind, stock=True).evaluate(data)
-    assert type(ours) is type(theirs)
-    names = {"lr_binary": ["accuracy", "areaUnderROC", "weightedPrecision", "weightedRecall"],
-             "lr_multinomial": ["accuracy", "weightedFMeasure", "weightedTruePositiveRate"],
-             "svc": ["accuracy", "weightedPrecision", "weightedFalsePositiveRate"],
-             "linreg": ["rootMeanSquaredError", "r2", "meanAbsoluteError", "explainedVariance"]}[kind]
-    for name in names:
-        a, b = getattr(ours, name), getattr(theirs, name)
-        a, b = (a(), b()) if callable(a) else (a, b)
-        assert abs(a - b) <= 1e-6 * max(1.0, abs(b)), (name, a, b)
-    assert ours.predictions.count() == data.count()

@@ -22,7 +22,7 @@ from pyspark import keyword_only
 from pyspark.ml.util import DefaultParamsReadable, MLWritable
 
 from sparkml.base.fit_multiple import SharedConversionFits
-from sparkml.base.persistence import EstimatorWriter
+from sparkml.base.persistence import EstimatorReader, EstimatorWriter
 from sparkml.base.validation import check_params
 from sparkml.data.training_data import TrainingData
 from sparkml.optim.progress import Progress
@@ -64,9 +64,14 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
     def write(self):
         return EstimatorWriter(self, public_class_name(type(self)))
 
-    def _fitted(self, model, summaries):
-        """``model`` with the optimizer's ``summaries``, this estimator's uid and its Params."""
-        model._set_summaries(summaries)
+    @classmethod
+    def read(cls):
+        return EstimatorReader(cls)
+
+    def _fitted(self, model, summaries, dataset):
+        """``model`` with the optimizer's ``summaries`` (its training summary evaluates ``dataset``),
+        this estimator's uid and its Params."""
+        model._set_summaries(summaries, dataset)
         return self._copyValues(model)._resetUid(self.uid)
 
     def _weight_col(self):

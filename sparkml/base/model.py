@@ -25,13 +25,17 @@ class ModelIO(MLWritable, MLReadable):
 
 
 class HasTrainingSummary:
-    """``summary`` and ``hasSummary`` of a fitted model: the optimizer's record (``TrainingSummary``)
-    of its (first) problem; ``_summaries`` holds one per problem (KernelSVC: per one-vs-rest class)."""
+    """``summary`` and ``hasSummary`` of a fitted model. ``_summaries`` holds the optimizer's record
+    (``optim.progress.TrainingSummary``) of each problem (KernelSVC: one per one-vs-rest class);
+    ``summary`` is built from the first on first use by the model's ``_training_summary(record,
+    dataset)`` (the linear models: pyspark.ml's own summary class, ``base.summary``)."""
 
     _summaries = None
+    _summary_dataset = None
+    _summary = None
 
-    def _set_summaries(self, summaries):
-        self._summaries = list(summaries)
+    def _set_summaries(self, summaries, dataset=None):
+        self._summaries, self._summary_dataset, self._summary = list(summaries), dataset, None
         return self
 
     @property
@@ -42,7 +46,12 @@ class HasTrainingSummary:
     def summary(self):
         if self._summaries is None:
             raise RuntimeError(f"No training summary available for this {type(self).__name__}")
-        return self._summaries[0]
+        if self._summary is None:
+            self._summary = self._training_summary(self._summaries[0], self._summary_dataset)
+        return self._summary
+
+    def _training_summary(self, record, dataset):
+        return record
 
 
 class HasCoefficientVector:
@@ -75,22 +84,53 @@ class ConvertsToStock:
     def evaluate(self, dataset):
         """MLlib's evaluation of this model on ``dataset``: pyspark.ml's own summary
         (``BinaryLogisticRegressionSummary``, ``LinearSVCSummary``, ``LinearRegressionSummary``, ...),
-        its metrics computed by Spark from the predictions of the same coefficients. Classic sessions."""
-        from sparkml.base.session_kind import is_connect
-
-        if is_connect(dataset):
-            raise NotImplementedError("evaluate() needs a classic session (it runs MLlib's model in the JVM); "
-                                      "in Spark Connect use pyspark.ml.evaluation's evaluators on transform()")
+        its metrics computed by Spark from the predictions of the same coefficients."""
         return self.toSpark().evaluate(dataset)
 
     def toSpark(self):
-        """The same model as the stock pyspark.ml class (a JVM model), with the same Params and uid."""
+        """The same model as the stock pyspark.ml class, with the same Params and uid.
+
+        In a classic session it is built in the JVM directly. In Spark Connect it is saved to a
+        temporary directory and loaded by the server: under ``$SPARKML_TEMP_DFS_PATH`` (pyspark's own
+        setting for such files; set it to a directory the server can read when the server runs
+        elsewhere), else under the local temporary directory.
+        """
+        from pyspark.sql import SparkSession
+
+        from sparkml.base.session_kind import is_connect
+
+        spark = SparkSession.getActiveSession()
+        if spark is not None and is_connect(spark):
+            return self._stock_through_files(spark)
+        return self._stock_in_jvm()
+
+    def _stock_through_files(self, spark):
+        import os
+        import shutil
+        import tempfile
+        import uuid
+
+        shared = os.environ.get("SPARKML_TEMP_DFS_PATH")
+        root = shared or tempfile.mkdtemp(prefix="sparkml-stock-")
+        path = os.path.join(root, uuid.uuid4().hex)
+        try:
+            self.write().save(path)
+            return self._stock_class.load(path)
+        finally:
+            if shared:
+                from pyspark.ml.util import _remove_dfs_dir
+
+                _remove_dfs_dir(path, spark)
+            else:
+                shutil.rmtree(root, ignore_errors=True)
+
+    def _stock_in_jvm(self):
         from pyspark import SparkContext
         from pyspark.ml.common import _py2java
 
         sc = SparkContext._active_spark_context
         if sc is None:
-            raise RuntimeError("toSpark() needs an active classic SparkSession")
+            raise RuntimeError("toSpark() needs an active SparkSession")
         jvm_class = sc._jvm
         for part in self._java_class.split("."):
             jvm_class = getattr(jvm_class, part)

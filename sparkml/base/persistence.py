@@ -10,17 +10,60 @@ Estimators are written as pyspark.ml's Python estimators are (``EstimatorWriter`
 line alone). Everything is JSON and Parquet: no pickle anywhere.
 """
 import json
+import math
 import time
 
-from pyspark.ml.util import MLReader, MLWriter
+from pyspark.ml.util import DefaultParamsReader, MLReader, MLWriter
 from pyspark.sql import SparkSession
 
 from sparkml.base.params import TORCH_PARAM_NAMES
 from sparkml.base.session_kind import is_connect
 
 
+def _numbers(values):
+    """Floats as MLlib's JSON writes them: non-finite ones as the strings "Infinity", "-Infinity", "NaN"
+    (MLlib's own reader cannot read those back; ours can)."""
+    return [v if math.isfinite(v) else ("NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity"))
+            for v in map(float, values)]
+
+
+def _floats(values):
+    return [float(v) for v in values]  # float("Infinity") and float("NaN") parse
+
+
 def _jsonable(value):
+    """A Param value as JSON; Matrix and Vector values in MLlib's own JSON form (its
+    ``JsonMatrixConverter`` / ``JsonVectorConverter``), which MLlib's reader decodes."""
+    from pyspark.ml.linalg import DenseMatrix, DenseVector, Matrix, SparseVector
+
+    if isinstance(value, Matrix):
+        dense = value if isinstance(value, DenseMatrix) else DenseMatrix(value.numRows, value.numCols,
+                                                                         value.toArray().ravel(order="F"))
+        return {"class": "matrix", "type": 1, "numRows": dense.numRows, "numCols": dense.numCols,
+                "values": _numbers(dense.values), "isTransposed": bool(dense.isTransposed)}
+    if isinstance(value, SparseVector):
+        return {"type": 0, "size": value.size, "indices": value.indices.tolist(), "values": _numbers(value.values)}
+    if isinstance(value, DenseVector):
+        return {"type": 1, "values": _numbers(value.values)}
     return value.tolist() if hasattr(value, "tolist") else value
+
+
+def param_value(value):
+    """The inverse of ``_jsonable``: MLlib's JSON of a Matrix or Vector back to the pyspark object."""
+    from pyspark.ml.linalg import DenseMatrix, SparseMatrix, Vectors
+
+    if not isinstance(value, dict):
+        return value
+    if value.get("class") == "matrix":
+        if value["type"] == 1:
+            return DenseMatrix(value["numRows"], value["numCols"], _floats(value["values"]), value["isTransposed"])
+        return SparseMatrix(value["numRows"], value["numCols"], value["colPtrs"], value["rowIndices"],
+                            _floats(value["values"]), value["isTransposed"])
+    if "type" in value and "values" in value:
+        if value["type"] == 1:
+            return Vectors.dense(_floats(value["values"]))
+        return Vectors.sparse(value["size"], value["indices"], _floats(value["values"]))
+    return value
 
 
 def _param_json(instance, param_map):
@@ -45,7 +88,7 @@ class _Writer(MLWriter):
     def saveImpl(self, path):
         spark = self.sparkSession or SparkSession.active()
         line = json.dumps(self.metadata(spark), separators=(",", ":"))
-        mode = "overwrite" if self.shouldOverwrite else "errorifexists"
+        mode = "overwrite" if self.shouldOverwrite else "error"  # Spark Connect knows "error", not "errorifexists"
         spark.createDataFrame([(line,)], "value string").coalesce(1).write.mode(mode).text(f"{path}/metadata")
         self.save_data(spark, path, mode)
 
@@ -92,8 +135,22 @@ class EstimatorWriter(_Writer):
     def metadata(self, spark):
         from pyspark.ml.util import DefaultParamsWriter
 
-        return json.loads(DefaultParamsWriter._get_metadata_to_save(self.instance, spark,
+        params = {p.name: _jsonable(v) for p, v in self.instance._paramMap.items()}
+        return json.loads(DefaultParamsWriter._get_metadata_to_save(self.instance, spark, paramMap=params,
                                                                      extraMetadata={"class": self.class_name}))
+
+
+class EstimatorReader(DefaultParamsReader):
+    """pyspark.ml's ``DefaultParamsReader``, decoding Matrix and Vector Params (bounds) as MLlib writes them."""
+
+    def load(self, path):
+        metadata = DefaultParamsReader.loadMetadata(path, self.sparkSession)
+        for key in ("paramMap", "defaultParamMap"):
+            metadata[key] = {k: param_value(v) for k, v in metadata.get(key, {}).items()}
+        instance = self.cls()
+        instance._resetUid(metadata["uid"])
+        DefaultParamsReader.getAndSetParams(instance, metadata)
+        return instance
 
 
 class MLlibModelReader(MLReader):
@@ -114,7 +171,7 @@ class MLlibModelReader(MLReader):
         extra = metadata.get("sparkml", {}).get("paramMap", {})
         for source, setter in ((metadata.get("defaultParamMap", {}), instance._setDefault),
                                ({**metadata.get("paramMap", {}), **extra}, instance._set)):
-            known = {k: v for k, v in source.items() if instance.hasParam(k)}
+            known = {k: param_value(v) for k, v in source.items() if instance.hasParam(k)}
             if known:
                 setter(**known)
         return instance

@@ -7,8 +7,7 @@
 * The labels of each model (``classification_labels``, ``binary_labels``), from the conversion's
   statistics.
 
-Each raises ``ValueError`` naming the Param or column and the problem (``NotImplementedError`` for
-a Param value MLlib accepts and this library does not support).
+Each raises ``ValueError`` naming the Param or column and the problem.
 """
 from pyspark.ml.linalg import VectorUDT
 from pyspark.sql.types import NumericType
@@ -30,17 +29,33 @@ def check_params(est, rules=()):
             raise ValueError(f"{name} {why}; got {est.getOrDefault(name)}")
 
 
-def refuse_bounds(est):
-    """NotImplementedError when a bound constraint (LogisticRegression's Params) is set."""
-    for bound in BOUND_PARAMS:
-        if est.hasParam(bound) and est.isSet(bound):
-            raise NotImplementedError(f"{bound}: bound-constrained optimization is not supported yet")
+def check_bounds_params(est):
+    """MLlib's rules for LogisticRegression's bound Params that need no data (its
+    ``validateAndTransformSchema``): with any bound set, elasticNetParam must be 0 (L-BFGS-B has no L1
+    term); intercept bounds need fitIntercept. The shapes are checked by ``linear.bounds``."""
+    bounded = [name for name in BOUND_PARAMS if est.hasParam(name) and est.isSet(name)]
+    if bounded and est.getOrDefault("elasticNetParam") != 0:
+        raise ValueError(f"elasticNetParam must be 0 when {bounded[0]} is set: fitting under bound constrained "
+                         f"optimization only supports L2 regularization; got {est.getOrDefault('elasticNetParam')}")
+    intercepts = [name for name in bounded if name.endswith("Intercepts")]
+    if intercepts and not est.getOrDefault("fitIntercept"):
+        raise ValueError(f"{intercepts[0]} is set but fitIntercept is False: don't set bounds on intercepts "
+                         f"if fitting without intercept")
 
 
-def refuse_huber(est):
-    """NotImplementedError for LinearRegression's loss='huber'."""
-    if est.getOrDefault("loss") != "squaredError":
-        raise NotImplementedError(f"loss={est.getOrDefault('loss')!r} is not supported yet; use loss='squaredError'")
+def check_huber_params(est):
+    """MLlib's rules for LinearRegression's loss='huber': epsilon > 1, no normal solver, L2 only."""
+    check_choice("loss", est.getOrDefault("loss"), ("squaredError", "huber"))
+    if not est.getOrDefault("epsilon") > 1:
+        raise ValueError(f"epsilon must be > 1.0; got {est.getOrDefault('epsilon')}")
+    if est.getOrDefault("loss") != "huber":
+        return
+    if est.getOrDefault("solver") == "normal":
+        raise ValueError("solver='normal' does not support loss='huber': LinearRegression with huber loss doesn't "
+                         "support normal solver, please change solver to auto or l-bfgs")
+    if est.getOrDefault("elasticNetParam") != 0:
+        raise ValueError(f"elasticNetParam must be 0 with loss='huber': LinearRegression with huber loss only "
+                         f"supports L2 regularization; got {est.getOrDefault('elasticNetParam')}")
 
 
 def check_choice(name, value, allowed, why=""):

@@ -119,7 +119,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
             features.release()
         intercepts = theta[:, m] if self.getFitIntercept() else np.zeros(len(theta))
         model = KernelSVCModel(spec, theta[:, :m], intercepts, num_classes, gamma, platt)
-        return self._fitted(model, summaries)
+        return self._fitted(model, summaries, raw.source)
 
     def _solve(self, strategy, num_classes, m, summary, gram=None):
         """All one-vs-rest problems (one when binary: class 1 against 0) by Newton, one pass per round;

@@ -12,6 +12,7 @@ from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, 
 
 from sparkml.base.model import HasTrainingSummary, ModelIO
 from sparkml.base.prediction import transform_linear
+from sparkml.base.summary import jvm_classification_summary
 from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
 from sparkml.kernel.params import _KernelSVCParams
 
@@ -114,6 +115,18 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, HasTraining
             raise RuntimeError("this KernelSVCModel has no Platt scaling: fit it with probability=True")
         margins = torch.from_numpy(self._margins(value)[None, :])
         return DenseVector(platt_probability(margins, torch.from_numpy(self._platt)).numpy()[0])
+
+    def evaluate(self, dataset):
+        """pyspark.ml's classification summary of this model on ``dataset`` (``KernelSVCSummary`` or
+        ``KernelSVCMulticlassSummary``), computed by MLlib's summary code. Classic sessions."""
+        return jvm_classification_summary(self, dataset)
+
+    def _training_summary(self, record, dataset):
+        from sparkml.base.session_kind import is_connect
+
+        if is_connect(dataset):  # a Connect server summarizes its own models only: the optimizer's record
+            return record
+        return jvm_classification_summary(self, dataset, record)
 
     def _transform(self, dataset):
         outputs = {"raw": self.getRawPredictionCol(), "pred": self.getPredictionCol()}

@@ -4,7 +4,10 @@
                 the L2 / L1 strengths and the label scale of MLlib's objective, and its start
     objective = ``LinearObjective`` (MLlib's scaled parametrization) over the strategy's sums
     theta     = L-BFGS, or OWL-QN with an L1 term or when the model asks for it (hinge loss),
-                from the initial model's coefficients (``setInitialModel``) or the problem's start
+                from the initial model's coefficients (``setInitialModel``) or the problem's start;
+                L-BFGS-B (``optim.bounded``) over a box: the problem's bounds (LogisticRegression's
+                bound Params, ``linear.bounds``) mapped into theta, the start clipped into it first,
+                or the huber scale's sigma > 0 (``linear.scale_objective``)
     model     = the model's ``_model(beta, b, problem)`` with the optimizer's summary
 
 ``LinearRegression`` reuses it for its ``l-bfgs`` solver and adds the normal equations.
@@ -31,6 +34,8 @@ class LinearProblem:
     owlqn: bool = False  # OWL-QN's steps even without an L1 term (MLlib's LinearSVC)
     start: Optional[Tuple[np.ndarray, np.ndarray]] = None  # (beta (K, d), b (K,)); None: zeros
     context: object = None  # what ``_model`` needs besides (beta, b)
+    bounds: object = None  # a ``linear.bounds.CoefficientBounds`` box in the user's space, or None
+    center: bool = True  # virtual centering of the features (MLlib drops it under finite intercept bounds)
 
 
 class LinearEstimator(HasInitialModel, TorchEstimator):
@@ -50,14 +55,14 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
         problem = self._problem(data.summary)
         strategy = self._make_strategy(data, problem.loss)
         model, summary = self._solve(strategy, data.summary, problem, last_pass)
-        return self._fitted(model, [summary])
+        return self._fitted(model, [summary], data.source)
 
     def _objective(self, strategy, s, problem):
         return LinearObjective(
             strategy.loss_gradient, n_features=s.n_features, n_outputs=problem.n_outputs,
             fit_intercept=self.getFitIntercept(), mean=s.mean, std=np.sqrt(s.var_unbiased),
             weight_sum=s.weight_sum, label_scale=problem.label_scale, reg_l2=problem.reg_l2,
-            reg_l1=problem.reg_l1, standardization=self.getStandardization())
+            reg_l1=problem.reg_l1, standardization=self.getStandardization(), center=problem.center)
 
     def _start(self, s, problem):
         start = self._initial_coefficients(s.n_features, problem.n_outputs)
@@ -66,15 +71,27 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
         return start
 
     def _solve(self, strategy, s, problem, last_pass):
-        """(model, TrainingSummary) by L-BFGS / OWL-QN over MLlib's objective."""
-        objective = self._objective(strategy, s, problem)
-        theta0 = objective.from_original(*self._start(s, problem))
-        objective, theta0 = self._restrict(objective, theta0, s)
-        theta, summary = strategy.minimize(objective, theta0, max_iter=self.getMaxIter(), tol=self.getTol(),
-                                           name=type(self).__name__, owlqn=problem.owlqn, last_pass=last_pass,
-                                           progress=self._progress())
+        """(model, TrainingSummary) by L-BFGS / OWL-QN (L-BFGS-B under bounds) over MLlib's objective."""
+        objective, theta, summary = self._minimize(strategy, s, problem, last_pass)
         beta, b = objective.to_original(theta)
         return self._model(beta, b, problem), summary
+
+    def _minimize(self, strategy, s, problem, last_pass):
+        """(objective, theta, TrainingSummary): the optimizer's run from the start, which is clipped into
+        the problem's box first (in the user's space, as MLlib clips its start) when it has one."""
+        objective = self._objective(strategy, s, problem)
+        start = self._start(s, problem)
+        if problem.bounds is not None:
+            start = problem.bounds.clip(*start)
+        theta0 = objective.from_original(*start)
+        objective, theta0 = self._restrict(objective, theta0, s)
+        bounds = objective.theta_bounds(problem.bounds)  # (lower, upper) over theta, or None
+        if bounds is not None:
+            theta0 = np.clip(theta0, *bounds)  # the scaling's rounding
+        theta, summary = strategy.minimize(objective, theta0, max_iter=self.getMaxIter(), tol=self.getTol(),
+                                           name=type(self).__name__, owlqn=problem.owlqn, last_pass=last_pass,
+                                           progress=self._progress(), bounds=bounds)
+        return objective, theta, summary
 
     def _restrict(self, objective, theta0, s):
         """The objective the optimizer sees and its start (LinearRegression holds its intercept)."""

@@ -1,4 +1,4 @@
-"""LinearRegression (squared error), a drop-in for pyspark.ml's.
+"""LinearRegression (squared error or huber), a drop-in for pyspark.ml's.
 
 Objective (MLlib's; W = sum of weights, lambda = regParam, a = elasticNetParam, sigma_y = label std,
 s_j = std_j if standardization else 1, r_i = y_i - x_i.beta - b):
@@ -12,6 +12,17 @@ Two solvers, chosen as MLlib chooses them (``solver='auto'``: normal when d <= 4
   (``normal_equations``: Cholesky, or OWL-QN for an elastic net). Population stds.
 * ``l-bfgs``: the distributed L-BFGS / OWL-QN of the other models on the label scaled by 1/sigma_y,
   with unbiased stds.
+
+``loss="huber"`` (MLlib's, Owen's joint estimation of the scale sigma; ``sparkml.gpu.HuberLoss``):
+
+    min over (beta, b, sigma > 0) of  (1/W) sum_i w_i (sigma + H_eps((y_i - x_i.beta - b) / sigma) sigma) / 2
+                                       + lambda / 2 sum_j (s_j beta_j)^2
+
+with H_eps(z) = z^2 for |z| <= eps, 2 eps |z| - eps^2 beyond (``epsilon`` > 1). As MLlib: L2 only
+(elasticNetParam 0), never the normal solver, the label not scaled (lambda not divided by sigma_y),
+the intercept fitted (not closed form) on virtually centered features, L-BFGS-B over
+(C, c0, sigma) with sigma >= Double.MinPositiveValue (``linear.scale_objective``), from C = 1, b = 1,
+sigma = 1; ``model.scale`` is sigma (1.0 for squaredError).
 """
 import numpy as np
 from pyspark import keyword_only
@@ -23,10 +34,12 @@ from pyspark.sql.types import DoubleType, StructField, StructType
 from sparkml.base.model import ConvertsToStock, HasCoefficientVector, HasTrainingSummary, ModelIO
 from sparkml.base.params import HasTorchTrainingParams, with_setters
 from sparkml.base.prediction import transform_linear
-from sparkml.base.validation import check_choice, refuse_huber
-from sparkml.gpu import SquaredLoss
+from sparkml.base.summary import LinearRegressionTrainingSummary, training_summary
+from sparkml.base.validation import check_choice, check_huber_params
+from sparkml.gpu import HuberLoss, SquaredLoss
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
 from sparkml.linear.normal_equations import solve_normal_equations
+from sparkml.linear.scale_objective import WithScale
 from sparkml.optim.progress import TrainingSummary, logger
 
 MAX_NORMAL_FEATURES = 4096  # MLlib's WeightedLeastSquares.MAX_NUM_FEATURES
@@ -39,7 +52,7 @@ class _Params(_LinearRegressionParams, HasTorchTrainingParams):
 @with_setters("maxIter", "regParam", "elasticNetParam", "tol", "fitIntercept", "standardization", "weightCol",
               "solver", "aggregationDepth", "loss", "epsilon", "maxBlockSizeInMB")
 class LinearRegression(LinearEstimator, Predictor, _Params):
-    """pyspark.ml's LinearRegression (squaredError), trained with PyTorch kernels on the executors."""
+    """pyspark.ml's LinearRegression (squaredError or huber), trained with PyTorch kernels on the executors."""
 
     @keyword_only
     def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction", maxIter=100,
@@ -52,10 +65,15 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
 
     def _check_params(self):
         super()._check_params()
-        refuse_huber(self)
         check_choice("solver", self.getSolver(), ("auto", "normal", "l-bfgs"))
+        check_huber_params(self)
+
+    def _huber(self):
+        return self.getLoss() == "huber"
 
     def _problem(self, s):
+        if self._huber():
+            return self._huber_problem(s)
         solver = self.getSolver()
         if solver == "auto":
             solver = "normal" if s.n_features <= MAX_NORMAL_FEATURES else "l-bfgs"
@@ -65,8 +83,17 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
         return LinearProblem(SquaredLoss(fit_intercept=self.getFitIntercept()), 1, reg_l2=lam * (1 - a) / sigma_y,
                              reg_l1=lam * a / sigma_y, label_scale=sigma_y, start=start, context=solver)
 
-    def _model(self, beta, b, problem):
-        return LinearRegressionModel(Vectors.dense(np.ravel(beta)), float(np.ravel(b)[0]))
+    def _huber_problem(self, s):
+        """MLlib's huber problem: the label unscaled, lambda undivided, the start C = 1 (beta_j = 1/std_j), b = 1."""
+        fit_intercept = self.getFitIntercept()
+        std = np.sqrt(s.var_unbiased)
+        beta = np.where(std > 0, 1.0 / np.where(std > 0, std, 1.0), 0.0)[None, :]
+        return LinearProblem(HuberLoss(fit_intercept=fit_intercept, epsilon=self.getEpsilon()), 1,
+                             reg_l2=self.getRegParam(), start=(beta, np.array([1.0 if fit_intercept else 0.0])),
+                             context="l-bfgs")
+
+    def _model(self, beta, b, problem, scale=1.0):
+        return LinearRegressionModel(Vectors.dense(np.ravel(beta)), float(np.ravel(b)[0]), scale)
 
     def _solve(self, strategy, s, problem, last_pass):
         """The constant label's closed form, the normal equations, or L-BFGS (``LinearEstimator``)."""
@@ -77,9 +104,16 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
             return self._model(beta, b, problem), TrainingSummary([0.0], 0)
         if solver == "normal":
             return self._normal(strategy, s, problem)
+        if self._huber():
+            objective, theta, summary = self._minimize(strategy, s, problem, last_pass)
+            beta, b = objective.to_original(theta)
+            return self._model(beta, b, problem, objective.scale(theta)), summary
         return super()._solve(strategy, s, problem, last_pass)
 
     def _restrict(self, objective, theta0, s):
+        if self._huber():  # sigma joins theta, starting at the initial model's scale or MLlib's 1
+            scale = getattr(self._initial_model, "scale", None) if self._initial_model is not None else None
+            return WithScale(objective), np.append(theta0, scale if scale and scale > 0 else 1.0)
         if not self.getFitIntercept():
             return objective, theta0
         # As MLlib: on centered data the intercept is closed form (b = mean(y) - mean(x).beta),
@@ -110,8 +144,9 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
             label_var=s.label_var_population, fit_intercept=fit_intercept, reg_param=self.getRegParam(),
             elastic_net=self.getElasticNetParam(), standardization=self.getStandardization(),
             max_iter=self.getMaxIter(), tol=self.getTol())
-        return (self._model(sol.coefficients, sol.intercept, problem),
-                TrainingSummary(sol.objective_history, sol.iterations))
+        model = self._model(sol.coefficients, sol.intercept, problem)
+        model._diag_inv_atwa = sol.diag_inv_atwa
+        return model, TrainingSummary(sol.objective_history, sol.iterations)
 
 
 class _ClosedFormIntercept:
@@ -140,6 +175,10 @@ class _ClosedFormIntercept:
     def l1_weights(self):
         w = self.objective.l1_weights()
         return None if w is None else w[:-1]
+
+    def theta_bounds(self, box):
+        bounds = self.objective.theta_bounds(box)
+        return None if bounds is None else (bounds[0][:-1], bounds[1][:-1])
 
     def to_original(self, theta):
         return self.objective.to_original(self._full(theta))
@@ -177,3 +216,13 @@ class LinearRegressionModel(HasCoefficientVector, PredictionModel, _Params, Mode
 
     def _java_args(self):
         return [self._coefficients, self._intercept, self._scale]
+
+    _diag_inv_atwa = None  # the normal solver's diag((A^T W A)^-1), for the summary's standard errors
+
+    def _training_summary(self, record, dataset):
+        estimate = self._coefficients.toArray()
+        if self.getFitIntercept():
+            estimate = np.append(estimate, self._intercept)
+        weight = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
+        return training_summary(LinearRegressionTrainingSummary, self.toSpark(), dataset, record,
+                                _diag_inv_atwa=self._diag_inv_atwa, _estimate=estimate, _weight_col=weight or None)

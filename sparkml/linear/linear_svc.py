@@ -16,6 +16,7 @@ from pyspark.sql.types import DoubleType, StructField, StructType
 from sparkml.base.model import ConvertsToStock, HasCoefficientVector, HasTrainingSummary, ModelIO
 from sparkml.base.params import HasTorchTrainingParams, with_setters
 from sparkml.base.prediction import transform_linear
+from sparkml.base.summary import LinearSVCTrainingSummary, training_summary
 from sparkml.base.validation import binary_labels
 from sparkml.gpu import HingeLoss
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
@@ -86,3 +87,6 @@ class LinearSVCModel(HasCoefficientVector, ClassificationModel, _Params, ModelIO
 
     def _java_args(self):
         return [self._coefficients, self._intercept]
+
+    def _training_summary(self, record, dataset):
+        return training_summary(LinearSVCTrainingSummary, self.toSpark(), dataset, record)

@@ -8,6 +8,12 @@ Objective (MLlib's, W = sum of weights, lambda = regParam, a = elasticNetParam):
 
 trained in MLlib's scaled and centered parametrization (``sparkml.linear.objective``) with L-BFGS, or
 OWL-QN when a * lambda > 0. Initial intercept log(W_1 / W_0) (binomial) or centered log(1 + W_k).
+
+Bound constraints (``lowerBoundsOnCoefficients`` <= beta <= ``upperBoundsOnCoefficients``, (K, d)
+matrices, and ``lowerBoundsOnIntercepts`` <= b <= ``upperBoundsOnIntercepts``, (K,) vectors;
+``linear.bounds``), as MLlib: L2 regularization only, L-BFGS-B over the box in the scaled space, the
+start clipped into it, no virtual centering when an intercept bound is finite, and a multinomial
+model's coefficients and intercepts left as fitted (no centering: it could leave the box).
 """
 import numpy as np
 from pyspark import keyword_only
@@ -20,8 +26,11 @@ from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
 from sparkml.base.model import ConvertsToStock, HasTrainingSummary, ModelIO
 from sparkml.base.params import HasTorchTrainingParams, with_setters
 from sparkml.base.prediction import transform_linear
-from sparkml.base.validation import classification_labels, refuse_bounds
+from sparkml.base.summary import (BinaryLogisticRegressionTrainingSummary, LogisticRegressionTrainingSummary,
+                                  training_summary)
+from sparkml.base.validation import check_bounds_params, classification_labels
 from sparkml.gpu import LogisticLoss, SoftmaxLoss
+from sparkml.linear.bounds import coefficient_bounds
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
 
 
@@ -34,7 +43,8 @@ class _Params(_LogisticRegressionParams, HasTorchTrainingParams):
 
 
 @with_setters("maxIter", "regParam", "elasticNetParam", "tol", "fitIntercept", "standardization",
-              "weightCol", "aggregationDepth", "family", "maxBlockSizeInMB")
+              "weightCol", "aggregationDepth", "family", "maxBlockSizeInMB", "lowerBoundsOnCoefficients",
+              "upperBoundsOnCoefficients", "lowerBoundsOnIntercepts", "upperBoundsOnIntercepts")
 class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
     """pyspark.ml's LogisticRegression, trained with PyTorch kernels on the executors.
 
@@ -62,7 +72,7 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
 
     def _check_params(self):
         super()._check_params()
-        refuse_bounds(self)
+        check_bounds_params(self)
 
     def _problem(self, s):
         family = self.getFamily()
@@ -76,13 +86,15 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
             hist = np.pad(s.class_weights, (0, max(0, num_classes - len(s.class_weights))))
             b = np.log1p(hist[:k]) - np.log1p(hist[:k]).mean() if multinomial else np.array([np.log(hist[1] / hist[0])])
         lam, a = self.getRegParam(), self.getElasticNetParam()
+        box = coefficient_bounds(self, k, s.n_features)
         return LinearProblem(loss, k, reg_l2=lam * (1 - a), reg_l1=lam * a, start=(np.zeros((k, s.n_features)), b),
-                             context=(num_classes, multinomial))
+                             context=(num_classes, multinomial), bounds=box,
+                             center=box is None or not box.bounds_intercepts())
 
     def _model(self, beta, b, problem):
         num_classes, multinomial = problem.context
         k = problem.n_outputs
-        if multinomial:
+        if multinomial and problem.bounds is None:  # MLlib centers neither under bounds
             b = b - b.mean()  # intercepts are never penalized: MLlib reports the centered ones
             if self.getRegParam() == 0:
                 beta = beta - beta.mean(axis=0)  # unregularized: MLlib's identifiable (centered) choice
@@ -183,4 +195,9 @@ class LogisticRegressionModel(ProbabilisticClassificationModel, _Params, ModelIO
 
     def _java_args(self):
         return [self._coefficientMatrix, self._interceptVector, self._numClasses, self._isMultinomial]
+
+    def _training_summary(self, record, dataset):
+        binary = self._numClasses <= 2
+        return training_summary(BinaryLogisticRegressionTrainingSummary if binary else LogisticRegressionTrainingSummary,
+                                self.toSpark(), dataset, record)
 

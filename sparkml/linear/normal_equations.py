@@ -17,7 +17,7 @@ overwritten in place by its closed form at every evaluation, as MLlib's cost fun
 makes the result a drop-in rather than a different point near the optimum.
 """
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 
@@ -30,6 +30,9 @@ class NormalSolution:
     intercept: float
     objective_history: List[float]
     iterations: int
+    # diag((A^T W A)^-1) in the user's units (coefficients, then the intercept), as MLlib's
+    # WeightedLeastSquares reports it for the summary's standard errors: Cholesky solves only
+    diag_inv_atwa: Optional[np.ndarray] = None
 
 
 def solve_normal_equations(gram, xty, *, weight_sum, mean, var, label_mean, label_var, fit_intercept,
@@ -71,7 +74,7 @@ def solve_normal_equations(gram, xty, *, weight_sum, mean, var, label_mean, labe
     x0 = np.zeros(d + fit_intercept)
     if fit_intercept:
         x0[-1] = b_bar
-    history, iterations = [0.0], 0
+    history, iterations, diag_inv = [0.0], 0, None
     if elastic_net != 0 and reg_param != 0:
         res = minimize_lbfgs(cost, x0, max_iter=max_iter, tol=tol, l1=l1, method="owlqn")
         x, history, iterations = res.x, list(res.objective_history), res.n_iter
@@ -79,11 +82,17 @@ def solve_normal_equations(gram, xty, *, weight_sum, mean, var, label_mean, labe
         try:
             chol = np.linalg.cholesky(aa)
             x = np.linalg.solve(chol.T, np.linalg.solve(chol, ab))
+            inv_chol = np.linalg.inv(chol)
+            diag_inv = np.sum(inv_chol ** 2, axis=0)   # diag(aa^-1) = column sums of L^-T L^-1
         except np.linalg.LinAlgError:   # MLlib: singular A^T W A -> Quasi-Newton without L1
             res = minimize_lbfgs(cost, x0, max_iter=max_iter, tol=tol)
             x, history, iterations = res.x, list(res.objective_history), res.n_iter
 
     coefficients = x[:d] * delta * inv
     intercept = float(x[-1] * delta) if fit_intercept else 0.0
-    return NormalSolution(coefficients, intercept, history, iterations)
+    diag_inv_atwa = None
+    if diag_inv is not None:   # back from the scaled space: a~_j = a_j / sigma_j, aa = A~^T W A~ / W
+        unit = np.append(sigma ** 2, 1.0) if fit_intercept else sigma ** 2
+        diag_inv_atwa = diag_inv / (W * unit)
+    return NormalSolution(coefficients, intercept, history, iterations, diag_inv_atwa)
 

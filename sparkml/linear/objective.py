@@ -14,6 +14,12 @@ with r_j = q_j = 1 when ``standardization`` is on, else r_j = 1/sigma_j^2 and q_
 so that in the user's coefficients the penalty is lambda (1-a)/2 sum (s_j b_j)^2 + lambda a sum s_j |b_j|
 (s_j = sigma_j or 1). The intercept is never penalized. This module only maps between the two
 parametrizations and adds the penalty; the data sums come from a strategy.
+
+Bound constraints l_kj <= beta_kj <= u_kj, L_k <= b_k <= U_k (LogisticRegression's, MLlib's
+``createBounds``) are a box in theta too: l_kj sigma_j / label_scale <= C_kj <= u_kj sigma_j / label_scale
+(C_kj fixed at 0 for a constant feature) and L_k / label_scale <= c0_k <= U_k / label_scale. The last
+holds only without the virtual centering (``center=False``): with it c0_k = (b_k + mu . beta_k) / label_scale
+and a bound on b_k is no box. MLlib likewise drops the centering when an intercept bound is finite.
 """
 import copy
 
@@ -28,14 +34,15 @@ class LinearObjective:
     """
 
     def __init__(self, data_sum, *, n_features, n_outputs, fit_intercept, mean, std, weight_sum,
-                 reg_l2, reg_l1, standardization, label_scale=1.0):
+                 reg_l2, reg_l1, standardization, label_scale=1.0, center=True):
         self.data_sum = data_sum
         self.d, self.k, self.fit_intercept = n_features, n_outputs, fit_intercept
         std = np.asarray(std, dtype=np.float64)
         live = std > 0
         self.live = live
         self.scale = np.where(live, label_scale / np.where(live, std, 1.0), 0.0)
-        self.mean = np.asarray(mean, dtype=np.float64) if fit_intercept else np.zeros(n_features)
+        centered = fit_intercept and center  # ``center=False``: theta's intercept is b / label_scale itself
+        self.mean = np.asarray(mean, dtype=np.float64) if centered else np.zeros(n_features)
         self.weight_sum, self.label_scale = weight_sum, label_scale
         safe = np.where(live, std, 1.0)
         self.r = np.where(live, 1.0 if standardization else 1.0 / safe**2, 0.0)
@@ -98,6 +105,19 @@ class LinearObjective:
         g_c0 = self.label_scale * g_b / norm
         f = float(loss_sum) / norm + 0.5 * self.reg_l2 * float(np.sum(self.r * c * c))
         return f, self._join(g_c, g_c0)
+
+    def theta_bounds(self, box):
+        """(lower, upper) over theta for ``box`` (``linear.bounds.CoefficientBounds`` in the user's space),
+        or None without one (module docstring)."""
+        if box is None:
+            return None
+        if self.fit_intercept and np.any(self.mean != 0) and box.bounds_intercepts():
+            raise ValueError("intercept bounds are a box only without the virtual centering (center=False)")
+        safe = np.where(self.live, self.scale, 1.0)
+        lower = np.where(self.live, np.asarray(box.lower_coefficients, dtype=np.float64) / safe, 0.0)
+        upper = np.where(self.live, np.asarray(box.upper_coefficients, dtype=np.float64) / safe, 0.0)
+        return (self._join(lower, np.asarray(box.lower_intercepts, dtype=np.float64) / self.label_scale),
+                self._join(upper, np.asarray(box.upper_intercepts, dtype=np.float64) / self.label_scale))
 
     def l1_weights(self):
         """Per-coordinate L1 strengths for OWL-QN (0 for intercepts and constant features), or None."""

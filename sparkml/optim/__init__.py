@@ -25,10 +25,14 @@ OWL-QN (L1 term ``sum_i l1_i |x_i|``)
 
 Stopping follows Breeze's ``defaultConvergenceCheck`` (see :mod:`.convergence`).
 
-Public names: :class:`OptimResult`, :func:`minimize_lbfgs`, :class:`LineSearchError`.
+Bound constraints (a box l <= x <= u) run scipy's L-BFGS-B with Breeze's stopping rules instead
+(:mod:`.bounded`, :func:`minimize_bounded`).
+
+Public names: :class:`OptimResult`, :func:`minimize_lbfgs`, :func:`minimize_bounded`, :class:`LineSearchError`.
 """
 from .line_search import LineSearchError
 from .lbfgs import minimize_lbfgs
+from .bounded import minimize_bounded
 from .result import OptimResult
 
-__all__ = ["OptimResult", "minimize_lbfgs", "LineSearchError"]
+__all__ = ["OptimResult", "minimize_lbfgs", "minimize_bounded", "LineSearchError"]

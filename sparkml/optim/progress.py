@@ -1,6 +1,6 @@
 """What a fit reports as it runs: one event per iteration, and the record it ends with.
 
-Every optimizer loop of the library (L-BFGS / OWL-QN in ``run_optimizer``, the model-averaging
+Every optimizer loop of the library (L-BFGS / OWL-QN / L-BFGS-B in ``run_optimizer``, the model-averaging
 rounds of ``strategies.averaging``, the Newton rounds of ``optim.newton``) ends each iteration by
 calling its ``Progress`` with an ``Iteration``: that call is the one place where a per-iteration
 hook runs. ``Progress`` logs one INFO line on the ``sparkml`` logger and then calls the fit's
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparkml.optim import minimize_lbfgs
+from sparkml.optim.bounded import minimize_bounded
 
 logger = logging.getLogger("sparkml")
 
@@ -66,21 +67,29 @@ class TrainingSummary:
                 f"objective={self.objectiveHistory[-1] if self.objectiveHistory else None})")
 
 
-def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False, progress=None):
+def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False, bounds=None, progress=None):
     """Minimize ``objective`` from ``theta0`` by L-BFGS (OWL-QN when ``owlqn`` or the objective has an
-    L1 term), reporting each iteration to ``progress``. Returns (x, TrainingSummary)."""
+    L1 term), or by L-BFGS-B over the box ``bounds = (lower, upper)`` (``optim.bounded``; a smooth
+    objective only), reporting each iteration to ``progress``. Returns (x, TrainingSummary)."""
     progress = progress or Progress()
     start = time.perf_counter()
     last, elapsed = [start], []
+    measure = "gradient norm" if bounds is None else "projected gradient norm"
 
     def on_iteration(iteration, x, f, grad_norm):
         now = time.perf_counter()
         elapsed.append(now - start)
-        progress(Iteration(name, "iteration", iteration, f, x, now - last[0], f"gradient norm {grad_norm:.3e}"))
+        progress(Iteration(name, "iteration", iteration, f, x, now - last[0], f"{measure} {grad_norm:.3e}"))
         last[0] = now
 
-    result = minimize_lbfgs(objective.fun_grad, theta0, max_iter=max_iter, tol=tol, l1=objective.l1_weights(),
-                            callback=on_iteration, method="owlqn" if owlqn else "auto")
+    if bounds is not None:
+        if owlqn or objective.l1_weights() is not None:
+            raise ValueError(f"{name}: bound constraints need a smooth objective (no L1 term, no OWL-QN)")
+        result = minimize_bounded(objective.fun_grad, theta0, bounds, max_iter=max_iter, tol=tol,
+                                  callback=on_iteration)
+    else:
+        result = minimize_lbfgs(objective.fun_grad, theta0, max_iter=max_iter, tol=tol, l1=objective.l1_weights(),
+                                callback=on_iteration, method="owlqn" if owlqn else "auto")
     seconds = time.perf_counter() - start
     logger.info("%s finished: %d iterations, objective %.10g, %.2f s (%s)",
                 name, result.n_iter, result.fun, seconds, result.message)

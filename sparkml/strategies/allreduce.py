@@ -23,7 +23,7 @@ import numpy as np
 from sparkml.base.session_kind import task_slots
 from sparkml.optim.newton import newton_warm_started
 from sparkml.optim.progress import Progress, TrainingSummary, run_optimizer
-from sparkml.strategies.averaging import local_solve, run_rounds
+from sparkml.strategies.averaging import clip, local_solve, run_rounds
 from sparkml.strategies.barrier import BarrierTask, plan_workers, run_barrier_stage
 from sparkml.strategies.sync import SyncStrategy
 from sparkml.strategies.transport import split
@@ -38,7 +38,8 @@ _NEWTON_SHAPES = {"loss_gradient": lambda k, p: [(k,), (k, p)],
 
 
 def _optimizer_body(objective, theta0, options, local_iter, progress):
-    """L-BFGS / OWL-QN (``local_iter`` None) or averaging rounds, the data sums all-reduced."""
+    """L-BFGS / OWL-QN / L-BFGS-B (``local_iter`` None) or averaging rounds, the data sums all-reduced.
+    Every rank runs the same deterministic solver (scipy's L-BFGS-B too) on bit-identical sums."""
     size = int(np.prod(loss_shape(objective)))
 
     def body(task):
@@ -56,8 +57,9 @@ def _optimizer_body(objective, theta0, options, local_iter, progress):
         method = "owlqn" if options["owlqn"] else "auto"
 
         def average_round(theta, global_grad):
-            t = group.add(local_solve(sums, objective, theta, global_grad, local_iter, method), theta.size + 1)
-            return t[:-1] / t[-1]
+            t = group.add(local_solve(sums, objective, theta, global_grad, local_iter, method, options["bounds"]),
+                          theta.size + 1)
+            return clip(t[:-1] / t[-1], options["bounds"])
 
         theta, summary = run_rounds(distributed, average_round, theta0, max_iter=options["max_iter"],
                                     tol=options["tol"], name=options["name"], progress=report)
@@ -122,10 +124,13 @@ class AllReduceStrategy(SyncStrategy):
         self.n_workers = (data.n_partitions if self.on_handles
                           else plan_workers(num_workers, max(1, len(data.blocks)), slots))
 
-    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False, progress=None):
+    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False, progress=None,
+                 bounds=None):
         """``last_pass``: the fit reads the blocks no more, so each task deletes its own when done.
-        ``progress`` runs in rank 0's task."""
-        options = dict(max_iter=max_iter, tol=tol, name=name, owlqn=owlqn)
+        ``progress`` runs in rank 0's task. ``bounds``: (lower, upper) over theta, or None (``sync``)."""
+        if bounds is not None and (owlqn or objective.l1_weights() is not None):
+            raise ValueError(f"strategy {self.name!r}: bound constraints need a smooth objective (no L1 term)")
+        options = dict(max_iter=max_iter, tol=tol, name=name, owlqn=owlqn, bounds=bounds)
         body = _optimizer_body(objective.with_data_sum(None), np.asarray(theta0, dtype=np.float64), options,
                                self.local_iter, progress or Progress())
         theta, (summary,) = self._run_stage(body, last_pass)

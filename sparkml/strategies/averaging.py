@@ -17,12 +17,18 @@ point is biased towards the partitions' own optima (on the tests' data: objectiv
 optimum, coefficients 2.5% away, however many rounds); with it the global optimum is a fixed point
 and the rounds converge to it. ``maxIter`` caps the rounds; it stops when the relative change of
 theta falls below ``tol``.
+
+Under bound constraints (a box l <= theta <= u) every local solve is L-BFGS-B over the same box
+(``optim.bounded``), so each local solution is feasible and so is their weighted average (a box is
+convex). The optimum stays a fixed point: at it the corrected local problem has the global gradient,
+hence the global KKT conditions, and it is convex.
 """
 import time
 
 import numpy as np
 
 from sparkml.optim import minimize_lbfgs
+from sparkml.optim.bounded import minimize_bounded
 from sparkml.strategies.partition_sums import PartitionSums
 from sparkml.strategies.sync import SyncStrategy
 from sparkml.optim.progress import Iteration, Progress, TrainingSummary
@@ -39,8 +45,9 @@ class _Corrected:
         return f + float(self.c @ theta), g + self.c
 
 
-def local_solve(sums, objective, theta, global_grad, local_iter, method):
-    """This worker's corrected local solution from ``theta``: (W_p * theta_p, W_p), or None without rows."""
+def local_solve(sums, objective, theta, global_grad, local_iter, method, bounds=None):
+    """This worker's corrected local solution from ``theta``: (W_p * theta_p, W_p), or None without rows.
+    ``bounds``: the box (lower, upper) each local solution stays in, or None."""
     if not sums:
         return None
     w_p = float(sum(float(p.w.double().sum()) for p in sums.parts))
@@ -48,14 +55,17 @@ def local_solve(sums, objective, theta, global_grad, local_iter, method):
     fun = local.fun_grad
     if global_grad is not None and global_grad.size:
         fun = _Corrected(local, global_grad - local.fun_grad(theta)[1]).fun_grad
-    res = minimize_lbfgs(fun, theta, max_iter=local_iter, tol=0.0, l1=local.l1_weights(), method=method)
+    if bounds is not None:
+        res = minimize_bounded(fun, theta, bounds, max_iter=local_iter, tol=0.0)
+    else:
+        res = minimize_lbfgs(fun, theta, max_iter=local_iter, tol=0.0, l1=local.l1_weights(), method=method)
     return w_p * res.x, w_p
 
 
-def _round_task(rows, dataset_id, loss, device, dtype, objective, bc, local_iter, method):
+def _round_task(rows, dataset_id, loss, device, dtype, objective, bc, local_iter, method, bounds):
     theta, global_grad = (np.asarray(a) for a in bc.value)
     out = local_solve(PartitionSums(rows, dataset_id, loss, device, dtype), objective, theta, global_grad,
-                      local_iter, method)
+                      local_iter, method, bounds)
     if out is not None:
         yield out
 
@@ -100,23 +110,32 @@ class AveragingStrategy(SyncStrategy):
         super().__init__(data, loss, device, aggregation_depth)
         self.local_iter, self.corrected = int(local_iter), corrected
 
-    def _round(self, objective, theta, global_grad, method):
+    def _round(self, objective, theta, global_grad, method, bounds=None):
         theta_bc = self.transport.share((np.ascontiguousarray(theta, dtype=np.float64), global_grad))
         dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.compute_dtype
         task_objective, local_iter = objective.with_data_sum(None), self.local_iter
         try:
             total = self.transport.sum(lambda rows: _round_task(rows, dataset_id, loss, device, dtype,
-                                                                task_objective, theta_bc, local_iter, method))
+                                                                task_objective, theta_bc, local_iter, method,
+                                                                bounds))
         finally:
             theta_bc.unpersist(blocking=False)
         weighted, w_sum = total
-        return weighted / w_sum
+        return clip(weighted / w_sum, bounds)
 
-    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False, progress=None):
+    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False, progress=None,
+                 bounds=None):
         method = "owlqn" if owlqn else "auto"
+        if bounds is not None and (owlqn or objective.l1_weights() is not None):
+            raise ValueError(f"strategy {self.name!r}: bound constraints need a smooth objective (no L1 term)")
         return run_rounds(objective.with_data_sum(self.loss_gradient),
-                          lambda theta, grad: self._round(objective, theta, grad, method), theta0,
+                          lambda theta, grad: self._round(objective, theta, grad, method, bounds), theta0,
                           max_iter=max_iter, tol=tol, name=name, corrected=self.corrected, progress=progress)
+
+
+def clip(theta, bounds):
+    """``theta`` clipped into the box ``bounds`` (the average of feasible points, up to its rounding)."""
+    return theta if bounds is None else np.clip(theta, bounds[0], bounds[1])
 
 
 def _l1(objective, theta):

@@ -1,0 +1,172 @@
+"""Training summaries that are pyspark.ml's own summary classes.
+
+A fitted model's ``summary`` is an instance of the pyspark.ml class MLlib's model returns
+(``BinaryLogisticRegressionTrainingSummary``, ``LogisticRegressionTrainingSummary``,
+``LinearSVCTrainingSummary``, ``LinearRegressionTrainingSummary``), so ``isinstance`` checks in user
+code hold. Two sources feed it:
+
+* every metric and DataFrame (``predictions``, ``roc``, ``pr``, ``areaUnderROC``, ``accuracy``,
+  ``r2``, ``residuals``, ...) is MLlib's: the stock model with the same coefficients and Params
+  (``ConvertsToStock.toSpark``) evaluates the training DataFrame in Spark, exactly as MLlib's
+  ``model.evaluate(df)`` does, in classic and Spark Connect sessions;
+* ``objectiveHistory`` and ``totalIterations`` are this library's optimizer's record (the objective
+  MLlib reports: scaled loss plus penalty, the initial point first).
+
+``LinearRegression``'s ``normal`` solver adds what MLlib's normal solver adds: with
+D = diag((A^T W A)^-1) (A = [X, 1], in the user's units, the L2 term included as MLlib includes it)
+and sigma^2 = RSS / degreesOfFreedom (RSS weighted when a weight column is set),
+
+    coefficientStandardErrors_j = sqrt(D_j sigma^2),  tValues_j = estimate_j / se_j,
+    pValues_j = 2 (1 - F_t(|t_j|; degreesOfFreedom))     (F_t: Student's t CDF)
+
+for the coefficients, then the intercept. Other solvers raise as MLlib's do.
+
+KernelSVC has no MLlib twin. Its summaries (``KernelSVCSummary`` for two classes, with the curves
+of the decision value ``rawPrediction``, as ``LinearSVCSummary``; ``KernelSVCMulticlassSummary``
+otherwise, and their ``...TrainingSummary`` forms) are pyspark.ml's binary / multi-class
+classification summaries computed by MLlib's own summary code in the JVM over this model's
+predictions: classic sessions only (a Spark Connect server builds summaries of its own models only).
+"""
+import numpy as np
+from pyspark.ml import classification as _classification
+from pyspark.ml.classification import _BinaryClassificationSummary, _ClassificationSummary, _TrainingSummary
+from pyspark.ml import regression as _regression
+
+
+class _OptimizerRecord:
+    """``objectiveHistory``, ``totalIterations`` (and ``converged``, ``message``, ``seconds``,
+    ``iterationSeconds``) from this library's optimizer; callable, because pyspark's
+    ``LinearSVCModel.summary`` is a method where its other models' is a property."""
+
+    _record = None
+
+    @property
+    def objectiveHistory(self):
+        return list(self._record.objectiveHistory)
+
+    @property
+    def totalIterations(self):
+        return self._record.totalIterations
+
+    @property
+    def converged(self):
+        return self._record.converged
+
+    @property
+    def message(self):
+        return self._record.message
+
+    @property
+    def seconds(self):
+        return self._record.seconds
+
+    @property
+    def iterationSeconds(self):
+        return list(self._record.iterationSeconds)
+
+    def __call__(self):
+        return self
+
+
+class BinaryLogisticRegressionTrainingSummary(_OptimizerRecord,
+                                              _classification.BinaryLogisticRegressionTrainingSummary):
+    """pyspark.ml's binary logistic regression training summary."""
+
+
+class LogisticRegressionTrainingSummary(_OptimizerRecord, _classification.LogisticRegressionTrainingSummary):
+    """pyspark.ml's multinomial logistic regression training summary."""
+
+
+class LinearSVCTrainingSummary(_OptimizerRecord, _classification.LinearSVCTrainingSummary):
+    """pyspark.ml's LinearSVC training summary."""
+
+
+class LinearRegressionTrainingSummary(_OptimizerRecord, _regression.LinearRegressionTrainingSummary):
+    """pyspark.ml's linear regression training summary, with the normal solver's standard errors."""
+
+    _diag_inv_atwa = None  # diag((A^T W A)^-1), coefficients then intercept; None: not available
+    _estimate = None  # the coefficients, then the intercept when fitted
+
+    @property
+    def coefficientStandardErrors(self):
+        if self._diag_inv_atwa is None:
+            return super().coefficientStandardErrors  # MLlib's error: no standard errors for this solver
+        return list(np.sqrt(self._diag_inv_atwa * self._residual_sum_of_squares() / self.degreesOfFreedom))
+
+    @property
+    def tValues(self):
+        if self._diag_inv_atwa is None:
+            return super().tValues
+        return list(self._estimate / np.asarray(self.coefficientStandardErrors))
+
+    @property
+    def pValues(self):
+        if self._diag_inv_atwa is None:
+            return super().pValues
+        from scipy.stats import t
+
+        return list(2.0 * (1.0 - t.cdf(np.abs(self.tValues), self.degreesOfFreedom)))
+
+    def _residual_sum_of_squares(self):
+        weight = self._weight_col
+        if not weight:
+            return self.meanSquaredError * self.numInstances
+        from pyspark.sql import functions as F
+
+        r = F.col(self.labelCol) - F.col(self.predictionCol)
+        return float(self.predictions.select(F.sum(r * r * F.col(weight))).first()[0])
+
+
+class KernelSVCSummary(_BinaryClassificationSummary):
+    """A two-class KernelSVC's evaluation: pyspark.ml's binary classification summary, score =
+    ``rawPrediction`` (the decision value)."""
+
+
+class KernelSVCTrainingSummary(_OptimizerRecord, KernelSVCSummary, _TrainingSummary):
+    """A two-class KernelSVC's training summary; the record is its Newton solve's."""
+
+
+class KernelSVCMulticlassSummary(_ClassificationSummary):
+    """A multi-class KernelSVC's evaluation: pyspark.ml's multi-class classification summary."""
+
+
+class KernelSVCMulticlassTrainingSummary(_OptimizerRecord, KernelSVCMulticlassSummary, _TrainingSummary):
+    """A multi-class KernelSVC's training summary; the record is the first one-vs-rest problem's."""
+
+
+def jvm_classification_summary(model, dataset, record=None):
+    """MLlib's classification summary over ``model.transform(dataset)`` (classic sessions): the
+    binary one (``LinearSVCSummaryImpl``, scored by ``rawPrediction``) for two classes, else the
+    multi-class one. With the optimizer's ``record``: the training-summary class."""
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context
+    if sc is None or not hasattr(dataset, "_jdf"):
+        raise NotImplementedError(
+            f"{type(model).__name__}'s summary metrics are computed by MLlib in the JVM: they need a classic "
+            "session (in Spark Connect, use pyspark.ml.evaluation's evaluators on transform())")
+    predictions = model.transform(dataset)._jdf
+    weight = (model.getOrDefault("weightCol") if model.isDefined("weightCol") else None) or ""
+    jvm = sc._jvm.org.apache.spark.ml.classification
+    if model.numClasses == 2:
+        java = jvm.LinearSVCSummaryImpl(predictions, model.getRawPredictionCol(), model.getPredictionCol(),
+                                        model.getLabelCol(), weight)
+        cls = KernelSVCSummary if record is None else KernelSVCTrainingSummary
+    else:
+        java = jvm.MultilayerPerceptronClassificationSummaryImpl(predictions, model.getPredictionCol(),
+                                                                 model.getLabelCol(), weight)
+        cls = KernelSVCMulticlassSummary if record is None else KernelSVCMulticlassTrainingSummary
+    summary = cls(java)
+    summary._record = record
+    return summary
+
+
+def training_summary(cls, stock, dataset, record, **attributes):
+    """``cls`` (one of the classes above) over MLlib's evaluation of ``stock`` (the stock model) on
+    ``dataset``, with the optimizer's ``record`` and ``attributes`` set on it."""
+    summary = cls(stock._call_java("evaluate", dataset))
+    summary._record = record
+    for name, value in attributes.items():
+        setattr(summary, name, value)
+    summary.__source_transformer__ = stock  # keeps a Spark Connect server's model alive with the summary
+    return summary
