@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(MAKE) --no-print-directory java
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,plot]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,plot,jobs]"
 	@touch $(STAMP)
 
 java:

@@ -57,6 +57,10 @@ SCHEMA = {
         "dir": ((str,), _REQUIRED),
         "overwrite": ((bool,), False),
     },
+    "tracking": {  # jobs/tracking.py: null uri -> $MLFLOW_TRACKING_URI, else sqlite beside output.dir
+        "uri": ((str, type(None)), None),
+        "experiment": ((str, type(None)), None),
+    },
 }
 
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
@@ -182,6 +186,10 @@ def validate(raw):
     for key, value in cfg["spark"]["conf"].items():
         if not isinstance(value, (str, int, float, bool)):
             raise ConfigError(f"spark.conf.{key}", f"expected a scalar, got {value!r}")
+    for key in ("uri", "experiment"):
+        value = cfg["tracking"][key]
+        if value is not None and not value.strip():
+            raise ConfigError(f"tracking.{key}", "expected a non-empty string or null, got ''")
     cfg["model"]["params"] = validate_params(cfg["model"]["estimator"], cfg["model"]["params"])
     if cfg["data"]["weight"] is not None and "weightCol" not in estimator_params(estimator_class(cfg["model"]["estimator"])):
         raise ConfigError("data.weight", f"{cfg['model']['estimator']} takes no weight column")

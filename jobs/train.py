@@ -5,7 +5,8 @@
 
 Steps: validate the config (before Spark starts) -> session -> read data -> split -> fit ->
 evaluate the holdout with pyspark's evaluators -> stage model/, metrics.json (and objective.png
-when matplotlib is installed) beside output.dir and rename them in only once everything worked.
+when matplotlib is installed) beside output.dir, log them to the job's MLflow run (`jobs.tracking`),
+and rename them in only once everything worked.
 Config errors print one line ("config error: <key>: <problem>") and exit 2.
 """
 import argparse
@@ -21,7 +22,7 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/train.py) from
     if os.path.isfile(os.path.join(_checkout, "sparkml", "__init__.py")):
         sys.path.insert(0, _checkout)  # sparkml resolves sparkml.jobs to this folder
 
-from sparkml.jobs import config, datasets, outputs, session  # noqa: E402
+from sparkml.jobs import config, datasets, outputs, session, tracking  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CONFIG = os.path.join(ROOT, "conf", "logistic_demo.yaml")
@@ -122,12 +123,27 @@ def objective_png(history, title):
     return buf.getvalue()
 
 
-def run(cfg, spark):
-    """Run a validated config in `spark`; return the report dict written to metrics.json."""
-    t0 = time.perf_counter()
-    data, out, name = cfg["data"], cfg["output"], cfg["model"]["estimator"]
+def job_name(config_path):
+    """A job's name: its config file's name without the extension (conf/logistic_demo.yaml -> logistic_demo)."""
+    return os.path.splitext(os.path.basename(config_path))[0]
+
+
+def run(cfg, spark, job=None):
+    """Run a validated config in `spark` as an MLflow run; return the report dict written to metrics.json.
+
+    `job` names the MLflow experiment (unless tracking.experiment does); default: output.dir's last part.
+    """
+    out = cfg["output"]
     store = outputs.store_for(out["dir"], spark)
     outputs.refuse_overwrite(store, out["dir"], out["overwrite"])
+    job = job or out["dir"].rstrip("/").rsplit("/", 1)[-1]
+    with tracking.start(cfg, job) as tracked:  # before any data is read: a bad store fails fast
+        return _run_tracked(cfg, spark, store, tracked)
+
+
+def _run_tracked(cfg, spark, store, tracked):
+    t0 = time.perf_counter()
+    data, out, name = cfg["data"], cfg["output"], cfg["model"]["estimator"]
     session.ship_packages(spark)
     train, test, features_col = datasets.load(spark, data)
     if test is None:
@@ -138,7 +154,8 @@ def run(cfg, spark):
     if rows["test"] == 0:
         raise config.ConfigError("data.test" if data["test"] else "data.holdout_fraction", "the holdout is empty")
     t_read = time.perf_counter()
-    model = build_estimator(cfg, features_col).fit(train)
+    estimator = build_estimator(cfg, features_col)
+    model = estimator.fit(train)
     t_fit = time.perf_counter()
     metrics = evaluate(model, test, config.task_of(name), data["label"], data["weight"])
     t_eval = time.perf_counter()
@@ -149,19 +166,22 @@ def run(cfg, spark):
         "metrics": metrics, "rows": rows, "objectiveHistory": history, "totalIterations": iterations,
         "params": {p.name: _json_value(v) for p, v in model.extractParamMap().items()},
         "seconds": {"read": t_read - t0, "fit": t_fit - t_read, "evaluate": t_eval - t_fit},
-        "config": cfg,
+        "config": cfg, "mlflow": tracked.info(),
     }
     staging = outputs.Staging(store, out["dir"])
     try:
         model.save(staging.path("model"))
-        names = ["model"]
+        files = {}
         png = objective_png(history, f"{name} objective")
         if png is not None:
-            store.write_bytes(staging.path("objective.png"), png)
-            names.append("objective.png")
+            files["objective.png"] = png
         report["seconds"]["total"] = time.perf_counter() - t0
-        store.write_bytes(staging.path("metrics.json"), json.dumps(report, indent=2, default=str).encode())
-        staging.publish(names + ["metrics.json"], out["overwrite"])
+        files["metrics.json"] = json.dumps(report, indent=2, default=str).encode()
+        for file_name, body in files.items():
+            store.write_bytes(staging.path(file_name), body)
+        tracked.log_training(estimator, cfg, report)  # a logging failure publishes nothing
+        tracked.log_outputs(cfg, files, tracking.local_path(staging.dir))
+        staging.publish(["model", *files], out["overwrite"])
     finally:
         staging.cleanup()
     return report
@@ -174,7 +194,9 @@ def summary_text(report):
     return (f"{report['estimator']}: trained on {report['rows']['train']:,} rows in "
             f"{report['seconds']['fit']:.1f} s{iters}; holdout of {report['rows']['test']:,} rows\n"
             f"  {metrics}\n  model   -> {report['model']}\n"
-            f"  metrics -> {report['model'].rsplit('/', 1)[0]}/metrics.json")
+            f"  metrics -> {report['model'].rsplit('/', 1)[0]}/metrics.json\n"
+            f"  mlflow  -> run {report['mlflow']['run_id']} in experiment {report['mlflow']['experiment']!r} "
+            f"at {report['mlflow']['uri']}")
 
 
 def main(argv=None, spark=None):
@@ -187,9 +209,11 @@ def main(argv=None, spark=None):
             return 0
         if config.is_local_path(cfg["output"]["dir"]):  # fail before Spark starts when we can
             outputs.refuse_overwrite(outputs.LocalStore(), cfg["output"]["dir"], cfg["output"]["overwrite"])
+        tracking.require_mlflow()
+        tracking.resolve(cfg, job_name(args.config))
         spark, created = session.get_or_create(cfg["spark"], spark)
         try:
-            report = run(cfg, spark)
+            report = run(cfg, spark, job_name(args.config))
         finally:
             if created:
                 spark.stop()
