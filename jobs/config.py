@@ -24,6 +24,7 @@ COLUMN_PARAMS = {"featuresCol": "data.features", "labelCol": "data.label", "weig
 
 _REQUIRED = object()
 _ANY_MAP = "map"  # a mapping with free keys (Spark conf, reader options, estimator params)
+_MAP_OF_MAPS = "map of maps"  # free keys, each holding a mapping (the gate's per-metric rules)
 
 # Schema: key -> (allowed types, default); nested dicts are sections.
 SCHEMA = {
@@ -63,6 +64,23 @@ SCHEMA = {
     },
 }
 
+# jobs.retrain: jobs.train's keys plus the window, the registry and the gate (conf/README.md).
+RETRAIN_SCHEMA = copy.deepcopy(SCHEMA)
+RETRAIN_SCHEMA["spark"]["app_name"] = ((str,), "sparkml-retrain")
+RETRAIN_SCHEMA["data"]["window_column"] = ((str,), "window")
+RETRAIN_SCHEMA["registry"] = {
+    "model_name": ((str, type(None)), None),  # null: the config file's name
+    "alias": ((str,), "champion"),
+    "warm_start": ((bool,), True),
+    "lock_timeout_s": ((float, int), 120.0),
+    "pending_timeout_s": ((float, int), 3600.0),
+}
+RETRAIN_SCHEMA["gate"] = {
+    "dry_run": ((bool,), False),
+    "metrics": (_MAP_OF_MAPS, {}),
+}
+del RETRAIN_SCHEMA["output"]["overwrite"]  # each version's report has its own folder
+
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
                list: "a list", type(None): "null"}
 _CONVERTER_NAMES = {"toInt": "an integer", "toFloat": "a number", "toBoolean": "true or false",
@@ -84,8 +102,11 @@ def _did_you_mean(name, choices):
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-def load(path, overrides=()):
-    """Read `path` (YAML), apply ``key=value`` overrides, return the validated config dict."""
+def load(path, overrides=(), schema=None):
+    """Read `path` (YAML), apply ``key=value`` overrides, return the validated config dict.
+
+    `schema`: SCHEMA (jobs.train's, the default) or RETRAIN_SCHEMA."""
+    schema = SCHEMA if schema is None else schema
     try:
         with open(path, encoding="utf-8") as f:
             raw = yaml.safe_load(f)
@@ -98,11 +119,11 @@ def load(path, overrides=()):
     if not isinstance(raw, dict):
         raise ConfigError("--config", f"{path} must hold a mapping at top level")
     for item in overrides:
-        apply_override(raw, item)
-    return validate(raw)
+        apply_override(raw, item, schema)
+    return validate(raw, schema)
 
 
-def apply_override(raw, item):
+def apply_override(raw, item, schema=None):
     """Apply one ``a.b.c=value`` (value parsed as YAML) to the raw config, in place.
 
     Keys under a free mapping (``spark.conf``, ``data.options``) may hold dots themselves:
@@ -115,7 +136,8 @@ def apply_override(raw, item):
         value = yaml.safe_load(text) if text.strip() else None
     except yaml.YAMLError:
         raise ConfigError(key, f"cannot parse value {text!r} as YAML") from None
-    parts, node, schema, done = key.strip().split("."), raw, SCHEMA, []
+    parts, node, done = key.strip().split("."), raw, []
+    schema = SCHEMA if schema is None else schema
     while len(parts) > 1:
         part = parts.pop(0)
         done.append(part)
@@ -125,6 +147,13 @@ def apply_override(raw, item):
         node = node.setdefault(part, {})
         if isinstance(spec, tuple) and spec[0] == _ANY_MAP:
             parts = [".".join(parts)]  # the rest is one free key
+        elif isinstance(spec, tuple) and spec[0] == _MAP_OF_MAPS and len(parts) > 1:
+            free = parts.pop(0)  # gate.metrics.<metric>.<key>: one free level, then the rule's key
+            done.append(free)
+            node = node.setdefault(free, {})
+            if not isinstance(node, dict):
+                raise ConfigError(".".join(done), f"is {node!r}, not a mapping")
+            parts = [".".join(parts)]
         schema = spec
     node[parts[0]] = value
 
@@ -142,15 +171,15 @@ def _check_section(raw, schema, prefix, out):
             _check_section(value if value is not None else {}, spec, dotted + ".", out[key])
             continue
         types, default = spec
-        if key not in raw or (value is None and type(None) not in types and types != _ANY_MAP):
+        if key not in raw or (value is None and type(None) not in types and types not in (_ANY_MAP, _MAP_OF_MAPS)):
             if default is _REQUIRED:
                 raise ConfigError(dotted, "is required")
             out[key] = copy.deepcopy(default)
             continue
-        if types == _ANY_MAP:
+        if types in (_ANY_MAP, _MAP_OF_MAPS):
             if value is not None and not isinstance(value, dict):
                 raise ConfigError(dotted, f"expected a mapping, got {value!r}")
-            out[key] = dict(value or {})
+            out[key] = copy.deepcopy(dict(value or {}))
             continue
         if isinstance(value, bool) and bool not in types or not isinstance(value, types):
             wanted = " or ".join(_TYPE_NAMES[t] for t in types)
@@ -158,10 +187,11 @@ def _check_section(raw, schema, prefix, out):
         out[key] = float(value) if float in types and not isinstance(value, bool) else value
 
 
-def validate(raw):
-    """Check a raw config dict against SCHEMA and the estimator's Params; return it with defaults."""
+def validate(raw, schema=None):
+    """Check a raw config dict against `schema` (default SCHEMA) and the estimator's Params; return it
+    with defaults."""
     cfg = {}
-    _check_section(raw, SCHEMA, "", cfg)
+    _check_section(raw, SCHEMA if schema is None else schema, "", cfg)
     data = cfg["data"]
     if data["format"] not in FORMATS:
         raise ConfigError("data.format", f"expected one of {', '.join(FORMATS)}, got {data['format']!r}")

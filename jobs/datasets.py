@@ -10,35 +10,48 @@ from sparkml.jobs.config import ConfigError
 GENERATED_FEATURES_COL = "features"
 
 
-def generate_arrays(kind, rows, features, classes=3, seed=0):
+def window_seed(window):
+    """A seed derived from a window id (stable across processes, unlike hash())."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(str(window).encode()).digest()[:8], "little")
+
+
+def generate_arrays(kind, rows, features, classes=3, seed=0, window=None):
     """Seeded synthetic problem as (X float64 [rows, features], y float64 [rows]).
 
     binary: labels of a noisy linear score (nearly separable, Bayes AUC about 0.99);
     regression: a linear target plus Gaussian noise (R^2 about 0.97);
     multiclass: argmax of `classes` linear scores plus Gumbel noise (a multinomial logit).
+    With a `window` id the true model still comes from `seed`, while the rows and the noise come from
+    the window: each window is a new sample of the same problem, as in a scheduled retraining.
     """
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((rows, features))
+    noise = rng
+    if window is not None:  # the model's draws below stay those of `seed` alone
+        noise = np.random.default_rng([seed, window_seed(window)])
+        X = noise.standard_normal((rows, features))
     if kind == "binary":
         w = rng.standard_normal(features) * (2.0 / np.sqrt(features))
-        y = (X @ w + 0.25 + 0.3 * rng.standard_normal(rows) > 0).astype(np.float64)
+        y = (X @ w + 0.25 + 0.3 * noise.standard_normal(rows) > 0).astype(np.float64)
     elif kind == "regression":
         w = rng.standard_normal(features)
-        y = X @ w + 1.5 + np.sqrt(features) * 0.2 * rng.standard_normal(rows)
+        y = X @ w + 1.5 + np.sqrt(features) * 0.2 * noise.standard_normal(rows)
     elif kind == "multiclass":
         W = rng.standard_normal((features, classes)) * (3.0 / np.sqrt(features))
-        y = np.argmax(X @ W + rng.gumbel(size=(rows, classes)), axis=1).astype(np.float64)
+        y = np.argmax(X @ W + noise.gumbel(size=(rows, classes)), axis=1).astype(np.float64)
     else:
         raise ConfigError("data.train", f"unknown generated dataset {kind!r}")
     return X, y
 
 
-def generate(spark, kind, rows, features, classes=3, seed=0):
+def generate(spark, kind, rows, features, classes=3, seed=0, window=None):
     """`generate_arrays` as a Spark DataFrame (features: VectorUDT, label: double), via Arrow."""
     import pyarrow as pa
     from pyspark.ml.functions import array_to_vector
 
-    X, y = generate_arrays(kind, rows, features, classes, seed)
+    X, y = generate_arrays(kind, rows, features, classes, seed, window)
     table = pa.table({
         GENERATED_FEATURES_COL: pa.FixedSizeListArray.from_arrays(pa.array(X.ravel()), features),
         "label": pa.array(y),
@@ -91,13 +104,44 @@ def prepare(df, data, path):
     return assembler.transform(df), out
 
 
-def load(spark, data):
-    """Read and prepare train (and test, if configured) for a validated `data` section.
+WINDOW_PLACEHOLDER = "{window}"
+
+
+def window_source(path, window):
+    """`path` with ``{window}`` replaced by the window id (None when the path has no placeholder)."""
+    return path.replace(WINDOW_PLACEHOLDER, str(window)) if WINDOW_PLACEHOLDER in path else None
+
+
+def _read_window(spark, data, window):
+    """One window of `data.train`: the path with ``{window}`` filled in, a generated sample for the
+    window, or the rows whose `data.window_column` equals the id (a partition ``window=<id>`` of a
+    Parquet dataset is pruned by Spark, not scanned)."""
+    from pyspark.sql import functions as F
+
+    source = data["train"]
+    path = window_source(source, window)
+    if path is not None:
+        return read(spark, path, data["format"], data["options"]), path
+    if source.startswith("generated:"):
+        gen = data["generated"]
+        return generate(spark, source.split(":", 1)[1], gen["rows"], gen["features"], gen["classes"],
+                        gen["seed"], window), f"{source} window {window}"
+    df = read(spark, source, data["format"], data["options"])
+    column = data["window_column"]
+    _require_columns(df, [column], "data.window_column", source)
+    return df.where(F.col(column).cast("string") == str(window)), f"{source} ({column} = {window})"
+
+
+def load(spark, data, window=None):
+    """Read and prepare train (and test, if configured) for a validated `data` section; with `window`,
+    only that window of the training data (`_read_window`).
 
     Returns (train, test_or_None, features_col); without `data.test` the caller splits off a holdout.
     """
     source = data["train"]
-    if source.startswith("generated:"):
+    if window is not None:
+        train, source = _read_window(spark, data, window)
+    elif source.startswith("generated:"):
         gen = data["generated"]
         train = generate(spark, source.split(":", 1)[1], gen["rows"], gen["features"],
                          gen["classes"], gen["seed"])
@@ -111,7 +155,8 @@ def load(spark, data):
             # libsvm infers the width per file; the test set must match the training width.
             options["numFeatures"] = train.schema["features"].metadata.get("numFeatures")
         options = {k: v for k, v in options.items() if v is not None}
-        test, _ = prepare(read(spark, data["test"], data["format"], options, "data.test"), data, data["test"])
+        test_path = (window_source(data["test"], window) if window is not None else None) or data["test"]
+        test, _ = prepare(read(spark, test_path, data["format"], options, "data.test"), data, test_path)
     return train, test, features_col
 
 

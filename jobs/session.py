@@ -105,3 +105,14 @@ def ship_packages(spark):
     if path is not None:
         sc.addPyFile(path)
     return path
+
+
+def run_with(spark_cfg, spark, fn):
+    """`fn(session)` in `spark`, or in a session started from the config's `spark` section and stopped
+    afterwards."""
+    spark, created = get_or_create(spark_cfg, spark)
+    try:
+        return fn(spark)
+    finally:
+        if created:
+            spark.stop()

@@ -76,6 +76,13 @@ def _sqlite_file(uri):
     return None if not path or path == ":memory:" else os.path.abspath(path.split("?", 1)[0])
 
 
+def ensure_sqlite_dir(uri):
+    """Create the folder of a ``sqlite:///`` store's file (sqlite creates the file, not its folder)."""
+    db = _sqlite_file(uri)
+    if db is not None:
+        os.makedirs(os.path.dirname(db), exist_ok=True)
+
+
 def resolve(cfg, job, env=None):
     """The `Target` of a validated config (no MLflow call; run before Spark starts). `job`: the job's name."""
     env = os.environ if env is None else env
@@ -154,9 +161,7 @@ class JobRun:
         self.target, self.job = target, job
         key = target.source if target.source != "default" else "tracking.uri"
         try:
-            db = _sqlite_file(target.uri)
-            if db is not None:  # sqlite creates the file, not its folder (e.g. runs/ before the first job)
-                os.makedirs(os.path.dirname(db), exist_ok=True)
+            ensure_sqlite_dir(target.uri)
             self.client = MlflowClient(tracking_uri=target.uri)
             self.experiment_id = self._experiment()
             self.run_id = self.client.create_run(self.experiment_id, tags={"sparkml.job": job}).info.run_id

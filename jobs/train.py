@@ -51,30 +51,40 @@ def build_estimator(cfg, features_col):
 def evaluate(model, df, task, label, weight=None):
     """Holdout metrics with stock evaluators: binary AUC/accuracy/f1, multiclass accuracy/f1/logLoss,
     regression rmse/r2/mae."""
+    pred = model.transform(df).cache()
+    try:
+        return evaluate_predictions(model, pred, task, label, weight)
+    finally:
+        pred.unpersist()
+
+
+def evaluate_predictions(model, pred, task, label, weight=None):
+    """`evaluate` on predictions already made (`model.transform(df)`, cached by the caller)."""
     from pyspark.ml.evaluation import (BinaryClassificationEvaluator, MulticlassClassificationEvaluator,
                                        RegressionEvaluator)
 
     extra = {"weightCol": weight} if weight else {}
-    pred = model.transform(df).cache()
-    try:
-        if task == "regression":
-            ev = RegressionEvaluator(labelCol=label, predictionCol=model.getPredictionCol(), **extra)
-            return {m: ev.evaluate(pred, {ev.metricName: m}) for m in ("rmse", "r2", "mae")}
-        mc = MulticlassClassificationEvaluator(labelCol=label, predictionCol=model.getPredictionCol(), **extra)
-        metrics = {}
-        if model.numClasses == 2:
-            auc = BinaryClassificationEvaluator(labelCol=label, rawPredictionCol=model.getRawPredictionCol(),
-                                                metricName="areaUnderROC", **extra)
-            metrics["areaUnderROC"] = auc.evaluate(pred)
-        metrics["accuracy"] = mc.evaluate(pred, {mc.metricName: "accuracy"})
-        metrics["f1"] = mc.evaluate(pred, {mc.metricName: "f1"})
-        if model.numClasses > 2 and model.hasParam("probabilityCol") and \
-                model.getOrDefault("probabilityCol") in pred.columns:  # KernelSVC: only with probability=True
-            mc.setProbabilityCol(model.getOrDefault("probabilityCol"))
-            metrics["logLoss"] = mc.evaluate(pred, {mc.metricName: "logLoss"})
-        return metrics
-    finally:
-        pred.unpersist()
+    if task == "regression":
+        ev = RegressionEvaluator(labelCol=label, predictionCol=model.getPredictionCol(), **extra)
+        return {m: ev.evaluate(pred, {ev.metricName: m}) for m in ("rmse", "r2", "mae")}
+    mc = MulticlassClassificationEvaluator(labelCol=label, predictionCol=model.getPredictionCol(), **extra)
+    metrics = {}
+    if model.numClasses == 2:
+        auc = BinaryClassificationEvaluator(labelCol=label, rawPredictionCol=model.getRawPredictionCol(),
+                                            metricName="areaUnderROC", **extra)
+        metrics["areaUnderROC"] = auc.evaluate(pred)
+    metrics["accuracy"] = mc.evaluate(pred, {mc.metricName: "accuracy"})
+    metrics["f1"] = mc.evaluate(pred, {mc.metricName: "f1"})
+    if model.numClasses > 2 and model.hasParam("probabilityCol") and \
+            model.getOrDefault("probabilityCol") in pred.columns:  # KernelSVC: only with probability=True
+        mc.setProbabilityCol(model.getOrDefault("probabilityCol"))
+        metrics["logLoss"] = mc.evaluate(pred, {mc.metricName: "logLoss"})
+    return metrics
+
+
+def metric_names(task):
+    """The holdout metrics `evaluate` may compute for a task ('classification' or 'regression')."""
+    return ("rmse", "r2", "mae") if task == "regression" else ("areaUnderROC", "accuracy", "f1", "logLoss")
 
 
 def _json_value(v):
@@ -211,12 +221,7 @@ def main(argv=None, spark=None):
             outputs.refuse_overwrite(outputs.LocalStore(), cfg["output"]["dir"], cfg["output"]["overwrite"])
         tracking.require_mlflow()
         tracking.resolve(cfg, job_name(args.config))
-        spark, created = session.get_or_create(cfg["spark"], spark)
-        try:
-            report = run(cfg, spark, job_name(args.config))
-        finally:
-            if created:
-                spark.stop()
+        report = session.run_with(cfg["spark"], spark, lambda s: run(cfg, s, job_name(args.config)))
     except config.ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
         return 2

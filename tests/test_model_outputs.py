@@ -233,3 +233,34 @@ def test_one_info_line_per_iteration(data, caplog):
         message = record.getMessage()
         assert message.startswith(f"LogisticRegression iteration {i}:") and "objective" in message
     assert any("finished" in r.getMessage() for r in caplog.records if r.name == "sparkml")
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_missing_features_column_is_mllibs_error(data, fitted, kind):
+    """transform without the features column raises what MLlib raises, eagerly (MLflow's autolog finds
+    a model's input columns by catching it)."""
+    from pyspark.errors import IllegalArgumentException
+
+    errors = []
+    for model in (fitted(kind), fitted(kind, stock=True)):
+        with pytest.raises(IllegalArgumentException) as e:
+            model.transform(data.drop("features"))
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]
+
+
+def test_transform_of_parquet_vectors_is_written_with_spark_43_defaults(spark, data, fitted, tmp_path):
+    """Spark 4.3's columnar input to Arrow UDFs (on by default) fails on a scan carrying a vector column;
+    transform switches it off, so scoring a Parquet file and writing the result works and equals the
+    in-memory transform."""
+    from sparkml.base.prediction import COLUMNAR_INPUT
+
+    data.write.parquet(str(tmp_path / "in"))
+    spark.conf.set(COLUMNAR_INPUT, "true")  # the session default, whatever earlier tests did
+    model = fitted("lr_multinomial")
+    model.transform(spark.read.parquet(str(tmp_path / "in"))).write.parquet(str(tmp_path / "out"))
+    assert spark.conf.get(COLUMNAR_INPUT) == "false"
+    got = output_arrays(spark.read.parquet(str(tmp_path / "out")), KINDS["lr_multinomial"].columns)
+    want = output_arrays(model.transform(data), KINDS["lr_multinomial"].columns)
+    for c in KINDS["lr_multinomial"].columns:
+        np.testing.assert_allclose(got[c], want[c], rtol=0, atol=1e-12, err_msg=c)

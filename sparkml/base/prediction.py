@@ -4,7 +4,14 @@ The features column goes through ``vector_to_array`` (dense, float64) into a sca
 scores a whole batch with ``sparkml.gpu.prediction`` and returns a struct of the output columns; the
 vector outputs come back as ``VectorUDT`` through ``array_to_vector``. The output columns, their
 names and types are MLlib's: ``rawPrediction`` and ``probability`` (vectors), ``prediction`` (double).
+
+Spark 4.3 feeds Arrow UDFs columnar input by default
+(``spark.sql.execution.arrow.pythonUDF.columnarInput.enabled``), and that path fails with
+UNSUPPORTED_DATATYPE on any plan whose scan carries a vector column, e.g. a features column read from
+Parquet, whatever the UDF reads. ``transform`` therefore switches the setting off in the dataset's
+session (once, logged at INFO): the row path it falls back to is the one Spark used before 4.3.
 """
+import logging
 import warnings
 
 import numpy as np
@@ -61,6 +68,20 @@ def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features
 
 
 _RESULT_TYPE = "struct<raw: array<double>, prob: array<double>, pred: double>"
+COLUMNAR_INPUT = "spark.sql.execution.arrow.pythonUDF.columnarInput.enabled"
+
+
+def use_row_input_for_arrow_udfs(dataset):
+    """Turn off Spark 4.3's columnar input to Arrow UDFs in ``dataset``'s session (module docstring)."""
+    try:
+        spark = dataset.sparkSession
+        if str(spark.conf.get(COLUMNAR_INPUT)).lower() != "true":
+            return
+        spark.conf.set(COLUMNAR_INPUT, "false")
+    except Exception:  # a Spark without the setting
+        return
+    logging.getLogger(__name__).info("set %s=false: Spark's columnar input to Arrow UDFs cannot carry "
+                                     "vector columns", COLUMNAR_INPUT)
 
 
 def transform_linear(dataset, features_col, outputs, kind, coef, intercept, raw_threshold=0.0, thresholds=None,
@@ -73,6 +94,12 @@ def transform_linear(dataset, features_col, outputs, kind, coef, intercept, raw_
     the kernel features of the rows (KernelSVC) instead of the rows.
     ``platt`` (K, 2): the probability column is Platt-scaled decision values (KernelSVC).
     """
+    if features_col not in dataset.columns:  # MLlib's error, raised eagerly (MLflow's autolog probes for it)
+        from pyspark.errors import IllegalArgumentException
+
+        raise IllegalArgumentException(f"[FIELD_NOT_FOUND] No such struct field `{features_col}` in "
+                                       f"{', '.join(f'`{c}`' for c in dataset.columns)}. SQLSTATE: 42704")
+    use_row_input_for_arrow_udfs(dataset)
     coef = np.ascontiguousarray(np.atleast_2d(coef), dtype=np.float64)
     intercept = np.ascontiguousarray(np.atleast_1d(intercept), dtype=np.float64)
     thresholds = None if thresholds is None else np.asarray(thresholds, dtype=np.float64)

@@ -1,0 +1,365 @@
+"""Retrain on one window of data and promote the new model only if it beats the one in service.
+
+    python -m sparkml.jobs.retrain --config conf/retrain_demo.yaml --window 2026-11-03 [--set key=value ...]
+    spark-submit jobs/retrain.py --config conf/retrain_demo.yaml --window 2026-11-03 [--dry-run]
+
+One run:
+1. settles versions a killed run left undecided (`jobs.registry`);
+2. reads the window (``{window}`` in data.train, a generated sample, or the rows whose
+   data.window_column equals the id) and fingerprints it; a window already registered with the same
+   data and config is a no-op that prints the earlier decision;
+3. splits a holdout, warm-starts from the champion (``setInitialModel``) when the estimator and the
+   feature count match, else trains from scratch and records why;
+4. evaluates candidate and champion on the same holdout with pyspark's evaluators and applies the
+   gate (`jobs.gate`, MLflow's MetricThreshold vocabulary);
+5. logs an MLflow run (`jobs.tracking`), registers the candidate as a new version with tags, and if
+   it passed moves the alias (``champion``) by compare-and-set; a dry run registers nothing;
+6. writes report.md, decision.json and the figures (`jobs.report`) to
+   ``<output.dir>/<window>/v<version>/`` (``dry-run-<run id>/`` for a dry run), staged and renamed
+   in, and logs them to the run.
+
+It prints one line with the decision. Exit codes: 0 whatever the decision (promoted, rejected, lost
+the race, dry run, already done); 2 for a config or data error, with the key named, before any
+registry write; 1 for anything else (traceback).
+"""
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+
+if __package__ in (None, ""):  # run as a file (spark-submit jobs/retrain.py) from a source checkout
+    _checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.isfile(os.path.join(_checkout, "sparkml", "__init__.py")):
+        sys.path.insert(0, _checkout)
+
+from sparkml.jobs import config, datasets, gate, outputs, registry, session, tracking, train  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_CONFIG = os.path.join(ROOT, "conf", "retrain_demo.yaml")
+# Test-only fault hook (off unless set): after registering its version, the run writes
+# "<path>.registered" and waits for <path> to exist before it moves the alias. Tests use it to hold
+# two runs at the promotion step at once, or to kill a run between registering and promoting.
+PAUSE_ENV = "SPARKML_TEST_RETRAIN_PAUSE_FILE"
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="sparkml.jobs.retrain", description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", default=DEFAULT_CONFIG, help="YAML job config (default: %(default)s)")
+    p.add_argument("--window", required=True, help="id of the data window to train on, e.g. 2026-11-03")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, value parsed as YAML (repeatable)")
+    p.add_argument("--dry-run", action="store_true", help="evaluate and report, register and promote nothing")
+    p.add_argument("--check", action="store_true", help="validate the config, print it resolved, and exit")
+    return p.parse_args(argv)
+
+
+def load_config(path, overrides, dry_run=False):
+    """The validated retrain config; the gate's rules are checked here too (before Spark starts)."""
+    cfg = config.load(path, overrides, config.RETRAIN_SCHEMA)
+    if dry_run:
+        cfg["gate"]["dry_run"] = True
+    if not cfg["gate"]["metrics"]:
+        raise config.ConfigError("gate.metrics", "is required: at least one metric with a threshold, e.g. "
+                                 "{areaUnderROC: {threshold: 0.8, min_absolute_change: 0.0}}")
+    rules = gate.parse(cfg["gate"]["metrics"])
+    task = config.task_of(cfg["model"]["estimator"])
+    gate.check_metrics_exist(rules, train.metric_names(task), task)
+    return cfg
+
+
+def fingerprint(df):
+    """sha256 of a DataFrame's schema, row count and the sum of its rows' 64-bit hashes (Spark's
+    xxhash64 over every column): the same rows in any order and partitioning give the same value."""
+    from pyspark.sql import functions as F
+
+    row = df.select(F.count(F.lit(1)).alias("n"),
+                    F.sum(F.xxhash64(*df.columns).cast("decimal(38,0)")).alias("h")).first()
+    text = f"{df.schema.simpleString()}|{row['n']}|{row['h']}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def report_task(model, task):
+    """'binary', 'multiclass' or 'regression' (what `jobs.report` plots)."""
+    if task == "regression":
+        return "regression"
+    return "binary" if model.numClasses == 2 else "multiclass"
+
+
+class Retrain:
+    """One retraining run of a validated config on one window."""
+
+    def __init__(self, cfg, spark, window, job):
+        from mlflow.tracking import MlflowClient
+
+        self.cfg, self.spark, self.window, self.job = cfg, spark, str(window), job
+        self.target = tracking.resolve(cfg, job)
+        reg = cfg["registry"]
+        self.name = reg["model_name"] or job
+        self.rules = gate.parse(cfg["gate"]["metrics"])
+        self.task = config.task_of(cfg["model"]["estimator"])
+        self.client = MlflowClient(tracking_uri=self.target.uri)  # the registry follows, or $MLFLOW_REGISTRY_URI
+        self.registry = registry.Registry(self.client, self.name, reg["alias"], reg["lock_timeout_s"],
+                                          reg["pending_timeout_s"])
+        self.lines = []  # what the run says, besides its final line
+
+    def open_registry(self):
+        """Create the registered model if needed and settle abandoned versions (ConfigError when the
+        store cannot be reached: nothing has been read or trained yet)."""
+        key = self.target.source if self.target.source != "default" else "tracking.uri"
+        try:
+            tracking.ensure_sqlite_dir(self.target.uri)
+            self.registry.ensure_model()
+        except Exception as e:
+            text = " ".join(str(e).split())
+            raise config.ConfigError(key, f"cannot open the MLflow registry at {self.target.uri}: "
+                                     f"{type(e).__name__}: {text[:400]}") from None
+        self.lines += self.registry.settle_abandoned()
+
+    def run(self):
+        t0 = time.perf_counter()
+        self.open_registry()
+        data = self.cfg["data"]
+        session.ship_packages(self.spark)
+        window_df, test, features_col = datasets.load(self.spark, data, self.window)
+        fp = fingerprint(window_df)
+        config_sha = tracking.config_hash(self.cfg)
+        earlier = self.registry.find(self.window, fp, config_sha)
+        if earlier is not None and not self.cfg["gate"]["dry_run"]:
+            return self._already_done(earlier)
+        if test is None:
+            train_df, test = datasets.split(window_df, data["holdout_fraction"], data["seed"])
+        else:
+            train_df = window_df
+        rows = {"train": train_df.count(), "test": test.count()}
+        if rows["train"] == 0:
+            raise config.ConfigError("--window", f"no training rows for window {self.window} in {data['train']}")
+        if rows["test"] == 0:
+            raise config.ConfigError("data.test" if data["test"] else "data.holdout_fraction",
+                                     f"the holdout of window {self.window} is empty")
+        with tracking.start(self.cfg, self.job) as tracked:
+            tracked.client.set_tag(tracked.run_id, registry.WINDOW, self.window)
+            return self._train_and_decide(tracked, train_df, test, features_col, fp, config_sha, rows, t0)
+
+    # -- steps -------------------------------------------------------------------------------------
+    def _already_done(self, version):
+        t = version.tags
+        decision, reason = t.get(registry.DECISION, "?"), t.get(registry.REASON, "")
+        if decision == registry.PENDING:
+            line = (f"{self.name} window {self.window}: version {version.version} with the same data and config "
+                    f"is being decided by another run ({t.get(registry.OWNER)}); nothing to do")
+        else:
+            line = (f"{self.name} window {self.window}: already registered as version {version.version} with the "
+                    f"same data and config: {decision} ({reason}); nothing to do")
+        return {"outcome": "unchanged", "line": line, "version": str(version.version), "decision": decision,
+                "reason": reason, "lines": self.lines}
+
+    def _champion(self, spark):
+        from sparkml.jobs import models
+
+        version = self.registry.champion()
+        if version is None:
+            return None, None
+        return version, models.load_version(self.client, version, spark)
+
+    def _fit(self, features_col, train_df, champion_version, champion_model):
+        """(model, warm_start dict): warm-started from the champion when that is possible."""
+        estimator = train.build_estimator(self.cfg, features_col)
+        reason = self._no_warm_start(estimator, features_col, train_df, champion_version, champion_model)
+        if reason is None:
+            estimator.setInitialModel(champion_model)
+            try:
+                return estimator, estimator.fit(train_df), {
+                    "used": True, "from_version": str(champion_version.version),
+                    "reason": f"started from champion version {champion_version.version}'s coefficients"}
+            except ValueError as e:
+                if "initial model" not in str(e):
+                    raise
+                reason = f"the champion does not fit this window's shape ({e})"
+                estimator.setInitialModel(None)
+        return estimator, estimator.fit(train_df), {"used": False, "from_version": None, "reason": reason}
+
+    def _no_warm_start(self, estimator, features_col, train_df, champion_version, champion_model):
+        """Why the fit cannot start from the champion, or None when it can."""
+        if not self.cfg["registry"]["warm_start"]:
+            return "registry.warm_start is false"
+        if champion_version is None:
+            return "no champion yet"
+        cls = type(estimator)
+        ours = f"{cls.__module__}.{cls.__qualname__}"
+        theirs = champion_version.tags.get("sparkml.estimator")
+        if theirs != ours:
+            return f"the champion is a {theirs}, this run trains a {ours}"
+        if not hasattr(estimator, "setInitialModel"):
+            return f"{cls.__name__} has no warm start (setInitialModel)"
+        width = train_df.select(features_col).first()[0].size
+        if champion_model.numFeatures != width:
+            return f"the champion has {champion_model.numFeatures} features, window {self.window} has {width}"
+        return None
+
+    def _evaluate(self, model, test):
+        """(metrics, scores for the report) of one model on the holdout."""
+        from sparkml.jobs import report
+
+        label, weight = self.cfg["data"]["label"], self.cfg["data"]["weight"]
+        pred = model.transform(test).cache()
+        try:
+            metrics = train.evaluate_predictions(model, pred, self.task, label, weight)
+            scores = report.scores(pred, report_task(model, self.task), label, weight_col=weight,
+                                   prediction_col=model.getPredictionCol())
+        finally:
+            pred.unpersist()
+        return metrics, scores
+
+    def _train_and_decide(self, tracked, train_df, test, features_col, fp, config_sha, rows, t0):
+        from sparkml.jobs import report
+
+        champion_version, champion_model = self._champion(self.spark)
+        t_read = time.perf_counter()
+        estimator, model, warm = self._fit(features_col, train_df, champion_version, champion_model)
+        t_fit = time.perf_counter()
+        metrics, cand_scores = self._evaluate(model, test)
+        champ_metrics, champ_scores = self._evaluate(champion_model, test) if champion_model else (None, None)
+        passed, results = gate.decide(self.rules, metrics, champ_metrics)
+        history, iterations = train.training_summary(model)
+        champ_ver = None if champion_version is None else str(champion_version.version)
+        summary = {"estimator": self.cfg["model"]["estimator"], "metrics": metrics, "rows": rows,
+                   "objectiveHistory": history, "totalIterations": iterations,
+                   "seconds": {"read": t_read - t0, "fit": t_fit - t_read, "evaluate": time.perf_counter() - t_fit}}
+        tracked.log_training(estimator, self.cfg, summary)
+        tracked.client.log_batch(tracked.run_id, metrics=_champion_metrics(champ_metrics))
+        out = self.cfg["output"]
+        store = outputs.store_for(out["dir"], self.spark)
+        staging = outputs.Staging(store, out["dir"])
+        try:
+            model.save(staging.path("model"))
+            tracked.log_outputs(self.cfg, {}, tracking.local_path(staging.dir))
+            outcome, reason, version = self._decide(tracked, passed, results, champ_ver, metrics, champ_metrics,
+                                                    fp, config_sha, estimator)
+            doc = {
+                "title": f"{self.name}, window {self.window}", "model_name": self.name, "window": self.window,
+                "decision": {"outcome": outcome, "reason": reason},
+                "versions": {"candidate": version, "champion": champ_ver},
+                "gate": results, "metrics": {"candidate": metrics, "champion": champ_metrics},
+                "warm_start": warm,
+                "training": {"estimator": summary["estimator"], "iterations": iterations,
+                             "seconds": summary["seconds"]["fit"], "rows": rows},
+                "data": {"fingerprint": fp, "source": self.cfg["data"]["train"]},
+                "run": {"run_id": tracked.run_id, "tracking_uri": self.target.uri,
+                        "experiment": self.target.experiment},
+            }
+            figures = report.figures(report_task(model, self.task),
+                                     {"candidate": cand_scores, "champion": champ_scores}, history)
+            doc["figures"] = sorted(figures)
+            files = {"report.md": report.markdown(doc).encode(),
+                     "decision.json": json.dumps(doc, indent=2, default=str).encode(), **figures}
+            store.mkdirs(staging.path("report"))
+            for name, body in files.items():
+                store.write_bytes(store.join(staging.path("report"), name), body)
+            tracked.log_outputs(self.cfg, files)
+            folder = f"v{version}" if version is not None else f"dry-run-{tracked.run_id[:12]}"
+            window_dir = store.join(out["dir"], self.window)
+            store.mkdirs(window_dir)
+            store.rename(staging.path("report"), store.join(window_dir, folder))
+        finally:
+            staging.cleanup()
+        doc["report"] = store.join(out["dir"], self.window, folder, "report.md")
+        doc["line"] = self._line(outcome, reason, version, champ_ver, results)
+        doc["outcome"], doc["lines"] = outcome, self.lines
+        return doc
+
+    def _decide(self, tracked, passed, results, champ_ver, metrics, champ_metrics, fp, config_sha, estimator):
+        """Register (unless dry run) and move the alias if the gate passed: (outcome, reason, version)."""
+        failed = gate.failures(results)
+        if passed:
+            reason = (f"passed the gate against champion version {champ_ver}" if champ_ver else
+                      "passed the gate's thresholds (no champion yet)")
+        else:
+            reason = "; ".join(failed)
+        if self.cfg["gate"]["dry_run"]:
+            tracked.client.set_tag(tracked.run_id, registry.DECISION, "dry_run")
+            return "dry_run", ("would be promoted: " if passed else "would not be promoted: ") + reason, None
+        cls = type(estimator)
+        tags = {registry.WINDOW: self.window, registry.FINGERPRINT: fp, registry.CONFIG: config_sha,
+                "sparkml.estimator": f"{cls.__module__}.{cls.__qualname__}",
+                registry.GATE: "passed" if passed else "failed", registry.GATE_CHAMPION: champ_ver or "",
+                registry.REASON: reason}
+        tags.update({f"sparkml.metric.{k}": f"{v:.6g}" for k, v in metrics.items()})
+        tags.update({f"sparkml.champion_metric.{k}": f"{v:.6g}" for k, v in (champ_metrics or {}).items()})
+        version = str(self.registry.register(tracked.run_id, tags).version)
+        _pause_for_tests()
+        if not passed:
+            outcome = "rejected"
+        else:
+            try:
+                self.registry.promote(version, champ_ver)
+                outcome = "promoted"
+            except registry.LostRace as e:
+                outcome = "lost"
+                reason = (f"lost the promotion race: the {e} while this run's gate ran; version {version} "
+                          f"passed its gate against version {champ_ver or 'none'} but is not promoted")
+        self.registry.decide(version, outcome, reason)
+        tracked.client.set_tag(tracked.run_id, registry.DECISION, outcome)
+        tracked.client.set_tag(tracked.run_id, "sparkml.model_version", version)
+        return outcome, reason, version
+
+    def _line(self, outcome, reason, version, champ_ver, results):
+        head = f"{self.name} window {self.window}"
+        values = "; ".join(f"{r['metric']} {_fmt(r['candidate'])} vs champion {_fmt(r['champion'])}" for r in results)
+        if outcome == "promoted":
+            was = f"was version {champ_ver}" if champ_ver else "first champion"
+            return f"{head}: promoted version {version} to {self.registry.alias} ({was}); {values}"
+        if outcome == "rejected":
+            stays = f"{self.registry.alias} stays version {champ_ver}" if champ_ver else f"no {self.registry.alias} yet"
+            return f"{head}: not promoted: version {version} is registered, {stays}: {reason}"
+        if outcome == "lost":
+            return f"{head}: {reason}"
+        return f"{head} (dry run, nothing registered): {reason}; {values}"
+
+
+def _fmt(v):
+    return "-" if v is None else f"{v:.4f}"
+
+
+def _champion_metrics(metrics):
+    from mlflow.entities import Metric
+
+    now = int(time.time() * 1000)
+    return [Metric(f"champion_{k}", float(v), now, 0) for k, v in (metrics or {}).items()]
+
+
+def _pause_for_tests():
+    path = os.environ.get(PAUSE_ENV)
+    if not path:
+        return
+    with open(path + ".registered", "w") as f:
+        f.write(str(os.getpid()))
+    deadline = time.time() + 600
+    while not os.path.exists(path) and time.time() < deadline:
+        time.sleep(0.1)
+
+
+def main(argv=None, spark=None):
+    """Command-line entry point; returns the exit code (0 whatever the decision, 2 config/data error)."""
+    args = parse_args(argv)
+    try:
+        cfg = load_config(args.config, args.set, args.dry_run)
+        if args.check:
+            print(json.dumps(cfg, indent=2))
+            return 0
+        tracking.require_mlflow()
+        job = train.job_name(args.config)
+        tracking.resolve(cfg, job)
+        result = session.run_with(cfg["spark"], spark, lambda s: Retrain(cfg, s, args.window, job).run())
+    except config.ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
+    for line in result["lines"]:
+        print(line)
+    print(result["line"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,308 @@
+"""`jobs.retrain` end to end on a Parquet dataset partitioned by window, against a real MLflow registry
+(sqlite file; one test against a real `mlflow server` over HTTP): promotion, the gate, warm start,
+reruns, two runs at once, and a run killed between registering and promoting."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import yaml
+
+from helpers import ROOT
+from sparkml.jobs import config, gate, registry, retrain
+
+mlflow = pytest.importorskip("mlflow")
+from mlflow.tracking import MlflowClient  # noqa: E402
+
+ROWS, FEATURES = 2500, 8
+GATE = {"areaUnderROC": {"threshold": 0.85, "min_absolute_change": 0.0}, "accuracy": {"threshold": 0.6}}
+
+
+def window_rows(rng, w, flip=0.0):
+    X = rng.standard_normal((ROWS, FEATURES))
+    y = (X @ w + 0.3 * rng.standard_normal(ROWS) > 0).astype(float)
+    flipped = rng.random(ROWS) < flip
+    y[flipped] = 1.0 - y[flipped]
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def windows(spark, tmp_path_factory):
+    """Windows 1, 2 and 4 of a drifting problem (2 and 4 share a model that moved away from 1's);
+    window 3 has 30% of its labels flipped."""
+    import pandas as pd
+    from pyspark.ml.functions import array_to_vector
+
+    rng = np.random.default_rng(7)
+    w1 = rng.standard_normal(FEATURES)
+    w2 = w1 + 0.8 * rng.standard_normal(FEATURES)
+    frames = []
+    for window, w, flip in (("1", w1, 0.0), ("2", w2, 0.0), ("3", w2, 0.3), ("4", w2, 0.0)):
+        X, y = window_rows(rng, w, flip)
+        frames.append(pd.DataFrame({"features": list(X), "label": y, "window": window}))
+    path = str(tmp_path_factory.mktemp("windows") / "events")
+    df = spark.createDataFrame(pd.concat(frames, ignore_index=True))
+    df.withColumn("features", array_to_vector("features")).write.partitionBy("window").parquet(path)
+    return path
+
+
+def write_config(tmp_path, data_path, **sections):
+    raw = {"data": {"train": data_path},
+           "model": {"estimator": "LogisticRegression", "params": {"regParam": 0.01, "maxIter": 100}},
+           "output": {"dir": str(tmp_path / "runs")}, "registry": {"model_name": "events"},
+           "gate": {"metrics": GATE}}
+    for key, value in sections.items():
+        raw[key] = {**raw.get(key, {}), **value}
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "retrain.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return str(path)
+
+
+def store(tmp_path):
+    return MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+
+
+def run(spark, cfg_path, window, capsys, *extra):
+    code = retrain.main(["--config", cfg_path, "--window", window, *extra], spark=spark)
+    out = capsys.readouterr()
+    return code, out.out.strip().splitlines(), out.err.strip().splitlines()[-1] if out.err.strip() else ""
+
+
+def decision(tmp_path, window, version):
+    return json.loads((tmp_path / "runs" / window / f"v{version}" / "decision.json").read_text())
+
+
+def versions(client):
+    return {str(v.version): v for v in client.search_model_versions("name = 'events'")}
+
+
+def test_three_windows_promote_reject_and_rerun(spark, windows, tmp_path, capsys):
+    cfg = write_config(tmp_path, windows)
+    client = store(tmp_path)
+
+    code, lines, _ = run(spark, cfg, "1", capsys)
+    assert code == 0 and lines[-1].startswith("events window 1: promoted version 1 to champion (first champion)")
+    first = decision(tmp_path, "1", 1)
+    assert first["warm_start"] == {"used": False, "from_version": None, "reason": "no champion yet"}
+    assert first["metrics"]["champion"] is None and first["metrics"]["candidate"]["areaUnderROC"] > 0.9
+
+    # a cold fit of window 2 for comparison: a dry run without warm start registers nothing
+    code, lines, _ = run(spark, cfg, "2", capsys, "--dry-run", "--set", "registry.warm_start=false")
+    assert code == 0 and "(dry run, nothing registered): would be promoted" in lines[-1]
+    dry = [d for d in os.listdir(tmp_path / "runs" / "2") if d.startswith("dry-run-")]
+    cold = json.loads((tmp_path / "runs" / "2" / dry[0] / "decision.json").read_text())
+    assert cold["versions"]["candidate"] is None and set(versions(client)) == {"1"}
+
+    code, lines, _ = run(spark, cfg, "2", capsys)
+    assert code == 0 and lines[-1].startswith("events window 2: promoted version 2 to champion (was version 1)")
+    second = decision(tmp_path, "2", 2)
+    assert second["warm_start"]["used"] and second["warm_start"]["from_version"] == "1"
+    warm_iters, cold_iters = second["training"]["iterations"], cold["training"]["iterations"]
+    with capsys.disabled():
+        print(f"\nwindow 2: warm-started fit {warm_iters} iterations, cold fit {cold_iters}")
+    assert warm_iters < cold_iters
+    # the drifted window: the new model beats the champion on the same holdout
+    assert second["metrics"]["candidate"]["areaUnderROC"] > second["metrics"]["champion"]["areaUnderROC"]
+    assert str(client.get_model_version_by_alias("events", "champion").version) == "2"
+
+    code, lines, _ = run(spark, cfg, "3", capsys)
+    third = decision(tmp_path, "3", 3)
+    auc = third["metrics"]["candidate"]["areaUnderROC"]
+    champ = third["metrics"]["champion"]["areaUnderROC"]
+    failure = f"areaUnderROC {auc:.4f} is below the threshold 0.8500"
+    reason = (f"{failure}; areaUnderROC {auc:.4f} against the champion's {champ:.4f}: a gain of "
+              f"{auc - champ:+.4f}, less than the required 0.0000")
+    assert code == 0 and lines[-1] == ("events window 3: not promoted: version 3 is registered, champion stays "
+                                       f"version 2: {reason}")
+    assert third["decision"] == {"outcome": "rejected", "reason": reason}
+    report = (tmp_path / "runs" / "3" / "v3" / "report.md").read_text()
+    assert failure in report and "rejected" in report
+    assert (tmp_path / "runs" / "3" / "v3" / "roc.png").read_bytes()[:4] == b"\x89PNG"
+    assert str(client.get_model_version_by_alias("events", "champion").version) == "2"
+    tags = versions(client)["3"].tags
+    assert tags["sparkml.decision"] == "rejected" and tags["sparkml.window"] == "3"
+    assert tags["sparkml.gate"] == "failed" and tags["sparkml.gate_champion"] == "2"
+    assert float(tags["sparkml.metric.areaUnderROC"]) == pytest.approx(auc, rel=1e-5)
+
+    # the MLflow run of window 3: its decision, the champion's metrics, the report as artifacts
+    run3 = client.get_run(third["run"]["run_id"])
+    assert run3.data.tags["sparkml.decision"] == "rejected" and run3.data.tags["sparkml.window"] == "3"
+    assert run3.data.metrics["holdout_areaUnderROC"] == pytest.approx(auc)
+    assert run3.data.metrics["champion_areaUnderROC"] == pytest.approx(third["metrics"]["champion"]["areaUnderROC"])
+    assert {"report.md", "decision.json", "roc.png", "model"} <= {a.path for a in client.list_artifacts(run3.info.run_id)}
+
+    code, lines, _ = run(spark, cfg, "2", capsys)
+    assert code == 0 and lines[-1] == ("events window 2: already registered as version 2 with the same data and "
+                                       "config: promoted (passed the gate against champion version 1); nothing to do")
+    assert set(versions(client)) == {"1", "2", "3"}
+
+
+def test_config_and_data_errors_exit_2_before_registry_writes(spark, windows, tmp_path, capsys):
+    cfg = write_config(tmp_path, windows)
+    code, _, err = run(spark, cfg, "9", capsys)
+    assert code == 2 and err == f"config error: --window: no training rows for window 9 in {windows}"
+    code, _, err = run(spark, cfg, "1", capsys, "--set", "data.window_column=day")
+    assert code == 2 and err.startswith("config error: data.window_column: column 'day' not found")
+    code, _, err = run(spark, cfg, "1", capsys, "--set", "gate.metrics.rmse.threshold=1.0")
+    assert code == 2 and err.startswith("config error: gate.metrics.rmse: not a holdout metric of a "
+                                        "classification model")
+    code, _, err = run(spark, cfg, "1", capsys, "--set", "gate.metrics.accuracy.min_relative_change=2")
+    assert code == 2 and err == ("config error: gate.metrics.accuracy.min_relative_change: expected a "
+                                         "number in [0, 1], got 2.0")
+    assert versions(store(tmp_path)) == {}
+
+
+def test_gate_rules_follow_mlflow_metric_threshold():
+    higher = gate.Rule("auc", True, threshold=0.8, min_absolute_change=0.01, min_relative_change=0.05)
+    ok = higher.check(0.90, champion=0.85)  # 0.90 >= 0.85 + 0.01 and >= 0.85 * 1.05 = 0.8925
+    assert ok["passed"] and ok["failures"] == []
+    bad = higher.check(0.79, champion=0.785)
+    assert bad["failures"] == [
+        "auc 0.7900 is below the threshold 0.8000",
+        "auc 0.7900 against the champion's 0.7850: a gain of +0.0050, less than the required 0.0100",
+        "auc 0.7900 against the champion's 0.7850: a relative gain of +0.64%, less than the required 5.00%"]
+    lower = gate.Rule("rmse", False, threshold=2.0, min_relative_change=0.1)
+    assert lower.check(1.7, champion=2.0)["passed"]  # 1.7 <= 2.0 - 0.1 * 2.0
+    assert lower.check(1.9, champion=2.0)["failures"] == [
+        "rmse 1.9000 against the champion's 2.0000: a relative drop of +5.00%, less than the required 10.00%"]
+    assert lower.check(2.5)["failures"] == ["rmse 2.5000 is above the threshold 2.0000"]  # no champion: floor only
+    tolerant = gate.Rule("auc", True, min_absolute_change=-0.005)
+    assert tolerant.check(0.896, champion=0.9)["passed"] and not tolerant.check(0.894, champion=0.9)["passed"]
+    passed, results = gate.decide([higher, lower], {"auc": 0.95, "rmse": 1.0}, {"auc": 0.9, "rmse": 1.5})
+    assert passed and [r["metric"] for r in results] == ["auc", "rmse"]
+    with pytest.raises(config.ConfigError, match="gate.metrics.custom.greater_is_better: required"):
+        gate.parse({"custom": {"threshold": 1.0}})
+    with pytest.raises(config.ConfigError, match="gate.metrics.auc: no threshold"):
+        gate.parse({"auc": {"greater_is_better": True}})
+
+
+# -- two runs at once, and a run killed before promotion: the second run is a separate process ----
+
+def start_retrain(cfg, window, pause):
+    env = dict(os.environ, **{retrain.PAUSE_ENV: pause, "PYSPARK_PYTHON": sys.executable})
+    return subprocess.Popen([sys.executable, "-m", "sparkml.jobs.retrain", "--config", cfg, "--window", window],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def wait_registered(proc, pause, timeout=300):
+    deadline = time.time() + timeout
+    while not os.path.exists(pause + ".registered"):
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"the retrain subprocess never registered its version:\n{out}\n{err[-3000:]}")
+        time.sleep(0.5)
+
+
+def test_two_runs_at_once_cannot_both_promote(spark, windows, tmp_path, capsys):
+    cfg = write_config(tmp_path, windows)
+    assert run(spark, cfg, "1", capsys)[0] == 0
+    pause = str(tmp_path / "pause")
+    other = start_retrain(cfg, "2", pause)  # gates against champion 1, registers version 2, then waits
+    try:
+        wait_registered(other, pause)
+        client = store(tmp_path)
+        assert versions(client)["2"].tags["sparkml.decision"] == "pending"
+        code, lines, _ = run(spark, cfg, "4", capsys)  # also gates against champion 1; promotes version 3
+        assert code == 0 and lines == ["events window 4: promoted version 3 to champion (was version 1); "
+                                       + lines[-1].split("; ", 1)[1]]
+        open(pause, "w").close()
+        out, err = other.communicate(timeout=300)
+    finally:
+        other.kill()
+    assert other.returncode == 0, err[-3000:]
+    assert out.strip().splitlines()[-1] == (
+        "events window 2: lost the promotion race: the champion moved from version 1 to version 3 while this "
+        "run's gate ran; version 2 passed its gate against version 1 but is not promoted")
+    assert str(client.get_model_version_by_alias("events", "champion").version) == "3"
+    assert versions(client)["2"].tags["sparkml.decision"] == "lost"
+
+
+def test_run_killed_before_promotion_is_finished_by_the_next(spark, windows, tmp_path, capsys):
+    cfg = write_config(tmp_path, windows)
+    assert run(spark, cfg, "1", capsys)[0] == 0
+    pause = str(tmp_path / "pause")
+    victim = start_retrain(cfg, "2", pause)
+    try:
+        wait_registered(victim, pause)
+    finally:
+        os.killpg(victim.pid, signal.SIGKILL)  # the driver and its JVM, between registering and promoting
+        victim.wait()
+    client = store(tmp_path)
+    assert str(client.get_model_version_by_alias("events", "champion").version) == "1"
+    assert versions(client)["2"].tags["sparkml.decision"] == "pending"
+
+    code, lines, _ = run(spark, cfg, "2", capsys)
+    assert code == 0
+    assert lines[0] == ("version 2 (window 2) was left undecided by a run that died; it passed its gate against "
+                        "champion version 1, still in service: finished (now champion)")
+    assert lines[-1].startswith("events window 2: already registered as version 2 with the same data and "
+                                "config: promoted")
+    assert str(client.get_model_version_by_alias("events", "champion").version) == "2"
+    assert set(versions(client)) == {"1", "2"}
+
+
+def test_stale_lock_of_a_dead_process_is_broken(tmp_path):
+    client = store(tmp_path)
+    reg = registry.Registry(client, "events", lock_timeout_s=1.0, poll_s=0.05)
+    reg.ensure_model()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    client.create_registered_model(reg.lock_name(), tags={registry.OWNER: f"{socket.gethostname()}:"
+                                                                          f"{dead.stdout.strip()}"})
+    run_id = client.create_run(client.create_experiment("x")).info.run_id
+    version = client.create_model_version("events", f"runs:/{run_id}/model", run_id).version
+    reg.promote(version, None)
+    assert str(client.get_model_version_by_alias("events", "champion").version) == str(version)
+    with pytest.raises(registry.LostRace, match="champion moved from none to version 1"):
+        reg.promote(version, None)
+    assert [m.name for m in client.search_registered_models()] == ["events"]  # the lock is gone
+
+
+# -- a real MLflow server over HTTP -------------------------------------------------------------
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_retrain_against_a_real_mlflow_server(spark, windows, tmp_path, capsys):
+    pytest.importorskip("flask_cors")
+    port, server_dir = free_port(), tmp_path / "server"
+    server_dir.mkdir()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+         "--backend-store-uri", f"sqlite:///{server_dir}/server.db", "--artifacts-destination",
+         str(server_dir / "artifacts")],
+        cwd=server_dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.time() > deadline:
+                    pytest.fail(f"mlflow server did not start: {server.stderr.read()[-3000:]}")
+                time.sleep(0.5)
+        cfg = write_config(tmp_path, windows, tracking={"uri": uri})
+        code, lines, _ = run(spark, cfg, "1", capsys)
+        assert code == 0 and lines[-1].startswith("events window 1: promoted version 1 to champion")
+        client = MlflowClient(uri)
+        champion = client.get_model_version_by_alias("events", "champion")
+        assert str(champion.version) == "1" and champion.tags["sparkml.decision"] == "promoted"
+        artifacts = {a.path for a in client.list_artifacts(champion.run_id)}
+        assert {"model", "report.md", "roc.png", "config.yaml"} <= artifacts
+        assert not os.path.exists(tmp_path / "mlflow.db")  # nothing went to the default store
+        assert os.listdir(server_dir / "artifacts")  # the server stored the artifacts
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
