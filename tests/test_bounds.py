@@ -91,8 +91,15 @@ def _bound_value(box, kind, index, beta, b):
     return b[index], box[2][index], box[3][index]
 
 
-@pytest.mark.parametrize("strategy", ["sync", "allreduce"])
-@pytest.mark.parametrize("case", sorted(CASES))
+# every case with `sync`; `allreduce` (the same optimizer over an allreduced gradient) on one binary and one
+# multinomial case in `make test`, on all of them in `make test-full`
+ALLREDUCE_COVER = {"binary upper bound", "multinomial nonnegative coefficients"}
+GRID = [pytest.param(case, strategy, id=f"{case}-{strategy}",
+                     marks=pytest.mark.full if strategy == "allreduce" and case not in ALLREDUCE_COVER else ())
+        for case in sorted(CASES) for strategy in ("sync", "allreduce")]
+
+
+@pytest.mark.parametrize("case, strategy", GRID)
 def test_bounded_fit_matches_mllib(frame, stock, case, strategy):
     params, binding = CASES[case]
     ours = LogisticRegression(dtype="float64", strategy=strategy, **params).fit(frame)

@@ -306,3 +306,24 @@ def test_retrain_against_a_real_mlflow_server(spark, windows, tmp_path, capsys):
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+
+
+def test_shipped_retrain_config_and_generated_windows():
+    cfg = retrain.load_config(os.path.join(ROOT, "conf", "retrain_demo.yaml"), [])
+    rules = {r.metric: r for r in gate.parse(cfg["gate"]["metrics"])}
+    assert rules["areaUnderROC"].min_absolute_change == -0.005 and rules["areaUnderROC"].greater_is_better
+    assert cfg["registry"]["model_name"] == "retrain_demo" and cfg["data"]["train"] == "generated:binary"
+    # generated windows: new rows and noise per window, the same true model (its labels agree with the rows')
+    from sparkml.jobs import datasets
+
+    def fit(X, y):
+        return np.linalg.lstsq(np.c_[X, np.ones(len(X))], y, rcond=None)[0]
+
+    (X1, y1), (X2, y2), (X1b, y1b) = (datasets.generate_arrays("regression", 400, 5, seed=0, window=w)
+                                      for w in ("2026-11-01", "2026-11-02", "2026-11-01"))
+    np.testing.assert_array_equal(X1, X1b)
+    np.testing.assert_array_equal(y1, y1b)
+    assert not np.allclose(X1, X2)
+    truth = fit(*datasets.generate_arrays("regression", 400, 5, seed=0))
+    np.testing.assert_allclose(fit(X1, y1), fit(X2, y2), atol=0.15)  # one model, two samples
+    np.testing.assert_allclose(fit(X1, y1), truth, atol=0.15)  # the model of the un-windowed data
