@@ -89,7 +89,7 @@ def test_maps_that_convert_differently_get_their_own_conversion(spark, data, con
     np.testing.assert_allclose(coefficient_vector(models[0]), coefficient_vector(models[3]), rtol=1e-9)
 
 
-@pytest.mark.parametrize("strategy, parallelism", [("allreduce", 1), ("sync", 2)])
+@pytest.mark.parametrize("strategy, parallelism", [pytest.param("allreduce", 1, marks=pytest.mark.full), ("sync", 2)])
 def test_cross_validator_converts_once_per_fold(spark, data, conversions, strategy, parallelism):
     from pyspark.ml.classification import LogisticRegression as MLlibLR
 
