@@ -76,10 +76,21 @@ def read(spark, path, fmt, options=None, key="data.train"):
         raise
 
 
-def _require_columns(df, columns, key, path):
+def require_columns(df, columns, key, path):
+    """ConfigError naming `key` and the first of `columns` missing from `df` (read from `path`)."""
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise ConfigError(key, f"column {missing[0]!r} not found in {path} (columns: {', '.join(df.columns)})")
+
+
+def feature_width(df, col):
+    """The vector size of `col`: from its ML attributes when Spark knows it, else the first non-null row
+    (None for an input without rows)."""
+    attrs = df.schema[col].metadata.get("ml_attr", {})
+    if attrs.get("num_attrs") is not None:
+        return int(attrs["num_attrs"])
+    row = df.where(df[col].isNotNull()).select(col).first()
+    return None if row is None else row[0].size
 
 
 def prepare(df, data, path):
@@ -91,14 +102,14 @@ def prepare(df, data, path):
     from pyspark.ml.feature import VectorAssembler
 
     features = data["features"]
-    _require_columns(df, [data["label"]], "data.label", path)
+    require_columns(df, [data["label"]], "data.label", path)
     if data["weight"] is not None:
-        _require_columns(df, [data["weight"]], "data.weight", path)
+        require_columns(df, [data["weight"]], "data.weight", path)
     if not isinstance(features, list):
         col = features or GENERATED_FEATURES_COL
-        _require_columns(df, [col], "data.features", path)
+        require_columns(df, [col], "data.features", path)
         return df, col
-    _require_columns(df, features, "data.features", path)
+    require_columns(df, features, "data.features", path)
     out = "features" if "features" not in df.columns else "features_assembled"
     assembler = VectorAssembler(inputCols=features, outputCol=out, handleInvalid="error")
     return assembler.transform(df), out
@@ -128,7 +139,7 @@ def _read_window(spark, data, window):
                         gen["seed"], window), f"{source} window {window}"
     df = read(spark, source, data["format"], data["options"])
     column = data["window_column"]
-    _require_columns(df, [column], "data.window_column", source)
+    require_columns(df, [column], "data.window_column", source)
     return df.where(F.col(column).cast("string") == str(window)), f"{source} ({column} = {window})"
 
 

@@ -76,12 +76,12 @@ def store_for(path, spark=None):
     return LocalStore() if is_local_path(path) else HadoopStore(spark, path)
 
 
-def refuse_overwrite(store, out_dir, overwrite, name="model"):
-    """Raise a ConfigError when `<out_dir>/<name>` exists and overwriting was not asked for."""
+def refuse_overwrite(store, out_dir, overwrite, name="model", key="output.dir",
+                     hint="set output.overwrite: true (or --set output.overwrite=true) to replace it"):
+    """Raise a ConfigError naming `key` when `<out_dir>/<name>` exists and overwriting was not asked for."""
     target = store.join(out_dir, name)
     if not overwrite and store.exists(target):
-        raise ConfigError("output.dir", f"{target} already exists; set output.overwrite: true "
-                          "(or --set output.overwrite=true) to replace it")
+        raise ConfigError(key, f"{target} already exists; {hint}")
 
 
 class Staging:

@@ -30,6 +30,7 @@ from sparkml.jobs.config import FORMATS, ConfigError, is_local_path  # noqa: E40
 
 DEFAULT_FEATURES = "features"
 NAME_COL, VERSION_COL = "model_name", "model_version"
+OVERWRITE_KEY, OVERWRITE_HINT = "--output", "pass --overwrite to replace it"
 SPARK = {"master": "local[2]", "app_name": "sparkml-predict", "conf": {"spark.ui.showConsoleProgress": "false"}}
 
 
@@ -89,13 +90,6 @@ def split_output(path):
     return parent, name
 
 
-def refuse_existing(store, parent, name, overwrite):
-    """ConfigError when the output exists and --overwrite was not given."""
-    target = store.join(parent, name)
-    if not overwrite and store.exists(target):
-        raise ConfigError("--output", f"{target} already exists; pass --overwrite to replace it")
-
-
 def parse_model(uri):
     """(name, alias, version) of --model; ConfigError for anything but models:/<name>@<alias> or /<version>."""
     try:
@@ -128,34 +122,18 @@ def read_input(spark, path, fmt, num_features):
     return datasets.read(spark, path, fmt, {"numFeatures": num_features}, key="--input")
 
 
-def require_columns(df, columns, key, path):
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ConfigError(key, f"column {missing[0]!r} not found in {path} (columns: {', '.join(df.columns)})")
-
-
 def features_column(df, names, path):
     """(df, vector column): one vector column as it is, else the columns assembled (nulls fail loudly)."""
     from pyspark.ml.feature import VectorAssembler
     from pyspark.ml.linalg import VectorUDT
 
-    require_columns(df, names, "--features", path)
+    datasets.require_columns(df, names, "--features", path)
     if len(names) == 1 and isinstance(df.schema[names[0]].dataType, VectorUDT):
         return df, names[0]
     out = "features"
     while out in df.columns:
         out = "_" + out
     return VectorAssembler(inputCols=names, outputCol=out, handleInvalid="error").transform(df), out
-
-
-def feature_width(df, col):
-    """The vector size of `col`: from its ML attributes when Spark knows it, else the first non-null row
-    (None for an input without rows)."""
-    attrs = df.schema[col].metadata.get("ml_attr", {})
-    if attrs.get("num_attrs") is not None:
-        return int(attrs["num_attrs"])
-    row = df.where(df[col].isNotNull()).select(col).first()
-    return None if row is None else row[0].size
 
 
 def output_columns(model):
@@ -184,10 +162,10 @@ def prepare(spark, args, model):
     df = read_input(spark, args.input, args.format, model.numFeatures)
     ids = column_list(args.id_cols, "--id-cols")
     if ids is not None:
-        require_columns(df, ids, "--id-cols", args.input)
+        datasets.require_columns(df, ids, "--id-cols", args.input)
     keep = ids if ids is not None else list(df.columns)
     df, col = features_column(df, column_list(args.features, "--features"), args.input)
-    width = feature_width(df, col)
+    width = datasets.feature_width(df, col)
     if width is not None and width != model.numFeatures:
         raise ConfigError("--features", f"{col} holds vectors of size {width}, the model takes "
                           f"{model.numFeatures} features")
@@ -198,7 +176,7 @@ def run(args, spark, client, version):
     """Load, score and publish; return {"rows", "name", "version", "output"}."""
     parent, name = split_output(args.output)
     store = outputs.store_for(args.output, spark)
-    refuse_existing(store, parent, name, args.overwrite)
+    outputs.refuse_overwrite(store, parent, args.overwrite, name, OVERWRITE_KEY, OVERWRITE_HINT)
     session.ship_packages(spark)
     try:
         model = models.load_version(client, version, spark, args.flavor)
@@ -230,7 +208,8 @@ def main(argv=None, spark=None):
         column_list(args.features, "--features")
         parse_model(args.model)
         if is_local_path(args.output):  # fail before Spark starts when we can
-            refuse_existing(outputs.LocalStore(), *split_output(args.output), args.overwrite)
+            parent, name = split_output(args.output)
+            outputs.refuse_overwrite(outputs.LocalStore(), parent, args.overwrite, name, OVERWRITE_KEY, OVERWRITE_HINT)
         uri, key = tracking_uri(args.tracking_uri)
         client = tracking.require_mlflow().MlflowClient(tracking_uri=uri)
         version = lookup(client, args.model, key)

@@ -193,7 +193,7 @@ class Retrain:
             return f"the champion is a {theirs}, this run trains a {ours}"
         if not hasattr(estimator, "setInitialModel"):
             return f"{cls.__name__} has no warm start (setInitialModel)"
-        width = train_df.select(features_col).first()[0].size
+        width = datasets.feature_width(train_df, features_col)
         if champion_model.numFeatures != width:
             return f"the champion has {champion_model.numFeatures} features, window {self.window} has {width}"
         return None

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from sparkml.jobs import report
+from sparkml.jobs import report, report_figures
 
 sk_metrics = pytest.importorskip("sklearn.metrics")
 
@@ -189,7 +189,7 @@ def test_objective_figure_handles_flat_and_bad_histories():
 
 
 def test_figures_without_matplotlib(monkeypatch):
-    monkeypatch.setattr(report, "_matplotlib_figure", lambda: None)
+    monkeypatch.setattr(report_figures, "_matplotlib_figure", lambda: None)
     assert report.figures("binary", {"candidate": fake_scores("binary", 50, 0)}, [1.0, 0.5]) == {}
 
 
