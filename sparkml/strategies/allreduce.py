@@ -88,12 +88,12 @@ def _newton_body(make_problems, theta0, options, progress):
 def _stage_task(blocks, dataset_id, loss, device, dtype, last_pass, body):
     """The barrier stage's function: this rank runs ``body(task)`` -> (theta, [TrainingSummary]);
     rank 0 yields the result as one Arrow row."""
-    def task(batches, driver_store):
+    def task(batches, meeting):
         import pyarrow as pa
 
         for _ in batches:  # drain the input (a range id, or this partition's handle row)
             pass
-        with BarrierTask(blocks, dataset_id, loss, device, dtype, driver_store, last_pass) as me:
+        with BarrierTask(blocks, dataset_id, loss, device, dtype, meeting, last_pass) as me:
             theta, summaries = body(me)
         if me.rank == 0:
             theta = np.asarray(theta, dtype=np.float64)

@@ -3,7 +3,8 @@
 A barrier stage runs all its tasks at once (at most the cluster's free task slots:
 ``plan_workers``). ``BarrierTask`` is one task's side, a context manager: the task meets the
 others at a ``torch.distributed`` key-value store (hosted by the driver in a classic session, by
-rank 0 in Spark Connect: ``_rendezvous``), they exchange where they run and split the resident
+rank 0 in Spark Connect: ``_rendezvous``; sealed with a per-stage secret that only the task closure
+carries, so no other process can join: ``strategies.rendezvous``), they exchange where they run and split the resident
 blocks among the tasks that can read them (``assign_blocks``), the task opens its blocks once
 (``PartitionSums``) and joins a process group (gloo on CPU, NCCL on CUDA) over that store. On
 exit it leaves the group and, on the fit's last pass over the blocks, deletes its own.
@@ -15,11 +16,13 @@ stage is a ``mapInArrow(..., barrier=True)``, so classic and Spark Connect sessi
 """
 import socket
 from datetime import timedelta
+from typing import NamedTuple, Optional, Tuple
 
 import numpy as np
 
 from sparkml.data import block_store
 from sparkml.data.convert import STATS_SCHEMA
+from sparkml.strategies import rendezvous
 from sparkml.strategies.partition_sums import PartitionSums
 
 _TIMEOUT = timedelta(minutes=30)  # a collective (one evaluation) may take this long
@@ -65,35 +68,30 @@ def assign_blocks(blocks, task_stores):
     return mine
 
 
-def _store(address, world, is_master):
-    from torch.distributed import TCPStore
-
-    host, port = address
-    return TCPStore(host, port, world if not is_master else None, is_master, _RENDEZVOUS_TIMEOUT,
-                    wait_for_workers=False)
-
-
-def _rendezvous(ctx, rank, world, driver_store):
-    """A key-value store every rank of this stage attempt reaches, without a barrier call where possible.
+def _rendezvous(ctx, rank, world, driver_store, secret):
+    """A key-value store every rank of this stage attempt reaches, without a barrier call where possible,
+    sealed with the fit's ``secret`` (``strategies.rendezvous``).
 
     Spark's ``allGather``/``barrier`` answer on a one-second poll (a second per call), so in a
     classic session the driver hosts the store and passes its address in the task closure; a
     Spark Connect client may not be reachable from the executors, so there rank 0 hosts it and
     shares the port through one ``allGather``.
     """
-    from torch.distributed import PrefixStore
-
     if driver_store is None:  # a fresh store per stage attempt
         host = ctx.getTaskInfos()[0].address.rsplit(":", 1)[0] or "127.0.0.1"
-        store = _store((host, 0), world, True) if rank == 0 else None
+        if rank == 0:
+            store = rendezvous.tcp_store(host, 0, world, _RENDEZVOUS_TIMEOUT, rendezvous.listen(host))
         port = int(ctx.allGather(str(store.port if rank == 0 else 0))[0])
-        return PrefixStore("fit", store or _store((host, port), world, False))
+        if rank != 0:
+            store = rendezvous.tcp_store(host, port, world, _RENDEZVOUS_TIMEOUT)
+        return rendezvous.sealed(store, secret, "fit")
     # The driver's store outlives a failed stage attempt: a retry must not read the keys of the failed
     # one, so each attempt's keys live under the count of tasks that arrived before it. (Spark does
     # not tell Python tasks their stage attempt; an executor lost before its task arrived here would
     # shift the count, and the retry then fails at this rendezvous after _RENDEZVOUS_TIMEOUT.)
-    store = _store(driver_store, world, False)
-    return PrefixStore(f"epoch-{(store.add('arrivals', 1) - 1) // world}", store)
+    store = rendezvous.tcp_store(*driver_store, world, _RENDEZVOUS_TIMEOUT)
+    arrived = rendezvous.sealed(store, secret).add("arrivals", 1)
+    return rendezvous.sealed(store, secret, f"epoch-{(arrived - 1) // world}")
 
 
 def _all_gather(store, rank, world, name, value):
@@ -133,16 +131,16 @@ class BarrierTask:
     """One rank of the running barrier stage (module docstring): ``rank``, ``world``, ``sums`` over
     this rank's blocks and ``group`` to add the ranks' sums with."""
 
-    def __init__(self, blocks, dataset_id, loss, device, dtype, driver_store, last_pass):
+    def __init__(self, blocks, dataset_id, loss, device, dtype, meeting, last_pass):
         self.blocks, self.dataset_id, self.loss, self.device, self.dtype = blocks, dataset_id, loss, device, dtype
-        self.driver_store, self.last_pass = driver_store, last_pass
+        self.meeting, self.last_pass = meeting, last_pass
 
     def __enter__(self):
         from pyspark import BarrierTaskContext
 
         ctx = BarrierTaskContext.get()
         self.rank, self.world = ctx.partitionId(), len(ctx.getTaskInfos())
-        store = _rendezvous(ctx, self.rank, self.world, self.driver_store)
+        store = _rendezvous(ctx, self.rank, self.world, *self.meeting)
         where = _all_gather(store, self.rank, self.world, "where", block_store.store_key())
         self.mine = assign_blocks(self.blocks, where)[self.rank]
         self.sums = PartitionSums(self.mine, self.dataset_id, self.loss, self.device, self.dtype)
@@ -157,17 +155,32 @@ class BarrierTask:
 
 
 def _driver_host(spark):
-    """The address executors reach the driver at (what Spark itself gives them)."""
-    return spark.sparkContext.getConf().get("spark.driver.host", None) or socket.gethostname()
+    """The address the driver's store binds to and executors reach it at: where Spark binds the
+    driver itself (``spark.driver.bindAddress``, else ``spark.driver.host``)."""
+    conf = spark.sparkContext.getConf()
+    return conf.get("spark.driver.bindAddress", None) or conf.get("spark.driver.host", None) or socket.gethostname()
+
+
+class Meeting(NamedTuple):
+    """What a barrier task needs to meet the others: the (host, port) of the driver's store (None
+    where rank 0 hosts one) and the stage's secret (``strategies.rendezvous``)."""
+
+    driver_store: Optional[Tuple[str, int]]
+    secret: bytes
 
 
 def run_barrier_stage(data, n_workers, on_handles, task, schema):
     """The rows of one barrier stage of ``n_workers`` tasks over ``data``'s blocks, each running
-    ``task(batches, driver_store)`` (a ``mapInArrow`` function; ``driver_store``: the (host, port)
-    of the driver's store, or None where rank 0 hosts one). ``on_handles``: one task per block, on
-    the cached handles; else over ``spark.range(n_workers)``."""
-    master = None if data.connect else _store((_driver_host(data.spark), 0), n_workers, True)
-    driver_store = None if master is None else (_driver_host(data.spark), master.port)
+    ``task(batches, meeting)`` (a ``mapInArrow`` function; ``meeting``: a ``Meeting``, shipped in the
+    task closure). ``on_handles``: one task per block, on the cached handles; else over
+    ``spark.range(n_workers)``."""
+    secret = rendezvous.new_secret()
+    if data.connect:
+        master, meeting = None, Meeting(None, secret)
+    else:
+        host = _driver_host(data.spark)
+        master = rendezvous.tcp_store(host, 0, n_workers, _RENDEZVOUS_TIMEOUT, rendezvous.listen(host))
+        meeting = Meeting((host, master.port), secret)
     if not on_handles:
         tasks = data.spark.range(0, n_workers, 1, n_workers)
     elif data.connect:
@@ -175,6 +188,6 @@ def run_barrier_stage(data, n_workers, on_handles, task, schema):
     else:
         tasks = data.spark.createDataFrame(data.barrier_handles(), STATS_SCHEMA)
     try:
-        return tasks.mapInArrow(lambda batches: task(batches, driver_store), schema, barrier=True).collect()
+        return tasks.mapInArrow(lambda batches: task(batches, meeting), schema, barrier=True).collect()
     finally:
         del master  # stops the driver's store
