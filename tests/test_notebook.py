@@ -1,12 +1,12 @@
 """examples/quickstart.ipynb runs headless (nbclient) in local mode and reaches its results.
 
-The kernel is this interpreter (a kernel spec written to tmp_path names sys.executable), started in a
-temporary working directory, so nothing lands in the checkout; it starts its own local[2] JVM (the test
-session's Spark is not used). A failing cell (the notebook asserts its own results too) fails the test
-with nbclient's CellExecutionError; the results are then read back from the executed notebook's outputs.
+tests/notebook_run.py executes it in a subprocess (its kernel starts its own local[2] JVM; the test
+session's Spark is not used), started in the background when the run is collected (tests/background.py)
+since it spends its minute mostly waiting on that JVM. A failing cell (the notebook asserts its own
+results too) fails the test with the cell's error; the results are read back from the executed
+notebook's outputs.
 """
 import ast
-import json
 import os
 import sys
 
@@ -16,28 +16,24 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
+import background  # noqa: E402
 from helpers import ROOT  # noqa: E402
 
 NOTEBOOK = os.path.join(ROOT, "examples", "quickstart.ipynb")
-KERNEL = "sparkml-quickstart-test"
+_SCRATCH = {}
 
 
-def kernel_manager(tmp_path):
-    """A KernelManager for a kernel spec that runs sys.executable with local Spark's settings."""
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import KernelManager
+def _paths():
+    if "dir" not in _SCRATCH:
+        _SCRATCH["dir"] = background.scratch_dir("notebook-")
+    return os.path.join(_SCRATCH["dir"], "executed.ipynb"), os.path.join(_SCRATCH["dir"], "work")
 
-    spec_dir = tmp_path / "kernels" / KERNEL
-    spec_dir.mkdir(parents=True)
-    env = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "PYSPARK_SUBMIT_ARGS": "--conf spark.ui.enabled=false --conf spark.ui.showConsoleProgress=false "
-                                  "pyspark-shell",
-           "PYTHONPATH": os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)}
-    spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": "sparkml quickstart test", "language": "python", "env": env}
-    (spec_dir / "kernel.json").write_text(json.dumps(spec))
-    specs = KernelSpecManager(kernel_dirs=[str(tmp_path / "kernels")])
-    return KernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
+
+def background_runs():
+    out, workdir = _paths()
+    return {"quickstart notebook": background.Run(
+        [sys.executable, os.path.join(ROOT, "tests", "notebook_run.py"), out, workdir],
+        env=background.python_env(sys.executable), cwd=_SCRATCH["dir"], timeout=900)}
 
 
 def cell_text(cell):
@@ -71,14 +67,11 @@ def test_stored_notebook_is_clean_and_shows_the_swap():
     assert "# from pyspark.ml.classification import LogisticRegression" in swap
 
 
-def test_quickstart_runs_headless(tmp_path):
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    client = nbclient.NotebookClient(nb, km=kernel_manager(tmp_path), timeout=600,
-                                     resources={"metadata": {"path": str(workdir)}})
-    client.execute()  # CellExecutionError on the first failing cell
-
+def test_quickstart_runs_headless():
+    run = background.result("quickstart notebook", background_runs())
+    out, workdir = _paths()
+    assert run.returncode == 0, (run.stdout + run.stderr)[-5000:]
+    nb = nbformat.read(out, as_version=4)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o["output_type"] == "error"]
     assert errors == []
     results = ast.literal_eval(cell_text(code_cell(nb, "results = {")).strip())
@@ -93,4 +86,4 @@ def test_quickstart_runs_headless(tmp_path):
     assert ast.literal_eval(loaded) == ["VectorAssembler", "StandardScalerModel", "LogisticRegressionModel"]
     assert "sparkml.linear.logistic_regression" in cell_text(code_cell(nb, "mlflow.spark.load_model(champion_uri)"))
     # the working directory got Spark's and MLflow's leftovers at most, never the checkout
-    assert not (workdir / "mlruns").exists()
+    assert not os.path.exists(os.path.join(workdir, "mlruns"))
