@@ -182,73 +182,6 @@ def test_gate_rules_follow_mlflow_metric_threshold():
         gate.parse({"auc": {"greater_is_better": True}})
 
 
-# -- two runs at once, and a run killed before promotion: the second run is a separate process ----
-
-def start_retrain(cfg, window, pause):
-    env = dict(os.environ, **{retrain.PAUSE_ENV: pause, "PYSPARK_PYTHON": sys.executable})
-    return subprocess.Popen([sys.executable, "-m", "sparkml.jobs.retrain", "--config", cfg, "--window", window],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-
-
-def wait_registered(proc, pause, timeout=300):
-    deadline = time.time() + timeout
-    while not os.path.exists(pause + ".registered"):
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            out, err = proc.communicate()
-            pytest.fail(f"the retrain subprocess never registered its version:\n{out}\n{err[-3000:]}")
-        time.sleep(0.5)
-
-
-def test_two_runs_at_once_cannot_both_promote(spark, windows, tmp_path, capsys):
-    cfg = write_config(tmp_path, windows)
-    assert run(spark, cfg, "1", capsys)[0] == 0
-    pause = str(tmp_path / "pause")
-    other = start_retrain(cfg, "2", pause)  # gates against champion 1, registers version 2, then waits
-    try:
-        wait_registered(other, pause)
-        client = store(tmp_path)
-        assert versions(client)["2"].tags["sparkml.decision"] == "pending"
-        code, lines, _ = run(spark, cfg, "4", capsys)  # also gates against champion 1; promotes version 3
-        assert code == 0 and lines == ["events window 4: promoted version 3 to champion (was version 1); "
-                                       + lines[-1].split("; ", 1)[1]]
-        open(pause, "w").close()
-        out, err = other.communicate(timeout=300)
-    finally:
-        other.kill()
-    assert other.returncode == 0, err[-3000:]
-    assert out.strip().splitlines()[-1] == (
-        "events window 2: lost the promotion race: the champion moved from version 1 to version 3 while this "
-        "run's gate ran; version 2 passed its gate against version 1 but is not promoted")
-    assert str(client.get_model_version_by_alias("events", "champion").version) == "3"
-    assert versions(client)["2"].tags["sparkml.decision"] == "lost"
-
-
-def test_run_killed_before_promotion_is_finished_by_the_next(spark, windows, tmp_path, capsys):
-    cfg = write_config(tmp_path, windows)
-    assert run(spark, cfg, "1", capsys)[0] == 0
-    pause = str(tmp_path / "pause")
-    victim = start_retrain(cfg, "2", pause)
-    try:
-        wait_registered(victim, pause)
-    finally:
-        os.killpg(victim.pid, signal.SIGKILL)  # the driver and its JVM, between registering and promoting
-        victim.wait()
-    client = store(tmp_path)
-    assert str(client.get_model_version_by_alias("events", "champion").version) == "1"
-    assert versions(client)["2"].tags["sparkml.decision"] == "pending"
-
-    code, lines, _ = run(spark, cfg, "2", capsys)
-    assert code == 0
-    assert lines[0] == ("version 2 (window 2) was left undecided by a run that died; it passed its gate against "
-                        "champion version 1, still in service: finished (now champion)")
-    assert lines[-1].startswith("events window 2: already registered as version 2 with the same data and "
-                                "config: promoted")
-    assert str(client.get_model_version_by_alias("events", "champion").version) == "2"
-    assert set(versions(client)) == {"1", "2"}
-
-
 def test_stale_lock_of_a_dead_process_is_broken(tmp_path):
     client = store(tmp_path)
     reg = registry.Registry(client, "events", lock_timeout_s=1.0, poll_s=0.05)
@@ -327,3 +260,95 @@ def test_shipped_retrain_config_and_generated_windows():
     truth = fit(*datasets.generate_arrays("regression", 400, 5, seed=0))
     np.testing.assert_allclose(fit(X1, y1), fit(X2, y2), atol=0.15)  # one model, two samples
     np.testing.assert_allclose(fit(X1, y1), truth, atol=0.15)  # the model of the un-windowed data
+
+
+# -- two runs at once, and a run killed before promotion: the second run is a separate process ----
+#
+# Each of these tests needs a retrain subprocess (a driver and JVM of its own) paused between registering
+# its version and promoting it. Both start with the module (``paused_runs``, against registries of their
+# own whose champion is version 1), so their JVMs start while the module's other tests run; the two
+# tests come last.
+
+RACE = "test_two_runs_at_once_cannot_both_promote"
+KILLED = "test_run_killed_before_promotion_is_finished_by_the_next"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def paused_runs(request, tmp_path_factory):
+    """name -> (folder, config, pause file, process) for the selected tests of RACE and KILLED."""
+    selected = {item.name for item in request.session.items if item.module is request.module}
+    runs = {}
+    for name in (RACE, KILLED):
+        if name in selected:
+            spark, windows = request.getfixturevalue("spark"), request.getfixturevalue("windows")
+            folder = tmp_path_factory.mktemp(name[:40])
+            cfg = write_config(folder, windows)
+            assert retrain.main(["--config", cfg, "--window", "1"], spark=spark) == 0
+            pause = str(folder / "pause")
+            runs[name] = (folder, cfg, pause, start_retrain(cfg, "2", pause))
+    yield runs
+    for _, _, _, proc in runs.values():
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def start_retrain(cfg, window, pause):
+    env = dict(os.environ, **{retrain.PAUSE_ENV: pause, "PYSPARK_PYTHON": sys.executable})
+    return subprocess.Popen([sys.executable, "-m", "sparkml.jobs.retrain", "--config", cfg, "--window", window],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def wait_registered(proc, pause, timeout=300):
+    deadline = time.time() + timeout
+    while not os.path.exists(pause + ".registered"):
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"the retrain subprocess never registered its version:\n{out}\n{err[-3000:]}")
+        time.sleep(0.5)
+
+
+def test_two_runs_at_once_cannot_both_promote(spark, paused_runs, capsys):
+    tmp_path, cfg, pause, other = paused_runs[RACE]  # gates against champion 1, registers version 2, waits
+    try:
+        wait_registered(other, pause)
+        client = store(tmp_path)
+        assert versions(client)["2"].tags["sparkml.decision"] == "pending"
+        code, lines, _ = run(spark, cfg, "4", capsys)  # also gates against champion 1; promotes version 3
+        assert code == 0 and lines == ["events window 4: promoted version 3 to champion (was version 1); "
+                                       + lines[-1].split("; ", 1)[1]]
+        open(pause, "w").close()
+        out, err = other.communicate(timeout=300)
+    finally:
+        other.kill()
+    assert other.returncode == 0, err[-3000:]
+    assert out.strip().splitlines()[-1] == (
+        "events window 2: lost the promotion race: the champion moved from version 1 to version 3 while this "
+        "run's gate ran; version 2 passed its gate against version 1 but is not promoted")
+    assert str(client.get_model_version_by_alias("events", "champion").version) == "3"
+    assert versions(client)["2"].tags["sparkml.decision"] == "lost"
+
+
+def test_run_killed_before_promotion_is_finished_by_the_next(spark, paused_runs, capsys):
+    tmp_path, cfg, pause, victim = paused_runs[KILLED]
+    try:
+        wait_registered(victim, pause)
+    finally:
+        os.killpg(victim.pid, signal.SIGKILL)  # the driver and its JVM, between registering and promoting
+        victim.wait()
+    client = store(tmp_path)
+    assert str(client.get_model_version_by_alias("events", "champion").version) == "1"
+    assert versions(client)["2"].tags["sparkml.decision"] == "pending"
+
+    code, lines, _ = run(spark, cfg, "2", capsys)
+    assert code == 0
+    assert lines[0] == ("version 2 (window 2) was left undecided by a run that died; it passed its gate against "
+                        "champion version 1, still in service: finished (now champion)")
+    assert lines[-1].startswith("events window 2: already registered as version 2 with the same data and "
+                                "config: promoted")
+    assert str(client.get_model_version_by_alias("events", "champion").version) == "2"
+    assert set(versions(client)) == {"1", "2"}
+
+
