@@ -142,10 +142,17 @@ def model_class(metadata, flavor="sparkml"):
 
 
 def load_dir(model_dir, flavor="sparkml", spark=None):
-    """Load a local MLlib model directory (ours or stock, by `flavor`), readable where `spark` runs."""
+    """Load a local MLlib model directory (ours or stock, by `flavor`), readable where `spark` runs.
+    This library's loader checks every file first (``sparkml.base.persistence.ModelFiles``); what it
+    refuses is a ModelError naming the file under `model_dir`."""
+    from sparkml.base.persistence import ModelFileError
+
     cls = model_class(read_metadata(model_dir), flavor)
     with readable_copy(model_dir, spark) as path:
-        return cls.load(path)
+        try:
+            return cls.load(path)
+        except ModelFileError as e:
+            raise ModelError(str(e).replace(path.removeprefix("file:"), model_dir)) from None
 
 
 def placement(spark, env=None):

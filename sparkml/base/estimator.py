@@ -25,6 +25,7 @@ from sparkml.base.fit_multiple import SharedConversionFits
 from sparkml.base.persistence import EstimatorReader, EstimatorWriter
 from sparkml.base.validation import check_params
 from sparkml.data.training_data import TrainingData
+from sparkml.optim.checkpoint import check_params as check_checkpoint_params
 from sparkml.optim.progress import Progress
 
 
@@ -55,6 +56,12 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
 
     def _check_params(self):
         check_params(self, self._param_rules)
+        check_checkpoint_params(self)
+
+    def _checkpoint_refusal(self):
+        """Why this fit cannot honour ``checkpointDir`` (``optim.checkpoint``), or None when it can."""
+        return (f"{type(self).__name__} writes no checkpoints (only the linear models' L-BFGS / OWL-QN fits and "
+                f"averaging rounds do)")
 
     def _train(self, data, last_pass):
         """The fitted model from ``data``. ``last_pass``: no later fit reads ``data``'s blocks, so a

@@ -10,11 +10,20 @@ from sparkml.base.persistence import MLlibModelReader, MLlibModelWriter
 class ModelIO(MLWritable, MLReadable):
     """MLlib-format ``save``/``load``/``write``/``read`` (``base.persistence``).
 
-    Subclasses set ``_java_class`` (the class name recorded in the metadata) and implement
-    ``_data_frame(spark)`` and ``_from_data(row)``.
+    Subclasses set ``_java_class`` (the class name recorded in the metadata) and ``_data_schema`` (the
+    columns of the saved row), and implement ``_data_frame(spark)``, ``_from_data(row)`` and
+    ``_data_shapes(row)``. Loading checks the files first (``base.persistence.ModelFiles``).
     """
 
     _java_class = None
+    _data_schema = None  # StructType of the one saved row
+
+    @classmethod
+    def _data_shapes(cls, row):
+        """{column: shape} of the row's vectors (``(n,)``) and matrices (``(rows, cols)``), computed from
+        its other columns; an entry that is a string names a size that must be the same wherever it
+        appears. Listed columns must be non-null. ValueError when the row's values make no model."""
+        return {}
 
     def write(self):
         return MLlibModelWriter(self, self._java_class)

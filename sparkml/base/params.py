@@ -4,12 +4,13 @@ Everything else (regParam, elasticNetParam, maxIter, tol, the column Params, ...
 pyspark.ml's own Param mixins, so names, defaults and documentation match MLlib exactly.
 """
 from pyspark.ml.param import Param, Params, TypeConverters
+from pyspark.ml.param.shared import HasCheckpointInterval
 
 STRATEGIES = ("sync", "allreduce", "averaging", "allreduce-averaging")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
 # Params that stock MLlib does not know: kept out of the MLlib-format metadata's paramMap.
-TORCH_PARAM_NAMES = ("strategy", "device", "dtype", "numWorkers", "localIter")
+TORCH_PARAM_NAMES = ("strategy", "device", "dtype", "numWorkers", "localIter", "checkpointDir", "checkpointInterval")
 
 
 def one_of(name, allowed):
@@ -50,8 +51,10 @@ with_setters = _accessors("set", lambda name: lambda self, value: self._set(**{n
 
 @with_getters(*TORCH_PARAM_NAMES)
 @with_setters(*TORCH_PARAM_NAMES)
-class HasTorchTrainingParams(Params):
-    """``strategy``, ``device`` and ``dtype``: how the distributed PyTorch training runs."""
+class HasTorchTrainingParams(HasCheckpointInterval):
+    """``strategy``, ``device`` and ``dtype``: how the distributed PyTorch training runs; ``checkpointDir``
+    and MLlib's ``checkpointInterval``: where and how often a fit saves its optimizer's state
+    (``optim.checkpoint``)."""
 
     strategy = Param(
         Params._dummy(),
@@ -100,6 +103,17 @@ class HasTorchTrainingParams(Params):
         typeConverter=TypeConverters.toInt,
     )
 
+    checkpointDir = Param(
+        Params._dummy(),
+        "checkpointDir",
+        "Directory (a local or mounted path; with 'allreduce' one the driver and the executors share) where the "
+        "fit writes its optimizer's state every checkpointInterval iterations, and from which a later fit of the "
+        "same data and Params resumes; removed when the fit succeeds. Unset: no checkpoints. The linear models' "
+        "L-BFGS / OWL-QN fits and averaging rounds; the others (L-BFGS-B, the normal solver, KernelSVC) refuse it.",
+        typeConverter=TypeConverters.toString,
+    )
+
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(strategy="sync", device="auto", dtype="float32", numWorkers=0, localIter=10)
+        self._setDefault(strategy="sync", device="auto", dtype="float32", numWorkers=0, localIter=10,
+                         checkpointInterval=10)

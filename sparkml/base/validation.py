@@ -12,6 +12,8 @@ Each raises ``ValueError`` naming the Param or column and the problem.
 from pyspark.ml.linalg import VectorUDT
 from pyspark.sql.types import NumericType
 
+from sparkml.data.statistics import MAX_CLASSES
+
 # (Param, accepted, why not): the rules every estimator shares, when it has the Param
 COMMON_RULES = (("maxIter", lambda v: v >= 0, "must be >= 0"), ("tol", lambda v: v >= 0, "must be >= 0"),
                 ("regParam", lambda v: v >= 0, "must be >= 0"),
@@ -85,6 +87,7 @@ def _problem_message(key, value, features_col, label_col, weight_col):
         return ragged_features_message(features_col, value)
     return {
         "null_features": f"features column {features_col!r} has {value} null rows",
+        "invalid_sparse_features": invalid_sparse_message(features_col, f"{value} of its vectors"),
         "nonfinite_features": f"features column {features_col!r} has {value} NaN or infinite values",
         "null_labels": f"label column {label_col!r} has {value} null values",
         "nonfinite_labels": f"label column {label_col!r} has {value} NaN or infinite values",
@@ -92,6 +95,12 @@ def _problem_message(key, value, features_col, label_col, weight_col):
         "negative_weights": f"weight column {weight_col!r} has {value} negative values",
         "nonfinite_weights": f"weight column {weight_col!r} has {value} NaN or infinite values",
     }[key]
+
+
+def invalid_sparse_message(features_col, which, detail=""):
+    """An invalid sparse vector (pyspark's and MLlib's SparseVector refuse them; built past their checks)."""
+    return (f"features column {features_col!r} holds invalid sparse vectors ({which}): indices must be one per "
+            f"value, in [0, size) and strictly increasing, the size >= 0" + (f"; {detail}" if detail else ""))
 
 
 def ragged_features_message(features_col, sizes):
@@ -114,7 +123,7 @@ def check_conversion(infos, problem_keys, features_col, label_col, weight_col):
     if len(sizes) > 1:
         raise ValueError(ragged_features_message(features_col, sorted(sizes)))
     if sum(i["w_sum"] for i in live) <= 0:
-        raise ValueError("the sum of the weights is 0: no row carries any weight")
+        raise ValueError(f"the sum of the weights is 0 (weight column {weight_col!r}): no row carries any weight")
 
 
 def classification_labels(summary, label_col, family="auto"):
@@ -131,7 +140,12 @@ def classification_labels(summary, label_col, family="auto"):
             f"label column {label_col!r} has labels up to {summary.label_max:g}, but family='binomial' "
             f"needs labels in {{0, 1}}; use family='multinomial' or 'auto'"
         )
-    present = int((summary.class_weights > 0).sum()) if len(summary.class_weights) else 0
+    if not len(summary.class_weights):  # the conversion histograms labels below MAX_CLASSES only
+        raise ValueError(
+            f"label column {label_col!r} has labels up to {summary.label_max:g}: more than {MAX_CLASSES} "
+            f"classes are not supported"
+        )
+    present = int((summary.class_weights > 0).sum())
     if present < 2:
         raise ValueError(
             f"label column {label_col!r} has a single class ({summary.label_max:g}): "

@@ -11,6 +11,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
+from sparkml.base import faults
 from sparkml.data import block_store
 from sparkml.data.statistics import PartitionStats
 
@@ -38,22 +39,26 @@ def _dense_rows(column, dtype):
 
 
 def _sparse_rows(column, dtype):
-    """A VectorUDT struct column -> (CSR (indptr, indices, values) or None, sizes seen); dense-typed
-    rows are expanded. None when rows are null or of different sizes."""
+    """A VectorUDT struct column -> (CSR (indptr, indices, values) or None, sizes seen, invalid vectors);
+    dense-typed rows are expanded. None when rows are null, invalid or of different sizes. Invalid: a
+    sparse row whose size is negative, or whose indices are not one per value, in [0, size) and strictly
+    increasing (pyspark's and MLlib's SparseVector refuse these; rows built past their checks arrive here)."""
     if column.null_count:
-        return None, set()
+        return None, set(), 0
     kind = column.field("type").to_numpy(zero_copy_only=False)
-    sizes = column.field("size").to_numpy(zero_copy_only=False)
+    # dense rows have a null size: filled, or the column would arrive as floats (NaN for the nulls)
+    sizes = np.asarray(column.field("size").fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
     value_lists = column.field("values")
     index_lists = column.field("indices")
     n = len(column)
-    row_nnz = np.asarray(value_lists.value_lengths(), dtype=np.int64)
+    row_nnz = np.asarray(value_lists.value_lengths().fill_null(0), dtype=np.int64)
     dense_rows = kind == 1
     if dense_rows.any():  # dense vectors carry no size field: their length is their size
         sizes = np.where(dense_rows, row_nnz, sizes)
+    invalid = _invalid_sparse_rows(index_lists, ~dense_rows, sizes, row_nnz)
     unique_sizes = np.unique(sizes)
-    if len(unique_sizes) > 1:
-        return None, set(unique_sizes.tolist())
+    if invalid or len(unique_sizes) > 1:
+        return None, set(unique_sizes.tolist()), invalid
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(row_nnz, out=indptr[1:])
     values = value_lists.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False)
@@ -70,7 +75,19 @@ def _sparse_rows(column, dtype):
                 indices[indptr[i]:indptr[i + 1]] = idx_flat[idx_off[i]:idx_off[i + 1]]
     else:
         indices = index_lists.flatten().to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
-    return (indptr, indices, values), set(unique_sizes.tolist())
+    return (indptr, indices, values), set(unique_sizes.tolist()), 0
+
+
+def _invalid_sparse_rows(index_lists, sparse_rows, sizes, row_nnz):
+    """How many sparse rows have a negative size, not one index per value, or indices outside [0, size)
+    or not strictly increasing."""
+    idx_len = np.asarray(index_lists.value_lengths().fill_null(0), dtype=np.int64)
+    idx = np.asarray(index_lists.flatten().to_numpy(zero_copy_only=False), dtype=np.int64)
+    row_of = np.repeat(np.arange(len(idx_len)), idx_len)
+    bad = sparse_rows & ((idx_len != row_nnz) | (sizes < 0))
+    bad[row_of[(idx < 0) | (idx >= sizes[row_of])]] = True
+    bad[row_of[1:][(row_of[1:] == row_of[:-1]) & (idx[1:] <= idx[:-1])]] = True
+    return int(np.count_nonzero(bad))
 
 
 def _warm_torch():
@@ -103,8 +120,8 @@ def convert_partition(batches, dataset_id, sparse, dtype):
             if batches:
                 y, w = stats.labels(_concat(batches, "y"), _concat(batches, "w"))
                 column = _concat(batches, "x")
-                x, sizes = _sparse_rows(column, dtype)
-                stats.features(x, w, sizes, column.null_count)
+                x, sizes, invalid = _sparse_rows(column, dtype)
+                stats.features(x, w, sizes, column.null_count, invalid)
                 if not stats.has_problems():
                     indptr, indices, values = x
                     for name, array in (("indptr", indptr), ("indices", indices), ("values", values),
@@ -132,7 +149,12 @@ def convert_partition(batches, dataset_id, sparse, dtype):
         warm.join()
     info, moments = stats.info()
     info.update(partition=partition, store=block_store.store_key())
-    yield stats_batch(partition, info["rows"], json.dumps(info), moments)
+    try:
+        faults.inject("convert", partition)
+        yield stats_batch(partition, info["rows"], json.dumps(info), moments)
+    except BaseException:  # the attempt failed after its commit: its retry may run on another executor
+        block_store.drop_partitions(dataset_id, [partition])
+        raise
 
 
 def stats_batch(partition, rows, info, moments):

@@ -12,8 +12,8 @@ import numpy as np
 MAX_CLASSES = 10_000  # a label above this is reported, not histogrammed
 _MOMENT_ROWS = 1024
 # the problems a partition counts, in the order they are reported (``base.validation``)
-PROBLEM_KEYS = ("null_features", "feature_sizes", "null_labels", "null_weights", "nonfinite_features",
-                "nonfinite_labels", "negative_weights", "nonfinite_weights")
+PROBLEM_KEYS = ("null_features", "invalid_sparse_features", "feature_sizes", "null_labels", "null_weights",
+                "nonfinite_features", "nonfinite_labels", "negative_weights", "nonfinite_weights")
 
 
 @dataclass
@@ -76,8 +76,9 @@ class PartitionStats:
 
     def __init__(self):
         self.rows, self.sizes = 0, set()
-        self.problems = dict.fromkeys(("null_features", "null_labels", "null_weights", "nonfinite_features",
-                                       "nonfinite_labels", "negative_weights", "nonfinite_weights"), 0)
+        self.problems = dict.fromkeys(("null_features", "invalid_sparse_features", "null_labels", "null_weights",
+                                       "nonfinite_features", "nonfinite_labels", "negative_weights",
+                                       "nonfinite_weights"), 0)
         self.sx = self.sxx = None
         self.w_sum = self.w_sq_sum = self.wy_sum = self.wy_sq_sum = 0.0
         self.label_min, self.label_max, self.label_integral = np.inf, -np.inf, True
@@ -112,9 +113,10 @@ class PartitionStats:
                 self.hist = None  # NaN, fractional, negative or huge labels: reported, not histogrammed
         return y, w
 
-    def features(self, x, w, sizes, nulls):
-        """Add the batch's features (None when its rows are null or ragged)."""
+    def features(self, x, w, sizes, nulls, invalid=0):
+        """Add the batch's features (None when its rows are null, ragged or ``invalid`` sparse vectors)."""
         self.problems["null_features"] += int(nulls)
+        self.problems["invalid_sparse_features"] += int(invalid)
         self.sizes |= sizes
         if x is None:
             return

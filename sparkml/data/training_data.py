@@ -8,6 +8,8 @@ deleted and a ``ValueError`` naming the column is raised, so nothing is left beh
 iteration has run. ``TrainingData`` owns the blocks' lifecycle: derive, barrier handles, release.
 """
 import json
+import logging
+import re
 import threading
 
 import numpy as np
@@ -16,16 +18,25 @@ from pyspark.ml.linalg import SparseVector
 from pyspark.sql import functions as F
 
 from sparkml.base.session_kind import is_connect, task_slots
-from sparkml.base.validation import check_conversion, check_schema
+from sparkml.base.validation import check_conversion, check_schema, invalid_sparse_message
 from sparkml.data import block_store
 from sparkml.data.convert import STATS_SCHEMA, convert_partition, handle_rows, stats_batch
 from sparkml.data.statistics import PROBLEM_KEYS, summarize
 
+logger = logging.getLogger("sparkml")
 SPARSE_DENSITY = 0.5  # first row sparser than this -> CSR blocks
+# what MLlib's SparseVector (Scala) refuses, as the dense path's vector_to_array meets it in the JVM
+_JVM_INVALID_SPARSE = re.compile(
+    r"requirement failed: ((?:Index -?\d+ follows -?\d+ and is not strictly increasing|Found negative index|"
+    r"Index -?\d+ out of bounds for vector of size|Sparse vectors require that the dimension of the indices|"
+    r"You provided \d+ indices and values, which exceeds|The size of the requested sparse vector)[^\n]*)")
 
 
 def _is_sparse(df, features_col):
-    first = df.select(features_col).where(F.col(features_col).isNotNull()).head()
+    try:
+        first = df.select(features_col).where(F.col(features_col).isNotNull()).head()
+    except (TypeError, AssertionError) as e:  # pyspark's SparseVector refused the first vector
+        raise ValueError(invalid_sparse_message(features_col, "its first vector", str(e))) from e
     v = first[0] if first else None
     return isinstance(v, SparseVector) and v.size > 0 and len(v.indices) < SPARSE_DENSITY * v.size
 
@@ -86,9 +97,12 @@ class TrainingData:
         data.source = source
         try:
             rows = handles.collect()
-        except Exception:
+        except Exception as e:
             # the conversion job failed: the partitions that did convert have written blocks
             data.release(best_effort=True)
+            invalid = None if sparse else _JVM_INVALID_SPARSE.search(str(e))
+            if invalid:  # vector_to_array met a sparse vector that MLlib refuses
+                raise ValueError(invalid_sparse_message(features_col, "one of its vectors", invalid.group(1))) from e
             raise
         try:
             infos = [json.loads(r[2]) for r in rows]
@@ -206,19 +220,29 @@ class TrainingData:
         if self.released:  # a second call (KernelSVC releases its input early) must not recompute it
             return
         self.released = True
+
+        def drop_on_task_slots():
+            n = task_slots(self.spark) or 2
+            self.spark.range(0, n, 1, n).mapInArrow(drop, STATS_SCHEMA).collect()
+
         try:
             if self.dropped_by_tasks:
                 return
             if best_effort:
-                n = task_slots(self.spark) or 2
-                self.spark.range(0, n, 1, n).mapInArrow(drop, STATS_SCHEMA).collect()
+                drop_on_task_slots()
             elif self.connect:
                 self.handles.mapInArrow(drop, STATS_SCHEMA).collect()
             else:
                 self.handles.mapPartitions(drop).count()
-        except Exception:
-            if not best_effort:
-                raise
+        except Exception as e:  # noqa: BLE001
+            if not best_effort:  # the handles are gone (a lost executor): drop where the tasks land
+                logger.warning("the training blocks of dataset %s could not be dropped where they were "
+                               "converted (%s); dropping them on every task slot instead", dataset_id,
+                               str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__)
+                try:
+                    drop_on_task_slots()
+                except Exception:  # noqa: BLE001  (never hides the fit's own error)
+                    logger.warning("dropping the training blocks of dataset %s failed", dataset_id)
         finally:
             self.handles.unpersist(blocking=False)
             if self._checkpointed is not None:

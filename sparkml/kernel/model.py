@@ -13,6 +13,7 @@ from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, 
 from sparkml.base.model import HasTrainingSummary, ModelIO
 from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import jvm_classification_summary
+from sparkml.gpu import KERNELS
 from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
 from sparkml.kernel.params import _KernelSVCParams
 
@@ -23,6 +24,12 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, HasTraining
     coefficient row per problem."""
 
     _java_class = "sparkml.classification.KernelSVCModel"  # no Scala twin: MLlib has no kernel SVM
+    _data_schema = StructType([StructField("numClasses", IntegerType()), StructField("gamma", DoubleType()),
+                               StructField("degree", IntegerType()), StructField("coef0", DoubleType()),
+                               StructField("kernel", StringType()), StructField("method", StringType()),
+                               StructField("basis", MatrixUDT()), StructField("projection", MatrixUDT()),
+                               StructField("offsets", VectorUDT()), StructField("coefficientMatrix", MatrixUDT()),
+                               StructField("interceptVector", VectorUDT()), StructField("platt", MatrixUDT())])
 
     def __init__(self, featureMap=None, coefficients=None, intercepts=None, numClasses=2, gammaValue=1.0,
                  platt=None):
@@ -142,17 +149,29 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, HasTraining
 
         spec = self._spec
         rff = isinstance(spec, FourierSpec)
-        schema = StructType([StructField("numClasses", IntegerType()), StructField("gamma", DoubleType()),
-                             StructField("degree", IntegerType()), StructField("coef0", DoubleType()),
-                             StructField("kernel", StringType()), StructField("method", StringType()),
-                             StructField("basis", MatrixUDT()), StructField("projection", MatrixUDT()),
-                             StructField("offsets", VectorUDT()), StructField("coefficientMatrix", MatrixUDT()),
-                             StructField("interceptVector", VectorUDT()), StructField("platt", MatrixUDT())])
         row = (self._num_classes, self._gamma_value, self.getDegree(), self.getCoef0(), spec.kernel, spec.method,
                matrix(spec.frequencies.T if rff else spec.landmarks), None if rff else matrix(spec.projection),
                DenseVector(spec.offsets) if rff else None, self.coefficientMatrix, self.interceptVector,
                self.plattCoefficients)
-        return spark.createDataFrame([row], schema)
+        return spark.createDataFrame([row], self._data_schema)
+
+    @classmethod
+    def _data_shapes(cls, row):
+        if row.kernel not in KERNELS:
+            raise ValueError(f"kernel is {row.kernel!r}, expected one of {', '.join(KERNELS)}")
+        if row.method not in ("nystroem", "rff"):
+            raise ValueError(f"method is {row.method!r}, expected 'nystroem' or 'rff'")
+        if row.numClasses < 2:
+            raise ValueError(f"numClasses is {row.numClasses}, expected at least 2")
+        problems = 1 if row.numClasses == 2 else row.numClasses
+        if row.method == "rff":  # basis: the frequencies, one row per kernel feature
+            shapes = {"basis": ("kernelFeatures", "numFeatures"), "offsets": ("kernelFeatures",)}
+        else:  # basis: the landmarks
+            shapes = {"basis": ("landmarks", "numFeatures"), "projection": ("landmarks", "kernelFeatures")}
+        shapes.update(coefficientMatrix=(problems, "kernelFeatures"), interceptVector=(problems,))
+        if row.platt is not None:
+            shapes["platt"] = (problems, 2)
+        return shapes
 
     @classmethod
     def _from_data(cls, row):

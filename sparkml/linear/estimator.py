@@ -20,6 +20,7 @@ import numpy as np
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.model import HasInitialModel
 from sparkml.linear.objective import LinearObjective
+from sparkml.optim.checkpoint import Checkpoint, checkpoint_dir, fingerprint
 
 
 @dataclass
@@ -88,10 +89,27 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
         bounds = objective.theta_bounds(problem.bounds)  # (lower, upper) over theta, or None
         if bounds is not None:
             theta0 = np.clip(theta0, *bounds)  # the scaling's rounding
+        checkpoint = self._checkpoint(s, theta0)
         theta, summary = strategy.minimize(objective, theta0, max_iter=self.getMaxIter(), tol=self.getTol(),
                                            name=type(self).__name__, owlqn=problem.owlqn, last_pass=last_pass,
-                                           progress=self._progress(), bounds=bounds)
+                                           progress=self._progress(), bounds=bounds, checkpoint=checkpoint)
+        if checkpoint is not None:
+            checkpoint.remove()  # the fit succeeded, as MLlib removes its checkpoint files
         return objective, theta, summary
+
+    def _checkpoint_refusal(self):
+        return None  # L-BFGS / OWL-QN and the averaging rounds all checkpoint
+
+    def _checkpoint(self, s, theta0):
+        """The fit's ``optim.checkpoint.Checkpoint`` with the state it resumes from loaded, or None without
+        ``checkpointDir``. ValueError when the directory holds another fit's checkpoint."""
+        directory = checkpoint_dir(self)
+        if directory is None:
+            return None
+        checkpoint = Checkpoint(directory, self.getCheckpointInterval(), fingerprint(self, s, theta0),
+                                type(self).__name__)
+        checkpoint.load()
+        return checkpoint
 
     def _restrict(self, objective, theta0, s):
         """The objective the optimizer sees and its start (LinearRegression holds its intercept)."""

@@ -40,6 +40,7 @@ from sparkml.gpu import HuberLoss, SquaredLoss
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
 from sparkml.linear.normal_equations import solve_normal_equations
 from sparkml.linear.scale_objective import WithScale
+from sparkml.optim.checkpoint import checkpoint_dir
 from sparkml.optim.progress import TrainingSummary, logger
 
 MAX_NORMAL_FEATURES = 4096  # MLlib's WeightedLeastSquares.MAX_NUM_FEATURES
@@ -59,7 +60,7 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
                  regParam=0.0, elasticNetParam=0.0, tol=1e-6, fitIntercept=True, standardization=True,
                  solver="auto", weightCol=None, aggregationDepth=2, loss="squaredError", epsilon=1.35,
                  maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float32",
-                 numWorkers=0, localIter=10):
+                 numWorkers=0, localIter=10, checkpointDir=None, checkpointInterval=10):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -67,6 +68,13 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
         super()._check_params()
         check_choice("solver", self.getSolver(), ("auto", "normal", "l-bfgs"))
         check_huber_params(self)
+
+    def _checkpoint_refusal(self):
+        if self._huber() and not self.getStrategy().endswith("averaging"):
+            return "loss='huber' (L-BFGS-B over the scale) writes no checkpoints (its averaging rounds do)"
+        if self.getSolver() == "normal":
+            return "solver='normal' runs no iterations to checkpoint (use solver='l-bfgs')"
+        return super()._checkpoint_refusal()
 
     def _huber(self):
         return self.getLoss() == "huber"
@@ -103,6 +111,10 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
             beta, b = constant
             return self._model(beta, b, problem), TrainingSummary([0.0], 0)
         if solver == "normal":
+            if checkpoint_dir(self) is not None:
+                raise ValueError(f"checkpointDir is set but solver='auto' chose the normal equations ({s.n_features} "
+                                 f"features <= {MAX_NORMAL_FEATURES}), which run no iterations to checkpoint: set "
+                                 f"solver='l-bfgs' or unset checkpointDir")
             return self._normal(strategy, s, problem)
         if self._huber():
             objective, theta, summary = self._minimize(strategy, s, problem, last_pass)
@@ -205,10 +217,15 @@ class LinearRegressionModel(HasCoefficientVector, PredictionModel, _Params, Mode
         return transform_linear(dataset, self.getFeaturesCol(), {"pred": self.getPredictionCol()}, "regression",
                                 self._coefficients.toArray(), [self._intercept])
 
+    _data_schema = StructType([StructField("intercept", DoubleType()), StructField("coefficients", VectorUDT()),
+                               StructField("scale", DoubleType())])
+
     def _data_frame(self, spark):
-        schema = StructType([StructField("intercept", DoubleType()), StructField("coefficients", VectorUDT()),
-                             StructField("scale", DoubleType())])
-        return spark.createDataFrame([(self._intercept, self._coefficients, self._scale)], schema)
+        return spark.createDataFrame([(self._intercept, self._coefficients, self._scale)], self._data_schema)
+
+    @classmethod
+    def _data_shapes(cls, row):
+        return {"coefficients": ("numFeatures",)}
 
     @classmethod
     def _from_data(cls, row):

@@ -36,7 +36,7 @@ class LinearSVC(LinearEstimator, Classifier, _Params):
                  regParam=0.0, tol=1e-6, rawPredictionCol="rawPrediction", fitIntercept=True,
                  standardization=True, threshold=0.0, weightCol=None, aggregationDepth=2,
                  maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float32",
-                 numWorkers=0, localIter=10):
+                 numWorkers=0, localIter=10, checkpointDir=None, checkpointInterval=10):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -77,9 +77,14 @@ class LinearSVCModel(HasCoefficientVector, ClassificationModel, _Params, ModelIO
         return transform_linear(dataset, self.getFeaturesCol(), outputs, "svc", self._coefficients.toArray(),
                                 [self._intercept], raw_threshold=self.getThreshold())
 
+    _data_schema = StructType([StructField("coefficients", VectorUDT()), StructField("intercept", DoubleType())])
+
     def _data_frame(self, spark):
-        schema = StructType([StructField("coefficients", VectorUDT()), StructField("intercept", DoubleType())])
-        return spark.createDataFrame([(self._coefficients, self._intercept)], schema)
+        return spark.createDataFrame([(self._coefficients, self._intercept)], self._data_schema)
+
+    @classmethod
+    def _data_shapes(cls, row):
+        return {"coefficients": ("numFeatures",)}
 
     @classmethod
     def _from_data(cls, row):

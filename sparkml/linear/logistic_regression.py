@@ -28,7 +28,7 @@ from sparkml.base.params import HasTorchTrainingParams, with_setters
 from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import (BinaryLogisticRegressionTrainingSummary, LogisticRegressionTrainingSummary,
                                   training_summary)
-from sparkml.base.validation import check_bounds_params, classification_labels
+from sparkml.base.validation import BOUND_PARAMS, check_bounds_params, classification_labels
 from sparkml.gpu import LogisticLoss, SoftmaxLoss
 from sparkml.linear.bounds import coefficient_bounds
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
@@ -60,7 +60,7 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
                  aggregationDepth=2, family="auto", lowerBoundsOnCoefficients=None,
                  upperBoundsOnCoefficients=None, lowerBoundsOnIntercepts=None,
                  upperBoundsOnIntercepts=None, maxBlockSizeInMB=0.0, strategy="sync", device="auto",
-                 dtype="float32", numWorkers=0, localIter=10):
+                 dtype="float32", numWorkers=0, localIter=10, checkpointDir=None, checkpointInterval=10):
         super().__init__()
         self.setParams(**self._input_kwargs)
 
@@ -73,6 +73,11 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
     def _check_params(self):
         super()._check_params()
         check_bounds_params(self)
+
+    def _checkpoint_refusal(self):
+        if any(self.isSet(name) for name in BOUND_PARAMS) and not self.getStrategy().endswith("averaging"):
+            return "bound-constrained fits (L-BFGS-B) write no checkpoints (their averaging rounds do)"
+        return super()._checkpoint_refusal()
 
     def _problem(self, s):
         family = self.getFamily()
@@ -180,12 +185,18 @@ class LogisticRegressionModel(ProbabilisticClassificationModel, _Params, ModelIO
             raw_threshold=self._raw_threshold() if not self._isMultinomial else 0.0,
             thresholds=self._multinomial_thresholds() if self._isMultinomial else None)
 
+    _data_schema = StructType([StructField("numClasses", IntegerType()), StructField("numFeatures", IntegerType()),
+                               StructField("interceptVector", VectorUDT()), StructField("coefficientMatrix", MatrixUDT()),
+                               StructField("isMultinomial", BooleanType())])
+
     def _data_frame(self, spark):
-        schema = StructType([StructField("numClasses", IntegerType()), StructField("numFeatures", IntegerType()),
-                             StructField("interceptVector", VectorUDT()), StructField("coefficientMatrix", MatrixUDT()),
-                             StructField("isMultinomial", BooleanType())])
         row = (self._numClasses, self.numFeatures, self._interceptVector, self._coefficientMatrix, self._isMultinomial)
-        return spark.createDataFrame([row], schema)
+        return spark.createDataFrame([row], self._data_schema)
+
+    @classmethod
+    def _data_shapes(cls, row):
+        outputs = row.numClasses if row.isMultinomial else 1
+        return {"coefficientMatrix": (outputs, row.numFeatures), "interceptVector": (outputs,)}
 
     @classmethod
     def _from_data(cls, row):

@@ -32,11 +32,17 @@ class BreezeConvergence:
     """Stateful version of Breeze's default check for one optimisation run."""
 
     def __init__(self, max_iter: int, tol: float, initial_value: float,
-                 fval_memory: int = FVAL_MEMORY):
+                 fval_memory: int = FVAL_MEMORY, values=None):
         self.max_iter = max_iter
         self.tol = tol
         self.initial_value = initial_value
-        self._fvals: deque = deque([math.inf], maxlen=fval_memory)
+        # ``values``: the window ``values`` returned (a resumed run)
+        self._fvals: deque = deque([math.inf] if values is None else values, maxlen=fval_memory)
+
+    @property
+    def values(self) -> list:
+        """The objective values in the window, oldest first."""
+        return list(self._fvals)
 
     def record(self, value: float) -> None:
         """Push the objective of a newly accepted iterate (not called on a history reset)."""

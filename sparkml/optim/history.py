@@ -36,6 +36,17 @@ class InverseHessian:
         self._y.insert(0, y)
         del self._s[self.m:], self._y[self.m:]
 
+    def pairs(self, size: int):
+        """The pairs as two (len, size) arrays, newest first (a checkpoint's ``s`` and ``y``)."""
+        if not self._s:
+            return np.zeros((0, size)), np.zeros((0, size))
+        return np.stack(self._s), np.stack(self._y)
+
+    def restore(self, s: np.ndarray, y: np.ndarray) -> None:
+        """Hold the pairs ``pairs`` returned."""
+        self._s = [np.array(v, dtype=np.float64) for v in s][:self.m]
+        self._y = [np.array(v, dtype=np.float64) for v in y][:self.m]
+
     def direction(self, g: np.ndarray) -> np.ndarray:
         """``-H g`` by the two-loop recursion, with ``H_0 = (s'y / y'y) I`` from the newest pair.
 

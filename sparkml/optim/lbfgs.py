@@ -14,6 +14,7 @@ from .result import OptimResult
 
 FunGrad = Callable[[np.ndarray], Tuple[float, np.ndarray]]
 Callback = Callable[[int, np.ndarray, float, float], None]
+Snapshot = Callable[[int, Callable[[], dict]], None]
 
 _METHODS = ("auto", "lbfgs", "owlqn")
 _MIN_STEP_TIMES_GRAD = 1e-10        # Breeze LBFGS: alpha * ||g|| below this is an underflow
@@ -105,7 +106,8 @@ def _owlqn_step(cur: _Point, memory: InverseHessian, it: int, evaluate) -> _Poin
 
 def minimize_lbfgs(fun_grad: FunGrad, x0, *, max_iter: int = 100, tol: float = 1e-6,
                    m: int = 10, l1=None, callback: Optional[Callback] = None,
-                   method: str = "auto") -> OptimResult:
+                   method: str = "auto", snapshot: Optional[Snapshot] = None,
+                   resume: Optional[dict] = None) -> OptimResult:
     """Minimise ``fun_grad``'s function (+ ``sum(l1 * |x|)``) like Breeze's LBFGS / OWLQN.
 
     Parameters
@@ -123,6 +125,11 @@ def minimize_lbfgs(fun_grad: FunGrad, x0, *, max_iter: int = 100, tol: float = 1
         the full objective and the norm of the (pseudo-)gradient.
     method : "auto" (OWL-QN iff some ``l1 > 0``), "lbfgs", or "owlqn" to run OWL-QN even with
         no L1 term, as MLlib's LinearSVC does (its steps are then still orthant-projected).
+    snapshot : ``snapshot(iteration, export)`` after every iteration that does not end the run, where
+        ``export()`` returns the loop's whole state (a dict of numbers, lists and arrays:
+        ``optim.checkpoint``).
+    resume : a state ``export`` returned: the run continues from it (``x0`` only gives the shape) and
+        takes exactly the steps the run that exported it would have taken.
     """
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
@@ -148,20 +155,41 @@ def minimize_lbfgs(fun_grad: FunGrad, x0, *, max_iter: int = 100, tol: float = 1
         raise ValueError("tol must be >= 0")
 
     evaluate, calls = _make_evaluator(fun_grad, l1)
-    cur = evaluate(x0)
-    history = [cur.F]
-    if not cur.finite:
-        return OptimResult(x0, cur.F, 0, history, False,
-                           "objective or gradient is not finite at the initial point", calls[0])
-
-    check = BreezeConvergence(max_iter, tol, cur.F)
+    kind = "owlqn" if use_owlqn else "lbfgs"
     memory = InverseHessian(m)
+    if resume is None:
+        cur = evaluate(x0)
+        history = [cur.F]
+        if not cur.finite:
+            return OptimResult(x0, cur.F, 0, history, False,
+                               "objective or gradient is not finite at the initial point", calls[0])
+        check = BreezeConvergence(max_iter, tol, cur.F)
+        accepted = 0          # Breeze's state.iter: steps actually taken
+        n_iter = 0            # states emitted after the initial one (MLlib totalIterations)
+        resets = 0
+        failed_once = False
+    else:
+        if resume["method"] != kind or np.shape(resume["x"]) != x0.shape:
+            raise ValueError(f"cannot resume a {resume['method']} run over {np.shape(resume['x'])} as a {kind} "
+                             f"run over {x0.shape}")
+        arrays = {k: np.array(resume[k], dtype=np.float64) for k in ("x", "g", "pg")}
+        cur = _Point(arrays["x"], float(resume["f"]), arrays["g"], float(resume["F"]), arrays["pg"])
+        history = [float(v) for v in resume["history"]]
+        check = BreezeConvergence(max_iter, tol, float(resume["initial_value"]), values=resume["window"])
+        memory.restore(resume["s"], resume["y"])
+        accepted, n_iter, resets = int(resume["accepted"]), int(resume["iteration"]), int(resume["resets"])
+        failed_once = bool(resume["failed_once"])
+        calls[0] = int(resume["evaluations"])
+
+    def export():
+        s, y = memory.pairs(cur.x.size)
+        return {"method": kind, "iteration": n_iter, "accepted": accepted, "resets": resets,
+                "failed_once": failed_once, "evaluations": calls[0], "history": list(history),
+                "initial_value": check.initial_value, "window": check.values, "f": cur.f, "F": cur.F,
+                "x": cur.x, "g": cur.g, "pg": cur.pg, "s": s, "y": y}
+
     step = _owlqn_step if use_owlqn else _lbfgs_step
-    accepted = 0              # Breeze's state.iter: steps actually taken
-    n_iter = 0                # states emitted after the initial one (MLlib totalIterations)
-    resets = 0
-    failed_once = False
-    reason = check.reason(n_iter, cur.F, cur.pg_norm)
+    reason = check.reason(accepted, cur.F, cur.pg_norm)
     while reason is None:
         failure = None
         try:
@@ -190,6 +218,8 @@ def minimize_lbfgs(fun_grad: FunGrad, x0, *, max_iter: int = 100, tol: float = 1
             # Breeze's iteration cap counts accepted steps (state.iter), not emitted states:
             # a history reset after a failed search is emitted but does not count.
             reason = check.reason(accepted, cur.F, cur.pg_norm)
+        if reason is None and snapshot is not None:
+            snapshot(n_iter, export)
 
     if resets:
         reason += f" ({resets} memory reset{'s' if resets > 1 else ''} after failed steps)"

@@ -5,7 +5,8 @@ rounds of ``strategies.averaging``, the Newton rounds of ``optim.newton``) ends 
 calling its ``Progress`` with an ``Iteration``: that call is the one place where a per-iteration
 hook runs. ``Progress`` logs one INFO line on the ``sparkml`` logger and then calls the fit's
 callbacks in order (``TorchEstimator._progress`` builds it). It runs where the optimizer runs: on
-the driver with ``sync`` and ``averaging``, inside rank 0's barrier task with ``allreduce``.
+the driver with ``sync`` and ``averaging``, inside rank 0's barrier task with ``allreduce``. After it the
+L-BFGS / OWL-QN loop hands its state to the fit's checkpoint, when ``checkpointDir`` is set (``optim.checkpoint``).
 """
 import logging
 import time
@@ -67,13 +68,18 @@ class TrainingSummary:
                 f"objective={self.objectiveHistory[-1] if self.objectiveHistory else None})")
 
 
-def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False, bounds=None, progress=None):
+def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False, bounds=None, progress=None,
+                  checkpoint=None):
     """Minimize ``objective`` from ``theta0`` by L-BFGS (OWL-QN when ``owlqn`` or the objective has an
     L1 term), or by L-BFGS-B over the box ``bounds = (lower, upper)`` (``optim.bounded``; a smooth
-    objective only), reporting each iteration to ``progress``. Returns (x, TrainingSummary)."""
+    objective only), reporting each iteration to ``progress``. ``checkpoint``: an ``optim.checkpoint.Checkpoint``
+    that saves the L-BFGS / OWL-QN state every interval, and whose loaded state (``resume``) the run continues
+    from. Returns (x, TrainingSummary)."""
     progress = progress or Progress()
-    start = time.perf_counter()
-    last, elapsed = [start], []
+    resume = checkpoint.resume if checkpoint is not None else None
+    elapsed = list(resume["iteration_seconds"]) if resume is not None else []
+    start = time.perf_counter() - (elapsed[-1] if elapsed else 0.0)  # a resumed run's clock goes on
+    last = [time.perf_counter()]
     measure = "gradient norm" if bounds is None else "projected gradient norm"
 
     def on_iteration(iteration, x, f, grad_norm):
@@ -85,14 +91,23 @@ def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False, bounds
     if bounds is not None:
         if owlqn or objective.l1_weights() is not None:
             raise ValueError(f"{name}: bound constraints need a smooth objective (no L1 term, no OWL-QN)")
+        if checkpoint is not None:
+            raise ValueError(f"{name}: bound-constrained fits (L-BFGS-B) write no checkpoints: unset checkpointDir")
         result = minimize_bounded(objective.fun_grad, theta0, bounds, max_iter=max_iter, tol=tol,
                                   callback=on_iteration)
     else:
+        def snapshot(iteration, export):
+            checkpoint.snapshot(iteration, lambda: {**export(), "iteration_seconds": list(elapsed)})
+
         result = minimize_lbfgs(objective.fun_grad, theta0, max_iter=max_iter, tol=tol, l1=objective.l1_weights(),
-                                callback=on_iteration, method="owlqn" if owlqn else "auto")
+                                callback=on_iteration, method="owlqn" if owlqn else "auto",
+                                snapshot=snapshot if checkpoint is not None else None, resume=resume)
     seconds = time.perf_counter() - start
+    message = result.message
+    if resume is not None:
+        message += f" (resumed from the checkpoint of iteration {resume['iteration']})"
     logger.info("%s finished: %d iterations, objective %.10g, %.2f s (%s)",
-                name, result.n_iter, result.fun, seconds, result.message)
-    summary = TrainingSummary(result.objective_history, result.n_iter, result.converged, result.message, seconds,
+                name, result.n_iter, result.fun, seconds, message)
+    summary = TrainingSummary(result.objective_history, result.n_iter, result.converged, message, seconds,
                               elapsed)
     return result.x, summary

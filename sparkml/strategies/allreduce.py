@@ -37,9 +37,11 @@ _NEWTON_SHAPES = {"loss_gradient": lambda k, p: [(k,), (k, p)],
                   "hessp": lambda k, p: [(k, p)]}
 
 
-def _optimizer_body(objective, theta0, options, local_iter, progress):
+def _optimizer_body(objective, theta0, options, local_iter, progress, checkpoint=None):
     """L-BFGS / OWL-QN / L-BFGS-B (``local_iter`` None) or averaging rounds, the data sums all-reduced.
-    Every rank runs the same deterministic solver (scipy's L-BFGS-B too) on bit-identical sums."""
+    Every rank runs the same deterministic solver (scipy's L-BFGS-B too) on bit-identical sums; with a
+    ``checkpoint`` (optimizer or rounds) every rank resumes from the state the driver loaded and rank 0
+    writes the new ones."""
     size = int(np.prod(loss_shape(objective)))
 
     def body(task):
@@ -52,7 +54,8 @@ def _optimizer_body(objective, theta0, options, local_iter, progress):
         distributed = objective.with_data_sum(data_sum)
         report = progress if task.rank == 0 else Progress()
         if local_iter is None:
-            theta, summary = run_optimizer(distributed, theta0, progress=report, **options)
+            theta, summary = run_optimizer(distributed, theta0, progress=report, **options,
+                                           checkpoint=checkpoint and checkpoint.on_rank(task.rank))
             return theta, [summary]
         method = "owlqn" if options["owlqn"] else "auto"
 
@@ -62,7 +65,8 @@ def _optimizer_body(objective, theta0, options, local_iter, progress):
             return clip(t[:-1] / t[-1], options["bounds"])
 
         theta, summary = run_rounds(distributed, average_round, theta0, max_iter=options["max_iter"],
-                                    tol=options["tol"], name=options["name"], progress=report)
+                                    tol=options["tol"], name=options["name"], progress=report,
+                                    checkpoint=checkpoint and checkpoint.on_rank(task.rank))
         return theta, [summary]
 
     return body
@@ -125,14 +129,15 @@ class AllReduceStrategy(SyncStrategy):
                           else plan_workers(num_workers, max(1, len(data.blocks)), slots))
 
     def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False, progress=None,
-                 bounds=None):
+                 bounds=None, checkpoint=None):
         """``last_pass``: the fit reads the blocks no more, so each task deletes its own when done.
-        ``progress`` runs in rank 0's task. ``bounds``: (lower, upper) over theta, or None (``sync``)."""
+        ``progress`` runs in rank 0's task. ``bounds``: (lower, upper) over theta, or None (``sync``).
+        ``checkpoint``: loaded on the driver, written by rank 0 (``optim.checkpoint``)."""
         if bounds is not None and (owlqn or objective.l1_weights() is not None):
             raise ValueError(f"strategy {self.name!r}: bound constraints need a smooth objective (no L1 term)")
         options = dict(max_iter=max_iter, tol=tol, name=name, owlqn=owlqn, bounds=bounds)
         body = _optimizer_body(objective.with_data_sum(None), np.asarray(theta0, dtype=np.float64), options,
-                               self.local_iter, progress or Progress())
+                               self.local_iter, progress or Progress(), checkpoint)
         theta, (summary,) = self._run_stage(body, last_pass)
         return theta, summary
 
@@ -147,7 +152,7 @@ class AllReduceStrategy(SyncStrategy):
         start = time.perf_counter()
         task = _stage_task(self.data.blocks, self.data.dataset_id, self.loss, self.device, self.data.compute_dtype,
                            last_pass, body)
-        out = run_barrier_stage(self.data, self.n_workers, self.on_handles, task, _RESULT_SCHEMA)
+        out = run_barrier_stage(self.data, self.n_workers, self.on_handles, task, _RESULT_SCHEMA, self.name)
         if last_pass:
             self.data.dropped_by_tasks = True
         record = json.loads(out[0]["summary"])

@@ -70,20 +70,27 @@ def _round_task(rows, dataset_id, loss, device, dtype, objective, bc, local_iter
         yield out
 
 
-def run_rounds(distributed, average_round, theta0, *, max_iter, tol, name, corrected=True, progress=None):
+def run_rounds(distributed, average_round, theta0, *, max_iter, tol, name, corrected=True, progress=None,
+               checkpoint=None):
     """The rounds of model averaging, whatever carries them.
 
     ``distributed``: the global objective (its ``fun_grad`` is one pass over all the data);
     ``average_round(theta, global_grad or None)``: the weighted average of the local solutions.
     Returns (theta, TrainingSummary) with the exact objective after every round, each round
-    reported to ``progress``.
+    reported to ``progress``. ``checkpoint`` (``optim.checkpoint``): the rounds' state (theta, the round,
+    the history) is saved every interval, and a loaded one resumed (its first pass recomputes the
+    correction's gradient at theta: the same values).
     """
     progress = progress or Progress()
-    start = time.perf_counter()
-    theta = np.asarray(theta0, dtype=np.float64)
-    rounds, converged, ends = 0, False, []
+    resume = checkpoint.resume if checkpoint is not None else None
+    if resume is not None and resume.get("method") != "averaging":
+        raise ValueError(f"{name}: the checkpoint holds a {resume.get('method')} run, not averaging rounds")
+    ends = list(resume["iteration_seconds"]) if resume is not None else []
+    start = time.perf_counter() - (ends[-1] if ends else 0.0)
+    theta = np.asarray(theta0 if resume is None else resume["x"], dtype=np.float64)
+    rounds, converged = (0 if resume is None else int(resume["iteration"])), False
     f, grad = distributed.fun_grad(theta)  # one pass: the objective and the correction's gradient
-    history = [f + _l1(distributed, theta)]
+    history = [f + _l1(distributed, theta)] if resume is None else [float(v) for v in resume["history"]]
     while rounds < max_iter:
         tic = time.perf_counter()
         new = average_round(theta, grad if corrected else None)
@@ -97,7 +104,12 @@ def run_rounds(distributed, average_round, theta0, *, max_iter, tol, name, corre
         if change <= tol:
             converged = True
             break
+        if checkpoint is not None and rounds < max_iter:
+            checkpoint.snapshot(rounds, lambda: {"method": "averaging", "iteration": rounds, "history": list(history),
+                                                 "iteration_seconds": list(ends), "x": theta})
     message = "relative change of the averaged model below tol" if converged else "maxIter rounds reached"
+    if resume is not None:
+        message += f" (resumed from the checkpoint of round {resume['iteration']})"
     return theta, TrainingSummary(history, rounds, converged, message, time.perf_counter() - start, ends)
 
 
@@ -124,13 +136,14 @@ class AveragingStrategy(SyncStrategy):
         return clip(weighted / w_sum, bounds)
 
     def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False, progress=None,
-                 bounds=None):
+                 bounds=None, checkpoint=None):
         method = "owlqn" if owlqn else "auto"
         if bounds is not None and (owlqn or objective.l1_weights() is not None):
             raise ValueError(f"strategy {self.name!r}: bound constraints need a smooth objective (no L1 term)")
         return run_rounds(objective.with_data_sum(self.loss_gradient),
                           lambda theta, grad: self._round(objective, theta, grad, method, bounds), theta0,
-                          max_iter=max_iter, tol=tol, name=name, corrected=self.corrected, progress=progress)
+                          max_iter=max_iter, tol=tol, name=name, corrected=self.corrected, progress=progress,
+                          checkpoint=checkpoint)
 
 
 def clip(theta, bounds):

@@ -14,6 +14,7 @@ stage's input (``TrainingData.barrier_handles``: one task per block, placed wher
 ``spark.range(n)`` when there are more blocks than tasks) and collects the tasks' output rows. The
 stage is a ``mapInArrow(..., barrier=True)``, so classic and Spark Connect sessions run it alike.
 """
+import logging
 import socket
 from datetime import timedelta
 from typing import NamedTuple, Optional, Tuple
@@ -25,6 +26,7 @@ from sparkml.data.convert import STATS_SCHEMA
 from sparkml.strategies import rendezvous
 from sparkml.strategies.partition_sums import PartitionSums
 
+logger = logging.getLogger("sparkml")
 _TIMEOUT = timedelta(minutes=30)  # a collective (one evaluation) may take this long
 _RENDEZVOUS_TIMEOUT = timedelta(minutes=5)  # every task of the stage runs at once: they meet quickly
 
@@ -169,11 +171,45 @@ class Meeting(NamedTuple):
     secret: bytes
 
 
-def run_barrier_stage(data, n_workers, on_handles, task, schema):
+# A barrier stage is a ResultStage (``collect``), which Spark does not retry: the stage is run again
+# here when a task failed, as Spark would retry it, but not when the failure will repeat or the blocks
+# are gone.
+STAGE_ATTEMPTS = 4  # Spark's spark.stage.maxConsecutiveAttempts default
+_BLOCKS_LOST = ("CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND", "ExecutorLostFailure", "are not on this executor")
+_REPEATS = ("where no barrier task of", "RendezvousTampered", "more slots than the total number of slots")
+
+
+class ExecutorLost(RuntimeError):
+    """An executor died during a barrier stage, and with it the training blocks its tasks held."""
+
+
+def run_barrier_stage(data, n_workers, on_handles, task, schema, strategy="allreduce"):
     """The rows of one barrier stage of ``n_workers`` tasks over ``data``'s blocks, each running
     ``task(batches, meeting)`` (a ``mapInArrow`` function; ``meeting``: a ``Meeting``, shipped in the
     task closure). ``on_handles``: one task per block, on the cached handles; else over
-    ``spark.range(n_workers)``."""
+    ``spark.range(n_workers)``.
+
+    A failed task fails the whole stage; it runs again (a fresh rendezvous, the blocks still in
+    place, the same deterministic result) up to ``STAGE_ATTEMPTS`` times in all. A lost executor
+    ends the fit with ``ExecutorLost``: a barrier stage cannot rebuild the blocks it held.
+    """
+    for attempt in range(1, STAGE_ATTEMPTS + 1):
+        try:
+            return _one_stage(data, n_workers, on_handles, task, schema)
+        except Exception as e:  # noqa: BLE001  (Py4J, Spark Connect and Python errors alike)
+            text = str(e)
+            if any(marker in text for marker in _BLOCKS_LOST):
+                raise ExecutorLost(
+                    f"strategy={strategy!r}: an executor was lost during the fit, and with it the training blocks "
+                    f"its barrier tasks read; a barrier stage cannot rebuild them from lineage. Fit again, or use "
+                    f"strategy='sync' (or 'averaging'), whose tasks rebuild lost blocks and finish the fit") from e
+            if attempt == STAGE_ATTEMPTS or any(marker in text for marker in _REPEATS):
+                raise
+            logger.warning("strategy=%r: barrier stage attempt %d of %d failed (%s); running it again",
+                           strategy, attempt, STAGE_ATTEMPTS, text.strip().splitlines()[0][:300] if text else e)
+
+
+def _one_stage(data, n_workers, on_handles, task, schema):
     secret = rendezvous.new_secret()
     if data.connect:
         master, meeting = None, Meeting(None, secret)

@@ -3,6 +3,7 @@ import os
 
 import numpy as np
 
+from sparkml.base import faults
 from sparkml.data import block_store
 
 _THREADS_SET = False
@@ -30,12 +31,14 @@ class PartitionSums:
         from sparkml.gpu import resolve_device, resolve_dtype
 
         set_torch_threads(torch)
+        handles = list(handles)  # drained always, so Spark can reuse this Python worker
+        if handles:
+            faults.inject("pass", handles[0][0])
         self.torch, self.loss = torch, loss
         self.device = resolve_device(device)
         dt = resolve_dtype(dtype)
-        # always drain the handles so Spark can reuse this Python worker
         self.parts = [block_store.open_partition(dataset_id, row[0], self.device, dt)
-                      for row in list(handles) if row[1] > 0]
+                      for row in handles if row[1] > 0]
         self._hessp_cache = None
         self._hessp_parts = None  # self.parts as the products read them (_stack_factored), made once
 

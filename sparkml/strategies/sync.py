@@ -88,9 +88,10 @@ class SyncStrategy:
         return newton_warm_started(evaluate_for, make_problems, theta0, progress=progress, **options)
 
     def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False, progress=None,
-                 bounds=None):
+                 bounds=None, checkpoint=None):
         """Driver-side L-BFGS / OWL-QN over ``objective`` (whose data sum is ``self.loss_gradient``), or
         L-BFGS-B over the box ``bounds = (lower, upper)`` (arrays over theta, or None), each iteration
-        reported to ``progress``. ``last_pass`` (no later pass reads the blocks) matters only to ``allreduce``."""
+        reported to ``progress``, its state saved to and resumed from ``checkpoint`` (``optim.checkpoint``)
+        on the driver. ``last_pass`` (no later pass reads the blocks) matters only to ``allreduce``."""
         return run_optimizer(objective, theta0, max_iter=max_iter, tol=tol, name=name, owlqn=owlqn, bounds=bounds,
-                             progress=progress)
+                             progress=progress, checkpoint=checkpoint)

@@ -1,0 +1,45 @@
+"""Test-only fault injection: make one chosen task attempt fail, to prove that a fit survives it.
+
+Off unless ``SPARKML_TEST_FAULT_DIR`` names a directory every executor sees (in the executors'
+environment: ``spark.executorEnv.*``) holding a file ``faults``, whose text lists ``point:arrival``
+pairs, e.g. ``convert:1,pass:3``: the task that reads partition 1 raises ``InjectedFault`` the
+``arrival``-th time it reaches ``point``:
+
+* ``convert``: a conversion task, after its blocks are committed (``data.convert``);
+* ``pass``: a pass over the blocks, as it opens them: one per iteration with ``sync``, one per
+  round with ``averaging``, one per barrier stage with ``allreduce`` (``strategies.partition_sums``).
+
+Arrivals are counted with marker files ``point.N`` in that directory, so a retried attempt, in
+whatever process it runs, passes. A test changes ``faults`` between fits and clears the markers.
+"""
+import os
+
+DIR_ENV = "SPARKML_TEST_FAULT_DIR"
+PARTITION = 1
+
+
+class InjectedFault(RuntimeError):
+    """The failure the ``faults`` file asked for."""
+
+
+def inject(point, partition):
+    """Raise ``InjectedFault`` where the ``faults`` file asks for it (module docstring)."""
+    folder = os.environ.get(DIR_ENV)
+    if not folder or partition != PARTITION:
+        return
+    try:
+        with open(os.path.join(folder, "faults")) as f:
+            wanted = dict(item.split(":") for item in f.read().split(",") if item.strip())
+    except FileNotFoundError:
+        return
+    if point not in wanted:
+        return
+    arrival = 1
+    while True:  # the attempts of one partition arrive one after another
+        try:
+            os.close(os.open(os.path.join(folder, f"{point}.{arrival}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            break
+        except FileExistsError:
+            arrival += 1
+    if arrival == int(wanted[point]):
+        raise InjectedFault(f"injected fault: {point} of partition {partition}, arrival {arrival}")

@@ -1,0 +1,92 @@
+"""Lost tasks and executors on ``local-cluster[2,1,1024]`` (tests/fault_runs.py, in the background).
+
+The fault hook is ``sparkml.base.faults``: off unless the executors' environment names a directory
+(``SPARKML_TEST_FAULT_DIR``) whose ``faults`` file asks for a failure. fault_runs.py switches it on
+per fit. For every strategy:
+
+* a conversion task that fails once after committing its blocks, and a pass over the blocks that fails
+  once (an iteration's task with ``sync``, a round's with ``averaging``, the barrier stage with
+  ``allreduce``): the same model as a clean fit, bit for bit, and no blocks left;
+* an executor JVM SIGKILLed at the third iteration, the one holding partition 1's blocks: ``sync`` and
+  ``averaging`` rebuild them from lineage and end at the clean fit's model; ``allreduce`` fails with
+  ``ExecutorLost`` (the barrier stage's blocks cannot be rebuilt), well within a minute.
+
+Blocks left on disk are looked for under every executor's local directory; the killed executor's own
+directory is its cluster manager's to remove (the process that could delete them is dead), so only
+blocks elsewhere count as a leak.
+"""
+import json
+import os
+import sys
+
+import pytest
+
+import background
+from helpers import ROOT
+
+pytestmark = pytest.mark.cluster
+STRATEGIES = ("sync", "averaging", "allreduce", "allreduce-averaging")
+_SCRATCH = {}
+
+
+def _scratch():
+    if "dir" not in _SCRATCH:
+        _SCRATCH["dir"] = background.scratch_dir("faults-")
+    return _SCRATCH["dir"]
+
+
+def background_runs():
+    scratch = _scratch()
+    return {"fault runs": background.Run(
+        [sys.executable, os.path.join(ROOT, "tests", "fault_runs.py"), os.path.join(scratch, "out.json"), scratch],
+        env=background.python_env(sys.executable), cwd=scratch, group="local-cluster", timeout=1200)}
+
+
+@pytest.fixture(scope="module")
+def outcome():
+    run = background.result("fault runs", background_runs())
+    assert run.returncode == 0, (run.stdout + run.stderr)[-5000:]
+    with open(os.path.join(_scratch(), "out.json")) as f:
+        return json.load(f)
+
+
+def _leaked(blocks, outcome):
+    """``blocks`` outside the directories of the executors the runs killed."""
+    killed = [r["killed executor's directory"] for r in outcome["executor killed"].values()]
+    return [b for b in blocks if not any(d and b.startswith(d + os.sep) for d in killed)]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("fault", ["task fails in conversion", "task fails in a pass"])
+def test_a_failed_task_changes_nothing(outcome, strategy, fault):
+    clean, run = outcome[strategy]["clean"], outcome[strategy][fault]
+    assert clean["error"] is None and clean["blocks_left"] == []
+    assert run["error"] is None, run["error"]
+    assert run["fired"] >= 2  # the injected failure happened, and a later attempt went past it
+    assert run["max_difference"] == 0.0
+    assert run["blocks_left"] == []
+
+
+@pytest.mark.parametrize("strategy", ["sync", "averaging"])
+def test_survives_a_killed_executor(outcome, strategy):
+    run = outcome["executor killed"][strategy]
+    assert run["killed executor's directory"]
+    assert run["error"] is None, run["error"]
+    assert run["max_difference"] <= 1e-12
+    assert _leaked(run["blocks_left"], outcome) == []
+
+
+def test_allreduce_fails_clearly_on_a_killed_executor(outcome):
+    run = outcome["executor killed"]["allreduce"]
+    assert run["killed executor's directory"]
+    if run["error"] is None:  # Spark may finish the stage before it notices: then the model must agree
+        assert run["max_difference"] == 0.0
+    else:
+        assert run["error"].startswith("ExecutorLost: strategy='allreduce': an executor was lost"), run["error"]
+        assert "strategy='sync'" in run["error"]
+        assert run["seconds"] < 120
+    assert _leaked(run["blocks_left"], outcome) == []
+
+
+def test_no_blocks_after_the_session_stops(outcome):
+    assert _leaked(outcome["blocks left after stop"], outcome) == []
