@@ -14,6 +14,9 @@ import threading
 from dataclasses import dataclass, field
 
 _RUNS = {}
+# how many runs go at once: each starts JVMs of its own, and on a 2-core machine more than one at a time
+# starves the in-process tests (and each other) rather than filling idle cores
+_AT_ONCE = threading.BoundedSemaphore(max(1, int(os.environ.get("SPARKML_TEST_BACKGROUND_RUNS", "1"))))
 
 
 @dataclass
@@ -33,7 +36,8 @@ class Run:
 
 
 def start(runs):
-    """Start ``runs`` (name -> Run): one thread per group (or per ungrouped run)."""
+    """Start ``runs`` (name -> Run): one thread per group (or per ungrouped run); at most
+    ``$SPARKML_TEST_BACKGROUND_RUNS`` (default 1) subprocesses run at once."""
     groups = {}
     for name, run in runs.items():
         if name in _RUNS:
@@ -47,23 +51,30 @@ def start(runs):
 def _run_all(members):
     for run in members:
         try:
-            if run.prepare is not None:
-                run.prepare()
-            with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-                run.proc = subprocess.Popen(run.argv, env=run.env, cwd=run.cwd, stdout=out, stderr=err, text=True)
-                try:
-                    code = run.proc.wait(timeout=run.timeout)
-                except subprocess.TimeoutExpired:
-                    run.proc.kill()
-                    code = run.proc.wait()
-                    err.write(f"\n[killed after {run.timeout} s]\n")
-                out.seek(0)
-                err.seek(0)
-                run.outcome = subprocess.CompletedProcess(run.argv, code, out.read(), err.read())
-        except Exception as e:  # reported to the test that awaits it
-            run.outcome = subprocess.CompletedProcess(run.argv, -1, "", f"could not run: {e!r}")
+            with _AT_ONCE:
+                _run_one(run)
         finally:
             run.done.set()
+
+
+def _run_one(run):
+    """Run one subprocess to its end (or its timeout) and record its outcome."""
+    try:
+        if run.prepare is not None:
+            run.prepare()
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            run.proc = subprocess.Popen(run.argv, env=run.env, cwd=run.cwd, stdout=out, stderr=err, text=True)
+            try:
+                code = run.proc.wait(timeout=run.timeout)
+            except subprocess.TimeoutExpired:
+                run.proc.kill()
+                code = run.proc.wait()
+                err.write(f"\n[killed after {run.timeout} s]\n")
+            out.seek(0)
+            err.seek(0)
+            run.outcome = subprocess.CompletedProcess(run.argv, code, out.read(), err.read())
+    except Exception as e:  # reported to the test that awaits it
+        run.outcome = subprocess.CompletedProcess(run.argv, -1, "", f"could not run: {e!r}")
 
 
 def result(name, runs=None):

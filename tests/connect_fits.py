@@ -12,6 +12,7 @@ import sys
 
 from data_helpers import connect_frame
 from helpers import coefficient_vector, training_summary, use_this_checkout
+from scoring_reference import largest_differences, runs_python
 
 use_this_checkout()
 
@@ -99,6 +100,9 @@ def main(out_dir):
         rows = model.transform(df).orderBy("id").select(pred_col).limit(20).collect()
         results[name] = {"coef": coefficients(model), "predictions": [r[0] for r in rows],
                          "iterations": training_summary(model).totalIterations}
+        if est_name != "KernelSVC":  # the linear models score in the JVM, with MLlib's formulas
+            out = model.transform(df)
+            results[name]["scoring"] = {"runs_python": runs_python(out), "differences": largest_differences(model, out)}
     path = os.path.join(out_dir, "connect_model")
     model = estimator("LogisticRegression", {"regParam": 0.01}).fit(df)
     model.write().overwrite().save(path)

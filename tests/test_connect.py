@@ -45,6 +45,15 @@ def test_connect_fit_and_transform_match_classic(connect_results, classic_frame,
     np.testing.assert_allclose(got["predictions"], preds, rtol=0, atol=1e-8)
 
 
+@pytest.mark.parametrize("name", [f[0] for f in connect_fits.FITS if f[1] != "KernelSVC"])
+def test_connect_transform_scores_in_the_jvm_with_mllibs_formulas(connect_results, name):
+    """In Spark Connect too, a linear model's transform is the stock model's (loaded by the server): no
+    Python node in the plan, every output column equal to MLlib's formulas to 1e-12."""
+    scoring = connect_results[name]["scoring"]
+    assert scoring["runs_python"] is False
+    assert scoring["differences"] and max(scoring["differences"].values()) <= 1e-12, scoring["differences"]
+
+
 def test_connect_save_and_load(connect_results):
     np.testing.assert_allclose(connect_results["saved_and_loaded"], connect_results["logistic-sync"]["coef"],
                                rtol=0, atol=0)

@@ -8,6 +8,7 @@ from pyspark.ml.feature import VectorSlicer
 
 from helpers import assert_same_outputs, coefficient_vector, output_arrays, output_fields
 from model_kinds import KINDS
+from scoring_reference import largest_differences, plan_text, runs_python
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression
 
@@ -249,18 +250,58 @@ def test_missing_features_column_is_mllibs_error(data, fitted, kind):
     assert errors[0] == errors[1]
 
 
-def test_transform_of_parquet_vectors_is_written_with_spark_43_defaults(spark, data, fitted, tmp_path):
-    """Spark 4.3's columnar input to Arrow UDFs (on by default) fails on a scan carrying a vector column;
-    transform switches it off, so scoring a Parquet file and writing the result works and equals the
-    in-memory transform."""
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_transform_scores_in_the_jvm_with_mllibs_formulas(data, fitted, kind):
+    """A linear model's transform is the stock model's: no Python node in the plan, and every output column
+    equals MLlib's formulas (scoring_reference) on the model's own coefficients to 1e-12."""
+    model = fitted(kind)
+    out = model.transform(data)
+    assert not runs_python(out), plan_text(out)
+    diffs = largest_differences(model, out)
+    assert set(diffs) == set(KINDS[kind].columns) and max(diffs.values()) <= 1e-12, diffs
+
+
+@pytest.fixture
+def python_scoring(monkeypatch):
+    """``copy(model)``: a copy of the model that scores in Python workers (the fallback when a Connect server
+    cannot load the stock model)."""
+    from sparkml.base.model import ConvertsToStock
+
+    monkeypatch.setattr(ConvertsToStock, "_stock_for", lambda self, spark: None)
+
+    def copy(model):
+        c = model.copy()
+        c._scoring = None
+        return c
+
+    return copy
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_python_scoring_fallback_equals_mllibs_formulas(data, fitted, kind, python_scoring):
+    model = python_scoring(fitted(kind))
+    out = model.transform(data)
+    assert runs_python(out)
+    diffs = largest_differences(model, out)
+    assert set(diffs) == set(KINDS[kind].columns) and max(diffs.values()) <= 1e-12, diffs
+
+
+def test_transform_of_parquet_vectors_is_written_with_spark_43_defaults(spark, data, fitted, tmp_path,
+                                                                          python_scoring):
+    """Spark 4.3's columnar input to Arrow UDFs (on by default) fails on a scan carrying a vector column.
+    Scoring in the JVM never meets it and leaves the setting alone; scoring in Python workers switches it
+    off. Either way scoring a Parquet file and writing the result works and equals the in-memory
+    transform."""
     from sparkml.base.prediction import COLUMNAR_INPUT
 
     data.write.parquet(str(tmp_path / "in"))
-    spark.conf.set(COLUMNAR_INPUT, "true")  # the session default, whatever earlier tests did
-    model = fitted("lr_multinomial")
-    model.transform(spark.read.parquet(str(tmp_path / "in"))).write.parquet(str(tmp_path / "out"))
-    assert spark.conf.get(COLUMNAR_INPUT) == "false"
-    got = output_arrays(spark.read.parquet(str(tmp_path / "out")), KINDS["lr_multinomial"].columns)
-    want = output_arrays(model.transform(data), KINDS["lr_multinomial"].columns)
-    for c in KINDS["lr_multinomial"].columns:
-        np.testing.assert_allclose(got[c], want[c], rtol=0, atol=1e-12, err_msg=c)
+    columns = KINDS["lr_multinomial"].columns
+    for name, model, setting_after in (("jvm", fitted("lr_multinomial"), "true"),
+                                       ("python", python_scoring(fitted("lr_multinomial")), "false")):
+        spark.conf.set(COLUMNAR_INPUT, "true")  # the session default, whatever earlier tests did
+        model.transform(spark.read.parquet(str(tmp_path / "in"))).write.parquet(str(tmp_path / name))
+        assert spark.conf.get(COLUMNAR_INPUT) == setting_after, name
+        got = output_arrays(spark.read.parquet(str(tmp_path / name)), columns)
+        want = output_arrays(model.transform(data), columns)
+        for c in columns:
+            np.testing.assert_allclose(got[c], want[c], rtol=0, atol=1e-12, err_msg=f"{name} {c}")

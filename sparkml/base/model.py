@@ -84,11 +84,47 @@ class HasCoefficientVector:
 
 
 class ConvertsToStock:
-    """``toSpark``: the stock pyspark.ml model, and ``evaluate`` through it. Subclasses set
+    """``toSpark``: the stock pyspark.ml model; ``evaluate`` and ``transform`` through it. Subclasses set
     ``_java_class`` and ``_stock_class`` (the pyspark.ml wrapper) and implement ``_java_args()`` (the
-    Scala constructor's arguments)."""
+    Scala constructor's arguments).
+
+    Scoring runs in the JVM: ``transform`` is the stock model's, with this model's coefficients and
+    Params, so the output columns are MLlib's (names, types, values, thresholds) and no row leaves the
+    JVM for a Python worker. The stock model is built once per session and Param values and reused. In
+    Spark Connect it reaches the server as files (``toSpark``); where the server cannot read them (a
+    remote server and no ``$SPARKML_TEMP_DFS_PATH``) ``transform`` falls back to scoring Arrow batches
+    with torch in Python workers (``base.prediction``), logged once per model as a warning.
+    """
 
     _stock_class = None
+    _scoring = None  # (session, Param values, stock model or None when it could not be loaded)
+
+    def _stock_transform(self, dataset, fallback):
+        """``dataset`` scored by the stock model; ``fallback()`` (the Arrow path) where Connect's server
+        cannot load it."""
+        spark = dataset.sparkSession
+        params = tuple(sorted((p.name, repr(v)) for p, v in self._paramMap.items()))
+        cached = self._scoring
+        if cached is None or cached[0] is not spark or cached[1] != params:
+            cached = self._scoring = (spark, params, self._stock_for(spark))
+        return cached[2].transform(dataset) if cached[2] is not None else fallback()
+
+    def _stock_for(self, spark):
+        from sparkml.base.session_kind import is_connect
+
+        if not is_connect(spark):
+            return self._stock_in_jvm()
+        try:
+            return self._stock_through_files(spark)
+        except Exception as e:  # noqa: BLE001  (the server could not read the files: score in Python)
+            import logging
+
+            logging.getLogger("sparkml").warning(
+                "%s: the Spark Connect server could not load the stock model from a temporary directory "
+                "(%s); transform scores in Python workers instead. Set SPARKML_TEMP_DFS_PATH to a directory "
+                "the server can read to score in the JVM", type(self).__name__,
+                str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__)
+            return None
 
     def evaluate(self, dataset):
         """MLlib's evaluation of this model on ``dataset``: pyspark.ml's own summary

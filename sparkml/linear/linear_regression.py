@@ -214,8 +214,9 @@ class LinearRegressionModel(HasCoefficientVector, PredictionModel, _Params, Mode
         return self._margin(value)
 
     def _transform(self, dataset):
-        return transform_linear(dataset, self.getFeaturesCol(), {"pred": self.getPredictionCol()}, "regression",
-                                self._coefficients.toArray(), [self._intercept])
+        return self._stock_transform(dataset, lambda: transform_linear(
+            dataset, self.getFeaturesCol(), {"pred": self.getPredictionCol()}, "regression",
+            self._coefficients.toArray(), [self._intercept]))
 
     _data_schema = StructType([StructField("intercept", DoubleType()), StructField("coefficients", VectorUDT()),
                                StructField("scale", DoubleType())])

@@ -74,8 +74,9 @@ class LinearSVCModel(HasCoefficientVector, ClassificationModel, _Params, ModelIO
 
     def _transform(self, dataset):
         outputs = {"raw": self.getRawPredictionCol(), "pred": self.getPredictionCol()}
-        return transform_linear(dataset, self.getFeaturesCol(), outputs, "svc", self._coefficients.toArray(),
-                                [self._intercept], raw_threshold=self.getThreshold())
+        return self._stock_transform(dataset, lambda: transform_linear(
+            dataset, self.getFeaturesCol(), outputs, "svc", self._coefficients.toArray(), [self._intercept],
+            raw_threshold=self.getThreshold()))
 
     _data_schema = StructType([StructField("coefficients", VectorUDT()), StructField("intercept", DoubleType())])
 

@@ -179,11 +179,11 @@ class LogisticRegressionModel(ProbabilisticClassificationModel, _Params, ModelIO
 
     def _transform(self, dataset):
         outputs = {"raw": self.getRawPredictionCol(), "prob": self.getProbabilityCol(), "pred": self.getPredictionCol()}
-        return transform_linear(
+        return self._stock_transform(dataset, lambda: transform_linear(
             dataset, self.getFeaturesCol(), outputs, "logistic", self._coefficientMatrix.toArray(),
             self._interceptVector.toArray(),
             raw_threshold=self._raw_threshold() if not self._isMultinomial else 0.0,
-            thresholds=self._multinomial_thresholds() if self._isMultinomial else None)
+            thresholds=self._multinomial_thresholds() if self._isMultinomial else None))
 
     _data_schema = StructType([StructField("numClasses", IntegerType()), StructField("numFeatures", IntegerType()),
                                StructField("interceptVector", VectorUDT()), StructField("coefficientMatrix", MatrixUDT()),
