@@ -110,8 +110,17 @@ GENERIC_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(GENERIC_CASES))
-@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def _generic_params():
+    """Every (estimator, case); ``make test`` runs each case with one estimator, in rotation (every estimator
+    meets several cases), ``make test-full`` all of them: test_fuzz_conversion.py also generates these
+    problems for every model."""
+    names = sorted(ESTIMATORS)
+    return [pytest.param(name, case, id=f"{name}-{case}",
+                         marks=() if j == i % len(names) else (pytest.mark.full,))
+            for i, case in enumerate(sorted(GENERIC_CASES)) for j, name in enumerate(names)]
+
+
+@pytest.mark.parametrize("name, case", _generic_params())
 def test_generic_bad_values(spark, caplog, created_ids, baseline, name, case):
     mutate, params, fragments = GENERIC_CASES[case]
     df = rows_frame(spark, mutate(small_rows()))

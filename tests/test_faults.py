@@ -4,9 +4,10 @@ The fault hook is ``sparkml.base.faults``: off unless the executors' environment
 (``SPARKML_TEST_FAULT_DIR``) whose ``faults`` file asks for a failure. fault_runs.py switches it on
 per fit. For every strategy:
 
-* a conversion task that fails once after committing its blocks, and a pass over the blocks that fails
-  once (an iteration's task with ``sync``, a round's with ``averaging``, the barrier stage with
-  ``allreduce``): the same model as a clean fit, bit for bit, and no blocks left;
+* a pass over the blocks that fails once (an iteration's task with ``sync``, a round's with
+  ``averaging``, the barrier stage with ``allreduce``), and a conversion task that fails once after
+  committing its blocks (in both block layouts: per task slot with ``sync``, per input partition with
+  ``averaging``): the same model as a clean fit, bit for bit, and no blocks left;
 * an executor JVM SIGKILLed at the third iteration, the one holding partition 1's blocks: ``sync`` and
   ``averaging`` rebuild them from lineage and end at the clean fit's model; ``allreduce`` fails with
   ``ExecutorLost`` (the barrier stage's blocks cannot be rebuilt), well within a minute.
@@ -22,6 +23,7 @@ import sys
 import pytest
 
 import background
+import fault_runs
 from helpers import ROOT
 
 pytestmark = pytest.mark.cluster
@@ -56,8 +58,8 @@ def _leaked(blocks, outcome):
     return [b for b in blocks if not any(d and b.startswith(d + os.sep) for d in killed)]
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-@pytest.mark.parametrize("fault", ["task fails in conversion", "task fails in a pass"])
+@pytest.mark.parametrize("strategy, fault", [(s, "task fails in a pass") for s in STRATEGIES]
+                         + [(s, "task fails in conversion") for s in fault_runs.CONVERSION_LAYOUTS])
 def test_a_failed_task_changes_nothing(outcome, strategy, fault):
     clean, run = outcome[strategy]["clean"], outcome[strategy][fault]
     assert clean["error"] is None and clean["blocks_left"] == []
