@@ -5,13 +5,16 @@
 For each strategy: a clean fit, then the same fit with a pass over the blocks failing once, and
 (``CONVERSION_LAYOUTS``) with the first attempt of a conversion task failing (``sparkml.base.faults``,
 switched on through the ``faults`` file in SCRATCH/faults); for sync, averaging and allreduce, the fit
-with one executor JVM SIGKILLed at the third iteration, compared with the same clean fit.
+with one executor JVM SIGKILLed at the third iteration, compared with the same clean fit; and the same kill
+with the default strategy ``auto`` (an ``allreduce`` barrier stage here, fitted again with ``sync`` after
+the loss), compared with the clean ``sync`` fit, with whether the fallback's warning was logged.
 Writes, per strategy and fault: the largest coefficient difference from the clean fit (or the
 error), the seconds it took, whether the fault fired, and the training blocks left on any
 executor's disk after the fit (every executor's local directory is under SCRATCH/local).
 """
 import glob
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -126,9 +129,14 @@ def main(out, scratch):
         set_faults(faults_dir, "")
         results[strategy] = record
     results["executor killed"] = {}
-    for strategy in ("sync", "averaging", "allreduce"):
-        clean = cleans[strategy][0]
+    warnings = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: warnings.append(record.getMessage())
+    logging.getLogger("sparkml").addHandler(handler)
+    for strategy in ("sync", "averaging", "allreduce", "auto"):
+        clean = cleans["sync" if strategy == "auto" else strategy][0]
         killed = []
+        del warnings[:]
 
         def kill_holder(killed=killed):  # the executor with partition 1's blocks: a barrier task reads them
             pid, directory = executor_holding(app_id, scratch, 1)
@@ -142,7 +150,7 @@ def main(out, scratch):
 
             theta, error, seconds = fit(strategy, kill_at_third)
         else:  # the callback runs in rank 0's task: it holds the fit while the driver kills an executor
-            marker = os.path.join(scratch, "third-iteration")
+            marker = os.path.join(scratch, f"third-iteration-{strategy}")
 
             def announce(event, marker=marker):
                 if event.iteration == 3 and not os.path.exists(marker):
@@ -159,7 +167,8 @@ def main(out, scratch):
         results["executor killed"][strategy] = {
             "killed executor's directory": killed[0] if killed else None, "seconds": seconds, "error": error,
             "max_difference": None if theta is None else float(np.max(np.abs(theta - clean))),
-            "executors after": len(executor_pids(app_id)), "blocks_left": blocks_left(scratch)}
+            "executors after": len(executor_pids(app_id)), "blocks_left": blocks_left(scratch),
+            "fell back to sync": any("fitting again with strategy 'sync'" in w for w in warnings)}
         deadline = time.time() + 60  # the standalone master starts a replacement executor
         while len(executor_pids(app_id)) < 2 and time.time() < deadline:
             time.sleep(0.5)

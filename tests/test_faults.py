@@ -10,7 +10,9 @@ per fit. For every strategy:
   ``averaging``): the same model as a clean fit, bit for bit, and no blocks left;
 * an executor JVM SIGKILLed at the third iteration, the one holding partition 1's blocks: ``sync`` and
   ``averaging`` rebuild them from lineage and end at the clean fit's model; ``allreduce`` fails with
-  ``ExecutorLost`` (the barrier stage's blocks cannot be rebuilt), well within a minute.
+  ``ExecutorLost`` (the barrier stage's blocks cannot be rebuilt), well within a minute; the default,
+  ``auto`` (an ``allreduce`` stage on this cluster), then fits again with ``sync`` and ends at the clean
+  ``sync`` fit's model.
 
 Blocks left on disk are looked for under every executor's local directory; the killed executor's own
 directory is its cluster manager's to remove (the process that could delete them is dead), so only
@@ -87,6 +89,15 @@ def test_allreduce_fails_clearly_on_a_killed_executor(outcome):
         assert run["error"].startswith("ExecutorLost: strategy='allreduce': an executor was lost"), run["error"]
         assert "strategy='sync'" in run["error"]
         assert run["seconds"] < 120
+    assert _leaked(run["blocks_left"], outcome) == []
+
+
+def test_auto_fits_again_with_sync_after_a_killed_executor(outcome):
+    run = outcome["executor killed"]["auto"]
+    assert run["killed executor's directory"]
+    assert run["error"] is None, run["error"]
+    assert run["fell back to sync"]  # the kill lands while rank 0 waits at iteration 3 of 30: the stage cannot end
+    assert run["max_difference"] <= 1e-9  # against the clean sync fit
     assert _leaked(run["blocks_left"], outcome) == []
 
 

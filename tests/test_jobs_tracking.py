@@ -37,7 +37,7 @@ def test_run_records_params_objective_metrics_and_artifacts(spark, tmp_path, cap
     estimator = train.build_estimator(cfg, "features")
     assert run.data.params == {p.name: str(v) for p, v in estimator.extractParamMap().items()}
     assert run.data.params["regParam"] == "0.01" and run.data.params["maxIter"] == "10"
-    assert {"strategy": "sync", "device": "auto", "dtype": "float32"}.items() <= run.data.params.items()
+    assert {"strategy": "auto", "device": "auto", "dtype": "float32"}.items() <= run.data.params.items()
     assert run.data.params == {k: str(v) for k, v in report["params"].items()}  # the fitted model's, too
 
     # the objective: one value per objectiveHistory entry, at steps 0..n-1

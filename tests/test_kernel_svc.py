@@ -251,7 +251,7 @@ def test_bad_params_are_named(spark):
         KernelSVC(gamma=-1.0)
     with pytest.raises(ValueError, match="method='rff' needs a shift-invariant kernel"):
         KernelSVC(method="rff", kernel="polynomial").fit(frame)
-    with pytest.raises(ValueError, match="strategy must be one of sync, allreduce"):
+    with pytest.raises(ValueError, match="strategy must be one of auto, sync, allreduce"):
         KernelSVC(strategy="averaging").fit(frame)
     with pytest.raises(ValueError, match="label column 'label' must hold class indices"):
         KernelSVC().fit(labeled_frame(spark, [[1.0], [2.0]], [0.5, 1.0]))

@@ -113,7 +113,7 @@ def test_autolog_logs_params_and_skips_our_model_then_to_spark_logs_it(spark, bi
     expected = {p.name: str(v) for p, v in estimator.extractParamMap().items()}
     assert run.data.params == expected
     assert {"regParam": "0.05", "elasticNetParam": "0.25", "maxIter": "30", "tol": "1e-08",
-            "fitIntercept": "True", "strategy": "sync", "device": "auto", "dtype": "float32"}.items() \
+            "fitIntercept": "True", "strategy": "auto", "device": "auto", "dtype": "float32"}.items() \
         <= run.data.params.items()
     assert run.data.tags["estimator_class"] == LR_CLASS
     assert run.data.tags["estimator_name"] == "LogisticRegression"

@@ -68,7 +68,7 @@ def test_stock_save_loads_as_our_model(spark, data, tmp_path, kind):
     assert_same_numbers(ours, stock)
     assert ours.getRegParam() == stock.getRegParam() and ours.getMaxIter() == 10
     assert ours.getLabelCol() == stock.getLabelCol()
-    assert ours.getDevice() == "auto" and ours.getStrategy() == "sync"  # our own Params keep their defaults
+    assert ours.getDevice() == "auto" and ours.getStrategy() == "auto"  # our own Params keep their defaults
     assert_same_outputs(ours.transform(data), stock.transform(data), columns, atol=1e-12)
 
 

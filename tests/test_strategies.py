@@ -47,7 +47,7 @@ def test_allreduce_reaches_the_sync_optimum(frame, name, make):
 
 def test_allreduce_one_worker_reads_every_partition(frame):
     """numWorkers=1: a single barrier task fits on all four partitions' rows (converted into one block)."""
-    ref = LogisticRegression(regParam=0.01).fit(frame)
+    ref = LogisticRegression(regParam=0.01, strategy="sync").fit(frame)
     one = LogisticRegression(regParam=0.01, strategy="allreduce", numWorkers=1).fit(frame)
     np.testing.assert_allclose(coefficient_vector(one), coefficient_vector(ref), rtol=0, atol=1e-8)
 
@@ -58,7 +58,7 @@ def test_allreduce_over_an_input_whose_stage_changes_its_partitions(frame):
     checkpoint of the handles. Before that, this fit failed with BarrierJobUnsupportedRDDChainException."""
     two = frame.coalesce(2)
     assert two.rdd.getNumPartitions() == 2
-    sync = LogisticRegression(regParam=0.01).fit(two)
+    sync = LogisticRegression(regParam=0.01, strategy="sync").fit(two)
     allreduce = LogisticRegression(regParam=0.01, strategy="allreduce").fit(two)
     f_sync, f_all = _objective(sync), _objective(allreduce)
     assert abs(f_all - f_sync) <= 1e-6 * abs(f_sync), (f_all, f_sync)

@@ -6,6 +6,8 @@
                      (``_make_strategy``), runs its solver with the fit's ``Progress`` (one event
                      per iteration: ``optim.progress``) and builds the model
               release the blocks, also when training fails
+              (``strategy="auto"``: a barrier stage that lost an executor is fitted again with
+              ``sync``, from a new conversion)
     fitMultiple(df, maps)   the same, with one conversion shared by the maps that convert alike
                             (``base.fit_multiple``)
 
@@ -18,6 +20,8 @@ JSON under ``path/metadata``, the class recorded by its public name, e.g.
 ``sparkml.classification.LogisticRegression``), so a ``Pipeline`` or a ``CrossValidator`` holding
 one saves and loads back with it.
 """
+import logging
+
 from pyspark import keyword_only
 from pyspark.ml.util import DefaultParamsReadable, MLWritable
 
@@ -26,7 +30,10 @@ from sparkml.base.persistence import EstimatorReader, EstimatorWriter
 from sparkml.base.validation import check_params
 from sparkml.data.training_data import TrainingData
 from sparkml.optim.checkpoint import check_params as check_checkpoint_params
+from sparkml.optim.checkpoint import checkpoint_dir
 from sparkml.optim.progress import Progress
+
+logger = logging.getLogger("sparkml")
 
 
 def public_class_name(cls):
@@ -85,12 +92,25 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
         """The weight column's name, or None when unset or empty (every row weighs 1)."""
         return (self.getOrDefault("weightCol") if self.isDefined("weightCol") else None) or None
 
-    def _conversion(self, dataset):
-        """``TrainingData.prepare``'s arguments for this estimator's Params: at most how many blocks
-        (``strategies.block_partitions``), and whether a barrier stage reads the handles."""
+    def _strategy_name(self, spark):
+        """The strategy a fit in ``spark``'s session runs: the ``strategy`` Param, or for ``auto`` the choice of
+        ``strategies.auto_strategy``."""
+        name = self.getStrategy()
+        if name != "auto":
+            return name
+        from sparkml.strategies import auto_strategy
+
+        name, why = auto_strategy(spark, checkpointing=checkpoint_dir(self) is not None)
+        logger.info("%s: strategy 'auto' runs %r (%s)", type(self).__name__, name, why)
+        return name
+
+    def _conversion(self, dataset, strategy=None):
+        """``TrainingData.prepare``'s arguments for this estimator's Params and ``strategy`` (default: the
+        one ``_strategy_name`` picks): at most how many blocks (``strategies.block_partitions``), and
+        whether a barrier stage reads the handles."""
         from sparkml.strategies import block_partitions
 
-        strategy = self.getStrategy()
+        strategy = strategy or self._strategy_name(dataset.sparkSession)
         return {"features_col": self.getFeaturesCol(), "label_col": self.getLabelCol(),
                 "weight_col": self._weight_col(),
                 "dtype": self.getDtype(), "compute_dtype": self._compute_dtype,
@@ -98,10 +118,14 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
                 "barrier": strategy.startswith("allreduce")}
 
     def _make_strategy(self, data, loss):
-        """The ``strategy`` Param's strategy over ``data`` for the ``sparkml.gpu`` loss ``loss``."""
+        """The strategy over ``data`` for the ``sparkml.gpu`` loss ``loss``: the ``strategy`` Param's, or for
+        ``auto`` the one ``data`` was converted for (``_conversion``)."""
         from sparkml.strategies import make_strategy
 
-        return make_strategy(self.getStrategy(), data, loss, self.getDevice(), self.getAggregationDepth(),
+        name = self.getStrategy()
+        if name == "auto":
+            name = "allreduce" if data.barrier else "sync"
+        return make_strategy(name, data, loss, self.getDevice(), self.getAggregationDepth(),
                              self.getNumWorkers(), self.getLocalIter())
 
     def _add_iteration_callback(self, callback):
@@ -116,11 +140,29 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
 
     def _fit(self, dataset):
         self._check_params()
-        data = TrainingData.prepare(dataset, **self._conversion(dataset))
+        return self._fit_falling_back(dataset, lambda conversion: self._fit_converted(dataset, conversion),
+                                      self._conversion(dataset))
+
+    def _fit_converted(self, dataset, conversion):
+        data = TrainingData.prepare(dataset, **conversion)
         try:
             return self._train(data, last_pass=True)
         finally:
             data.release()
+
+    def _fit_falling_back(self, dataset, fit, conversion):
+        """``fit(conversion)``; with ``strategy="auto"``, when its barrier stage lost an executor (and with it
+        blocks no barrier stage can rebuild), ``fit`` again on a ``sync`` conversion, which Spark can recompute."""
+        try:
+            return fit(conversion)
+        except Exception as e:
+            from sparkml.strategies.barrier import ExecutorLost
+
+            if not isinstance(e, ExecutorLost) or self.getStrategy() != "auto":
+                raise
+            logger.warning("%s: strategy 'auto' lost an executor in its barrier stage (%s); fitting again with "
+                           "strategy 'sync'", type(self).__name__, str(e).splitlines()[0])
+            return fit(self._conversion(dataset, "sync"))
 
     def fitMultiple(self, dataset, paramMaps):
         """A thread-safe iterator of (index, model), one per param map, as pyspark's; the maps that

@@ -10,6 +10,9 @@ compute dtypes, how many blocks and whether a barrier stage reads them: what
 maxIter, tol, ... grids share one conversion. The blocks are released when the last map using
 them has been trained, or when the iterator is garbage-collected after an error stopped the grid.
 
+With ``strategy="auto"``, a map whose barrier stage lost an executor is fitted again alone, with ``sync``
+and a conversion of its own (``TorchEstimator._fit_falling_back``).
+
 Only the estimator itself benefits: a ``Pipeline`` in ``CrossValidator`` fits its stages one map at
 a time (pyspark's ``Pipeline.fitMultiple``).
 """
@@ -89,7 +92,13 @@ class SharedConversionFits:
         estimator, conversion = self.estimators[index], self.conversions[index]
         try:
             estimator._check_params()
-            data = conversion.acquire(self.dataset)
-            return index, estimator._train(data, last_pass=conversion.users == 1)
+            shared = conversion.arguments
+
+            def fit(arguments):
+                if arguments is shared:
+                    return estimator._train(conversion.acquire(self.dataset), last_pass=conversion.users == 1)
+                return estimator._fit_converted(self.dataset, arguments)  # the fallback: a conversion of its own
+
+            return index, estimator._fit_falling_back(self.dataset, fit, shared)
         finally:
             conversion.done()

@@ -6,7 +6,7 @@ pyspark.ml's own Param mixins, so names, defaults and documentation match MLlib 
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasCheckpointInterval
 
-STRATEGIES = ("sync", "allreduce", "averaging", "allreduce-averaging")
+STRATEGIES = ("auto", "sync", "allreduce", "averaging", "allreduce-averaging")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
 # Params that stock MLlib does not know: kept out of the MLlib-format metadata's paramMap.
@@ -59,7 +59,9 @@ class HasTorchTrainingParams(HasCheckpointInterval):
     strategy = Param(
         Params._dummy(),
         "strategy",
-        "How training is distributed. 'sync': every iteration broadcasts the coefficients, "
+        "How training is distributed. 'auto' (default): 'allreduce' where Spark can run one barrier stage "
+        "for the fit (the cluster's task slots are known, dynamic allocation is off, checkpointDir is unset), "
+        "else 'sync'; a fit whose barrier stage loses an executor is fitted again with 'sync'. 'sync': every iteration broadcasts the coefficients, "
         "each partition computes its loss and gradient, treeAggregate sums them and a "
         "driver-side L-BFGS / OWL-QN takes the step. 'allreduce': one barrier stage for the "
         "whole fit; every task runs the same optimizer and the partition sums are added with "
@@ -115,5 +117,5 @@ class HasTorchTrainingParams(HasCheckpointInterval):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(strategy="sync", device="auto", dtype="float32", numWorkers=0, localIter=10,
+        self._setDefault(strategy="auto", device="auto", dtype="float32", numWorkers=0, localIter=10,
                          checkpointInterval=10)

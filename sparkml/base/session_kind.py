@@ -22,6 +22,13 @@ def task_slots(spark):
     return slots_from_conf(lambda key: spark.conf.get(key, None))
 
 
+def conf_value(spark, key):
+    """The session's setting ``key`` (the SparkContext's conf in a classic session), or None."""
+    if not is_connect(spark):
+        return spark.sparkContext.getConf().get(key, None)
+    return spark.conf.get(key, None)
+
+
 def slots_from_conf(get):
     """Task slots from the master URL and executor settings, or None."""
     import os

@@ -60,6 +60,7 @@ class TrainingData:
         self._lock = threading.Lock()  # fits of one ``fitMultiple`` may share this data from several threads
         self.released = False
         self.source = None  # the DataFrame the blocks were converted from (``prepare``)
+        self.barrier = False  # converted for a barrier stage (``prepare(barrier=True)``)
 
     @classmethod
     def prepare(cls, df, features_col, label_col, weight_col=None, dtype="float64", compute_dtype=None,
@@ -94,7 +95,7 @@ class TrainingData:
         if barrier and not is_connect(spark):
             handles.localCheckpoint()  # written by the collect below, beside the cached copy
         data = cls(handles, dataset_id, None, sparse, dtype, spark, compute_dtype)
-        data.source = source
+        data.source, data.barrier = source, barrier
         try:
             rows = handles.collect()
         except Exception as e:
@@ -186,6 +187,7 @@ class TrainingData:
         else:
             handles = self.handles.mapPartitions(lambda it: run([(r[0], r[1]) for r in it])).cache()
         derived = TrainingData(handles, target, self.summary, False, dtype, self.spark)
+        derived.barrier = self.barrier
         try:
             rows = handles.collect()
         except Exception:

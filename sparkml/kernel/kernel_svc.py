@@ -26,7 +26,7 @@ to 256 features with
 second moment for Nystroem and by the diagonal for rff): every round is ONE pass over the features for
 all the classes still running (``sparkml.gpu.OneVsRestProblems``), a Spark job per pass
 (``strategy="sync"``) or an all-reduce inside one barrier stage for the whole solve
-(``strategy="allreduce"``). Multiplying
+(``strategy="allreduce"``; the default ``auto`` picks it where Spark can run one). Multiplying
 by W C shows regParam = 1 / (W C) is scikit-learn's C (``SVC`` up to the smoothing and the Nystroem
 approximation, which is exact when every training row is a landmark; with ``loss="squared_hinge"``,
 ``LinearSVC(loss="squared_hinge")`` on the features).
@@ -58,7 +58,7 @@ from sparkml.kernel.params import _KernelSVCParams, resolve_gamma
 # hinge per row), solved from this many Newton rounds of the squared hinge (its minimizer's
 # neighbourhood, where the smoothed hinge's band is populated)
 _HINGE_WIDTH, _HINGE_WARM_START_ROUNDS = 0.1, 2
-NEWTON_STRATEGIES = ("sync", "allreduce")  # the Newton passes are exact sums: no model averaging
+NEWTON_STRATEGIES = ("auto", "sync", "allreduce")  # the Newton passes are exact sums: no model averaging
 _PLATT_MAX_ITER, _PLATT_TOL = 100, 1e-14
 # Up to this many features a Newton round forms H (n_active p^2 flops, one pass); beyond, truncated
 # Newton-CG (2 n p flops per CG pass, about 40 passes per round) is cheaper. Inside a barrier stage a
@@ -73,7 +73,8 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
     """Kernel SVM classifier (binary and one-vs-rest multi-class) trained on Spark with PyTorch kernels.
 
     See the module docstring for the model and objective. ``strategy`` is 'sync' (one Spark job per
-    Newton pass) or 'allreduce' (one barrier stage for the SVM solve, one for Platt scaling).
+    Newton pass), 'allreduce' (one barrier stage for the SVM solve, one for Platt scaling) or 'auto' (the
+    default: 'allreduce' where Spark can run it, else 'sync').
     """
 
     _param_rules = (("regParam", lambda v: v > 0, "must be > 0 for KernelSVC (1 / (n C))"),
@@ -87,7 +88,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
                  degree=3, coef0=0.0, regParam=1e-4, method="nystroem", numLandmarks=1000, landmarkSelection="kmeans",
                  loss="hinge", probability=False, maxIter=100, tol=1e-6, seed=0, fitIntercept=True, threshold=0.0,
                  weightCol=None,
-                 aggregationDepth=2, strategy="sync", device="auto", dtype="float32", numWorkers=0, localIter=10):
+                 aggregationDepth=2, strategy="auto", device="auto", dtype="float32", numWorkers=0, localIter=10):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -130,7 +131,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         fit_intercept = self.getFitIntercept()
         names = ["KernelSVC"] if num_classes == 2 else [f"KernelSVC class {int(c)}" for c in classes]
         p = m + fit_intercept
-        solver = _newton_solver(p, self.getStrategy())
+        solver = _newton_solver(p, strategy.name)
 
         def problems(binary):
             return lambda idx: OneVsRestProblems(binary, [classes[j] for j in idx])

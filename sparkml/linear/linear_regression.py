@@ -59,7 +59,7 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
     def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction", maxIter=100,
                  regParam=0.0, elasticNetParam=0.0, tol=1e-6, fitIntercept=True, standardization=True,
                  solver="auto", weightCol=None, aggregationDepth=2, loss="squaredError", epsilon=1.35,
-                 maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float32",
+                 maxBlockSizeInMB=0.0, strategy="auto", device="auto", dtype="float32",
                  numWorkers=0, localIter=10, checkpointDir=None, checkpointInterval=10):
         super().__init__()
         self._set(**self._input_kwargs)

@@ -35,7 +35,7 @@ class LinearSVC(LinearEstimator, Classifier, _Params):
     def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction", maxIter=100,
                  regParam=0.0, tol=1e-6, rawPredictionCol="rawPrediction", fitIntercept=True,
                  standardization=True, threshold=0.0, weightCol=None, aggregationDepth=2,
-                 maxBlockSizeInMB=0.0, strategy="sync", device="auto", dtype="float32",
+                 maxBlockSizeInMB=0.0, strategy="auto", device="auto", dtype="float32",
                  numWorkers=0, localIter=10, checkpointDir=None, checkpointInterval=10):
         super().__init__()
         self._set(**self._input_kwargs)

@@ -59,7 +59,7 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
                  rawPredictionCol="rawPrediction", standardization=True, weightCol=None,
                  aggregationDepth=2, family="auto", lowerBoundsOnCoefficients=None,
                  upperBoundsOnCoefficients=None, lowerBoundsOnIntercepts=None,
-                 upperBoundsOnIntercepts=None, maxBlockSizeInMB=0.0, strategy="sync", device="auto",
+                 upperBoundsOnIntercepts=None, maxBlockSizeInMB=0.0, strategy="auto", device="auto",
                  dtype="float32", numWorkers=0, localIter=10, checkpointDir=None, checkpointInterval=10):
         super().__init__()
         self.setParams(**self._input_kwargs)

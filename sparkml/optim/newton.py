@@ -210,8 +210,8 @@ def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, n
     summaries = [TrainingSummary(state.history[j], state.rounds[j], state.converged[j], state.message[j], total,
                                  state.ends[j]) for j in range(len(names))]
     for j, s in enumerate(summaries):
-        logger.info("%s finished: %d Newton rounds, objective %.10g (%s)", names[j], s.totalIterations,
-                    state.f[j], s.message)
+        progress.note(f"{names[j]} finished: {s.totalIterations} Newton rounds, objective {state.f[j]:.10g} "
+                      f"({s.message})")
     return state.theta, summaries
 
 

@@ -5,7 +5,8 @@ rounds of ``strategies.averaging``, the Newton rounds of ``optim.newton``) ends 
 calling its ``Progress`` with an ``Iteration``: that call is the one place where a per-iteration
 hook runs. ``Progress`` logs one INFO line on the ``sparkml`` logger and then calls the fit's
 callbacks in order (``TorchEstimator._progress`` builds it). It runs where the optimizer runs: on
-the driver with ``sync`` and ``averaging``, inside rank 0's barrier task with ``allreduce``. After it the
+the driver with ``sync`` and ``averaging``, inside rank 0's barrier task with ``allreduce``, whose lines
+(``Progress.lines``) the driver logs again when the stage returns. After it the
 L-BFGS / OWL-QN loop hands its state to the fit's checkpoint, when ``checkpointDir`` is set (``optim.checkpoint``).
 """
 import logging
@@ -34,16 +35,25 @@ class Iteration:
 
 
 class Progress:
-    """Logs each ``Iteration`` and passes it to ``callbacks`` (functions of one ``Iteration``)."""
+    """Logs each ``Iteration``, keeps the line (``lines``) and passes the event to ``callbacks`` (functions of
+    one ``Iteration``)."""
 
     def __init__(self, callbacks=()):
         self.callbacks = list(callbacks)
+        self.lines = []
 
     def __call__(self, event):
-        logger.info("%s %s %d: objective %.10g%s, %.3f s", event.name, event.kind, event.iteration, event.objective,
-                    f", {event.detail}" if event.detail else "", event.seconds)
+        line = (f"{event.name} {event.kind} {event.iteration}: objective {event.objective:.10g}"
+                f"{', ' + event.detail if event.detail else ''}, {event.seconds:.3f} s")
+        self.note(line)
         for callback in self.callbacks:
             callback(event)
+
+
+    def note(self, line):
+        """Log ``line`` (INFO, ``sparkml`` logger) and keep it in ``lines``: a line about the fit's progress."""
+        self.lines.append(line)
+        logger.info("%s", line)
 
 
 class TrainingSummary:
@@ -106,8 +116,8 @@ def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False, bounds
     message = result.message
     if resume is not None:
         message += f" (resumed from the checkpoint of iteration {resume['iteration']})"
-    logger.info("%s finished: %d iterations, objective %.10g, %.2f s (%s)",
-                name, result.n_iter, result.fun, seconds, message)
+    progress.note(f"{name} finished: {result.n_iter} iterations, objective {result.fun:.10g}, {seconds:.2f} s "
+                  f"({message})")
     summary = TrainingSummary(result.objective_history, result.n_iter, result.converged, message, seconds,
                               elapsed)
     return result.x, summary

@@ -1,18 +1,47 @@
 """How the data term of a fit is distributed.
 
+* ``auto`` (the default): ``allreduce`` where Spark can run it, else ``sync`` (``auto_strategy``).
 * ``sync``: one Spark job per evaluation, the optimizer on the driver.
 * ``allreduce``: one barrier stage for the whole fit, the optimizer on every task.
 * ``averaging``: model averaging, one Spark job per round of local solves.
 * ``allreduce-averaging``: the same rounds inside one barrier stage.
 """
 from sparkml.base.params import STRATEGIES
-from sparkml.base.session_kind import task_slots
+from sparkml.base.session_kind import conf_value, is_connect, task_slots
 from sparkml.strategies.allreduce import AllReduceAveragingStrategy, AllReduceStrategy
 from sparkml.strategies.averaging import AveragingStrategy
 from sparkml.strategies.sync import SyncStrategy
 
-__all__ = ["AllReduceAveragingStrategy", "AllReduceStrategy", "AveragingStrategy", "SyncStrategy", "block_partitions",
-           "make_strategy"]
+__all__ = ["AllReduceAveragingStrategy", "AllReduceStrategy", "AveragingStrategy", "SyncStrategy", "auto_strategy",
+           "block_partitions", "make_strategy"]
+
+
+def auto_strategy(spark, checkpointing=False):
+    """(strategy, why): what ``strategy="auto"`` runs in ``spark``'s session.
+
+    ``allreduce`` keeps the blocks and the optimizer in one barrier stage for the whole fit: no Spark
+    job per iteration, so it is the faster of the exact strategies at every size measured (notebook
+    data most of all, where a job's fixed cost is most of an iteration). It needs what a barrier stage
+    needs, and otherwise ``sync`` runs:
+
+    * the cluster's task slots are known (a Spark Connect client reads them from the master URL or the
+      executor settings; without them it cannot size the stage);
+    * dynamic allocation is off (Spark refuses barrier stages under it);
+    * ``checkpointing`` is False: ``allreduce`` writes checkpoints from an executor, into a directory the
+      driver must share; ``sync`` writes them on the driver.
+
+    A barrier stage cannot rebuild blocks lost with an executor; the estimator then fits again with
+    ``sync`` (``TorchEstimator._fit``), which can.
+    """
+    if checkpointing:
+        return "sync", "checkpointDir is set"
+    if str(conf_value(spark, "spark.dynamicAllocation.enabled")).lower() == "true":
+        return "sync", "dynamic allocation is on"
+    slots = task_slots(spark)
+    if slots is None:
+        return "sync", "the cluster's task slots are unknown" + (" to this Spark Connect client" if is_connect(spark)
+                                                                  else "")
+    return "allreduce", f"{slots} task slots"
 
 
 def block_partitions(name, spark, num_workers=0):

@@ -16,6 +16,7 @@ per evaluation.
 One-off passes (the normal equations' Gram matrix) run as ``sync`` jobs.
 """
 import json
+import logging
 import time
 
 import numpy as np
@@ -28,6 +29,7 @@ from sparkml.strategies.barrier import BarrierTask, plan_workers, run_barrier_st
 from sparkml.strategies.sync import SyncStrategy
 from sparkml.strategies.transport import split
 
+logger = logging.getLogger("sparkml")
 _RESULT_SCHEMA = "theta binary, summary string"
 # what each PartitionSums method returns, for k problems of p coefficients
 _NEWTON_SHAPES = {"loss_gradient": lambda k, p: [(k,), (k, p)],
@@ -89,9 +91,10 @@ def _newton_body(make_problems, theta0, options, progress):
     return body
 
 
-def _stage_task(blocks, dataset_id, loss, device, dtype, last_pass, body):
+def _stage_task(blocks, dataset_id, loss, device, dtype, last_pass, body, progress):
     """The barrier stage's function: this rank runs ``body(task)`` -> (theta, [TrainingSummary]);
-    rank 0 yields the result as one Arrow row."""
+    rank 0 yields the result as one Arrow row, with the lines its ``progress`` (the one ``body`` reports
+    to: one object in the task's closure) logged."""
     def task(batches, meeting):
         import pyarrow as pa
 
@@ -103,7 +106,8 @@ def _stage_task(blocks, dataset_id, loss, device, dtype, last_pass, body):
             theta = np.asarray(theta, dtype=np.float64)
             record = {"shape": list(theta.shape), "summaries": [
                 {"history": s.objectiveHistory, "iterations": s.totalIterations, "converged": s.converged,
-                 "message": s.message, "iteration_seconds": s.iterationSeconds} for s in summaries]}
+                 "message": s.message, "iteration_seconds": s.iterationSeconds} for s in summaries],
+                "log": progress.lines}
             yield pa.RecordBatch.from_pydict({"theta": [theta.tobytes()], "summary": [json.dumps(record)]})
 
     return task
@@ -136,26 +140,31 @@ class AllReduceStrategy(SyncStrategy):
         if bounds is not None and (owlqn or objective.l1_weights() is not None):
             raise ValueError(f"strategy {self.name!r}: bound constraints need a smooth objective (no L1 term)")
         options = dict(max_iter=max_iter, tol=tol, name=name, owlqn=owlqn, bounds=bounds)
+        progress = progress or Progress()
         body = _optimizer_body(objective.with_data_sum(None), np.asarray(theta0, dtype=np.float64), options,
-                               self.local_iter, progress or Progress(), checkpoint)
-        theta, (summary,) = self._run_stage(body, last_pass)
+                               self.local_iter, progress, checkpoint)
+        theta, (summary,) = self._run_stage(body, last_pass, progress)
         return theta, summary
 
     def newton(self, make_problems, theta0, *, last_pass=False, progress=None, **options):
         """``optim.newton.newton`` inside one barrier stage (see ``SyncStrategy.newton``)."""
-        return self._run_stage(_newton_body(make_problems, np.asarray(theta0, dtype=np.float64), options,
-                                            progress or Progress()), last_pass)
+        progress = progress or Progress()
+        return self._run_stage(_newton_body(make_problems, np.asarray(theta0, dtype=np.float64), options, progress),
+                               last_pass, progress)
 
-    def _run_stage(self, body, last_pass):
+    def _run_stage(self, body, last_pass, progress):
         """Run ``body`` on every barrier task; rank 0's (theta, [TrainingSummary]). The summaries'
-        seconds are the stage's wall time: task launch, rendezvous and block loading included."""
+        seconds are the stage's wall time: task launch, rendezvous and block loading included. The
+        iteration lines rank 0's ``progress`` logged on its executor are logged again here, on the driver."""
         start = time.perf_counter()
         task = _stage_task(self.data.blocks, self.data.dataset_id, self.loss, self.device, self.data.compute_dtype,
-                           last_pass, body)
+                           last_pass, body, progress)
         out = run_barrier_stage(self.data, self.n_workers, self.on_handles, task, _RESULT_SCHEMA, self.name)
         if last_pass:
             self.data.dropped_by_tasks = True
         record = json.loads(out[0]["summary"])
+        for line in record["log"]:
+            logger.info("%s", line)
         theta = np.frombuffer(out[0]["theta"], dtype=np.float64).reshape(record["shape"]).copy()
         seconds = time.perf_counter() - start
         return theta, [TrainingSummary(r["history"], r["iterations"], r["converged"], r["message"], seconds,
