@@ -45,3 +45,12 @@ def _install_finder():
 
 
 _install_finder()
+
+
+def release_conversions(spark=None):
+    """Release the conversions kept for cached DataFrames (``sparkml.data.reuse``): of ``spark``'s session,
+    or of every session when None. Their blocks are deleted on the executors now (those a running fit
+    reads, when it ends). Returns how many there were."""
+    from sparkml.data import reuse
+
+    return reuse.release_all(spark)

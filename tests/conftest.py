@@ -27,6 +27,9 @@ def spark():
         .config("spark.driver.memory", "4g")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.python.worker.reuse", "true")
+        # most tests count conversions and the blocks left on the executors; test_conversion_reuse turns on
+        # the reuse of conversions (on by default) for its own tests
+        .config("spark.sparkml.conversionCache.enabled", "false")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -41,6 +41,7 @@ def session(scratch):
             .config("spark.executorEnv.SPARKML_TEST_FAULT_DIR", faults_dir)
             .config("spark.executorEnv.SPARK_LOCAL_DIRS", os.path.join(scratch, "local"))
             .config("spark.task.maxFailures", "4")
+            .config("spark.sparkml.conversionCache.enabled", "false")  # every fit converts: counts its blocks
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .getOrCreate()), faults_dir
 

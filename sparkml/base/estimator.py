@@ -1,7 +1,8 @@
 """The fit every estimator of this library runs, written once.
 
     fit(df)   check the Params (``base.validation``), before any data is touched
-              convert df once into executor-resident blocks (``data.TrainingData``)
+              convert df once into executor-resident blocks (``data.TrainingData``), or reuse the
+              conversion an earlier fit kept for the same cached df (``data.reuse``)
               train: the estimator's ``_train(data, last_pass)`` picks the strategy
                      (``_make_strategy``), runs its solver with the fit's ``Progress`` (one event
                      per iteration: ``optim.progress``) and builds the model
@@ -144,11 +145,30 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
                                       self._conversion(dataset))
 
     def _fit_converted(self, dataset, conversion):
-        data = TrainingData.prepare(dataset, **conversion)
+        """The model trained on ``dataset`` converted with ``conversion``: a conversion kept for the cached
+        ``dataset`` by an earlier fit when there is one (``data.reuse``), converted again when its blocks
+        turned out to be gone; else a fresh conversion, released when the fit ends."""
+        from sparkml.data import reuse
+        from sparkml.strategies.barrier import blocks_lost
+
+        data, entry, reused = reuse.acquire(dataset, conversion, lambda: TrainingData.prepare(dataset, **conversion))
+        if entry is None:
+            try:
+                return self._train(data, last_pass=True)
+            finally:
+                data.release()
         try:
-            return self._train(data, last_pass=True)
-        finally:
-            data.release()
+            model = self._train(data, last_pass=False)
+        except Exception as e:
+            lost = blocks_lost(e)
+            reuse.done(entry, broken=lost)
+            if not (lost and reused):
+                raise
+            logger.warning("%s: the conversion kept for this DataFrame lost blocks since it was made (%s); "
+                           "converting it again", type(self).__name__, str(e).strip().splitlines()[0][:300])
+            return self._fit_converted(dataset, conversion)
+        reuse.done(entry)
+        return model
 
     def _fit_falling_back(self, dataset, fit, conversion):
         """``fit(conversion)``; with ``strategy="auto"``, when its barrier stage lost an executor (and with it

@@ -23,9 +23,7 @@ def task_slots(spark):
 
 
 def conf_value(spark, key):
-    """The session's setting ``key`` (the SparkContext's conf in a classic session), or None."""
-    if not is_connect(spark):
-        return spark.sparkContext.getConf().get(key, None)
+    """The session's setting ``key`` (its runtime conf, which starts from the application's), or None."""
     return spark.conf.get(key, None)
 
 

@@ -88,6 +88,7 @@ class PartitionWriter:
         os.makedirs(root_dir(), exist_ok=True)
         self.staging = tempfile.mkdtemp(prefix=f".{dataset_id}-{partition}-", dir=root_dir())
         self.files, self.meta = {}, {}
+        self.nbytes = 0  # of the arrays appended
 
     def append(self, name, rows):
         rows = np.ascontiguousarray(rows)
@@ -98,6 +99,7 @@ class PartitionWriter:
         elif rows.dtype.str != meta["dtype"] or list(rows.shape[1:]) != meta["shape"][1:]:
             raise ValueError(f"{name}: appending {rows.dtype}{rows.shape} to {meta}")
         rows.tofile(self.files[name])
+        self.nbytes += rows.nbytes
         meta["shape"][0] += len(rows)
 
     def commit(self):

@@ -148,7 +148,7 @@ def convert_partition(batches, dataset_id, sparse, dtype):
     finally:
         warm.join()
     info, moments = stats.info()
-    info.update(partition=partition, store=block_store.store_key())
+    info.update(partition=partition, store=block_store.store_key(), bytes=writer.nbytes)
     try:
         faults.inject("convert", partition)
         yield stats_batch(partition, info["rows"], json.dumps(info), moments)

@@ -61,6 +61,7 @@ class TrainingData:
         self.released = False
         self.source = None  # the DataFrame the blocks were converted from (``prepare``)
         self.barrier = False  # converted for a barrier stage (``prepare(barrier=True)``)
+        self.nbytes = 0  # of the blocks on the executors (``prepare``)
 
     @classmethod
     def prepare(cls, df, features_col, label_col, weight_col=None, dtype="float64", compute_dtype=None,
@@ -111,6 +112,7 @@ class TrainingData:
             data.summary = summarize(rows, infos)
             data.blocks = [(i["partition"], i["rows"], i["store"]) for i in infos if i["rows"]]
             data.n_partitions = len(rows)
+            data.nbytes = sum(i.get("bytes", 0) for i in infos)
         except Exception:
             data.release()
             raise

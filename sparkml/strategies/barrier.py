@@ -183,6 +183,12 @@ class ExecutorLost(RuntimeError):
     """An executor died during a barrier stage, and with it the training blocks its tasks held."""
 
 
+def blocks_lost(error):
+    """Whether ``error`` (any fit's) says training blocks are gone: an ``ExecutorLost``, or a task that did not
+    find its blocks or their handles (a lost executor, blocks deleted since)."""
+    return isinstance(error, ExecutorLost) or any(marker in str(error) for marker in _BLOCKS_LOST)
+
+
 def run_barrier_stage(data, n_workers, on_handles, task, schema, strategy="allreduce"):
     """The rows of one barrier stage of ``n_workers`` tasks over ``data``'s blocks, each running
     ``task(batches, meeting)`` (a ``mapInArrow`` function; ``meeting``: a ``Meeting``, shipped in the
