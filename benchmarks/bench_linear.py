@@ -81,6 +81,8 @@ def make_session(args):
              .config("spark.driver.memory", args.driver_memory)
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", str(args.partitions))
+             # every fit converts, as a first fit does (bench_refit.py measures refits, which reuse it)
+             .config("spark.sparkml.conversionCache.enabled", "false")
              .getOrCreate())
     spark.sparkContext.setLogLevel("WARN")
     return spark

@@ -91,15 +91,15 @@ def _bound_value(box, kind, index, beta, b):
     return b[index], box[2][index], box[3][index]
 
 
-# `make test`: every case but the slowest with `sync` (inactive bounds are covered by the multinomial case), and
-# `allreduce` (the same optimizer over an allreduced gradient) on one binary and one multinomial case;
+# `make test`: every case but the slowest with `allreduce` (inactive bounds are covered by the multinomial case),
+# and `sync` (the same optimizer over a treeAggregated gradient) on one binary and one multinomial case;
 # `make test-full`: all of them
-ALLREDUCE_COVER = {"binary upper bound", "multinomial nonnegative coefficients"}
-SYNC_FULL_ONLY = {"binary inactive bounds"}
+SYNC_COVER = {"binary upper bound", "multinomial nonnegative coefficients"}
+ALLREDUCE_FULL_ONLY = {"binary inactive bounds"}
 
 
 def _in_full_only(case, strategy):
-    return case not in ALLREDUCE_COVER if strategy == "allreduce" else case in SYNC_FULL_ONLY
+    return case not in SYNC_COVER if strategy == "sync" else case in ALLREDUCE_FULL_ONLY
 
 
 GRID = [pytest.param(case, strategy, id=f"{case}-{strategy}",

@@ -55,7 +55,7 @@ from sparkml.regression import LinearRegression
 PROFILE = os.environ.get("SPARKML_FUZZ_PROFILE", "default")
 if PROFILE not in ("default", "nightly"):
     raise ValueError(f"SPARKML_FUZZ_PROFILE must be 'default' or 'nightly', got {PROFILE!r}")
-DEFAULT_EXAMPLES = {"default": 25, "nightly": 1500}  # conversion-level examples
+DEFAULT_EXAMPLES = {"default": 12, "nightly": 1500}  # conversion-level examples
 FIT_EXAMPLES = {"default": 2, "nightly": 200}  # whole fits
 _COMMON = dict(deadline=None, database=None, derandomize=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
