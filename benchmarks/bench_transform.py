@@ -10,6 +10,11 @@ median of ``--repeats`` and the ratio to MLlib in the same run.
 
     .venv/bin/python benchmarks/bench_transform.py            # 1M x 100, binary and 3-class LogisticRegression
     .venv/bin/python benchmarks/bench_transform.py --quick    # 100k rows
+    .venv/bin/python benchmarks/bench_transform.py --kernel-svc 1000 --features 20   # KernelSVC, 1000 landmarks
+
+``--kernel-svc M``: instead, KernelSVC's transform (there is no MLlib counterpart): a model with M k-means
+landmarks (rbf, gamma 'scale', ``probability=True``) fitted on the first 20,000 rows, then every output
+column of all rows summed per run, as above; rows per second.
 
 Writes benchmarks/results/transform.json (or ``--out``).
 """
@@ -36,6 +41,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--out", default=None, help="default benchmarks/results/transform.json")
     p.add_argument("--quick", action="store_true", help="100k rows, 3 repeats")
+    p.add_argument("--kernel-svc", type=int, default=0, metavar="M",
+                   help="time KernelSVC's transform with M landmarks instead (module docstring)")
     args = p.parse_args(argv)
     if args.quick:
         args.rows, args.repeats = 100_000, 3
@@ -79,6 +86,32 @@ def score_everything(transformed):
     return [float(v) for v in row]
 
 
+def kernel_svc(spark, df, args, env, gen_s):
+    """KernelSVC's transform: seconds per run and rows per second (no MLlib counterpart)."""
+    from sparkml.classification import KernelSVC
+
+    t = time.perf_counter()
+    model = KernelSVC(numLandmarks=args.kernel_svc, probability=True, maxIter=20).fit(df.limit(20_000).cache())
+    fit_s = time.perf_counter() - t
+    score_everything(model.transform(df))  # warm: workers, plans
+    seconds = []
+    for _ in range(args.repeats):
+        t = time.perf_counter()
+        score_everything(model.transform(df))
+        seconds.append(time.perf_counter() - t)
+    spark.stop()
+    med = float(np.median(seconds))
+    row = {"case": f"KernelSVC, {model.numLandmarksUsed} landmarks", "scorer": "sparkml python workers",
+           "median_s": med, "runs_s": seconds, "rows_per_s": args.rows / med, "fit_s_on_20k_rows": fit_s}
+    print(f"\nKernelSVC transform of {args.rows:,} x {args.features} (every output column summed), median of "
+          f"{args.repeats}; generation {gen_s:.1f} s, fit on 20k rows {fit_s:.1f} s\n")
+    print(f"| case | seconds | rows/s |\n|---|---|---|\n| {row['case']} | {med:.2f} | {row['rows_per_s']:,.0f} |")
+    out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "transform_kernel_svc.json")
+    with open(out, "w") as f:
+        json.dump({"environment": env, "generation_s": gen_s, "rows": [row]}, f, indent=1)
+    print(f"\nwrote {out}")
+
+
 def main(argv=None):
     args = parse_args(argv)
     spark = make_session(args)
@@ -86,6 +119,8 @@ def main(argv=None):
     t0 = time.perf_counter()
     df, _, _ = generate(spark, args.rows, args.features, args.partitions, args.seed)
     gen_s = time.perf_counter() - t0
+    if args.kernel_svc:
+        return kernel_svc(spark, df, args, env, gen_s)
     runs = {}
     sums = {}
     for case, ours in models(args.features, args.seed).items():

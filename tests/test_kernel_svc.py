@@ -126,6 +126,20 @@ def test_random_fourier_features_on_the_nonlinear_problem(spark, tmp_path):
     np.testing.assert_allclose([r[0].toArray() for r in a], [r[0].toArray() for r in b], rtol=1e-12)
 
 
+def test_transform_folds_the_projection_into_the_coefficients(spark):
+    """transform scores K(X, L) (P theta^T): the same margins as phi(X) theta^T row by row (predictRaw), for
+    one-vs-rest over 3 classes with a projection that dropped directions (duplicate landmarks)."""
+    x, y = datasets.make_blobs(n_samples=300, centers=3, cluster_std=2.0, random_state=3)
+    x = np.vstack([x, x[:20]])  # repeated rows: a rank-deficient K_LL when they are landmarks
+    y = np.concatenate([y, y[:20]]).astype(float)
+    model = KernelSVC(gamma=0.5, numLandmarks=80, landmarkSelection="random", maxIter=30).fit(labeled_frame(spark, x, y))
+    rows = model.transform(labeled_frame(spark, x, y)).select("features", "rawPrediction", "prediction").collect()
+    for r in rows:
+        np.testing.assert_allclose(r.rawPrediction.toArray(), model.predictRaw(r.features).toArray(), rtol=1e-9,
+                                   atol=1e-9)
+        assert r.prediction == model.predict(r.features)
+
+
 def test_kmeans_landmarks_approximate_the_kernel_better_than_sampled_rows(spark):
     """Same m: the Nystroem error ||K - Phi Phi^T||_F over the training rows is lower with k-means centres
     (per class, over ~10 sampled rows each) than with the sampled rows themselves, which are training rows."""

@@ -21,7 +21,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import arrow_udf
 
 
-def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col, feature_map=None, platt=None):
+def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col, feature_map=None, platt=None,
+            kernel_block=False):
     """Score one Arrow batch; returns a StructArray (raw, probability, prediction)."""
     import torch
 
@@ -38,7 +39,8 @@ def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features
         warnings.simplefilter("ignore", UserWarning)
         x = torch.from_numpy(features.flatten().to_numpy(zero_copy_only=False).reshape(n, d))
     if feature_map is not None:
-        x = make_feature_map(feature_map).transform(x)
+        fm = make_feature_map(feature_map)
+        x = fm.kernel_block(x) if kernel_block else fm.transform(x)
     margins = linear_margins(x, torch.from_numpy(coef), torch.from_numpy(intercept))
     prob = None
     if kind == "regression":
@@ -85,13 +87,14 @@ def use_row_input_for_arrow_udfs(dataset):
 
 
 def transform_linear(dataset, features_col, outputs, kind, coef, intercept, raw_threshold=0.0, thresholds=None,
-                     feature_map=None, platt=None):
+                     feature_map=None, platt=None, kernel_block=False):
     """Add MLlib's output columns to ``dataset``.
 
     ``outputs`` maps 'raw' / 'prob' / 'pred' to output column names (empty names are skipped, as in
     MLlib). ``kind`` is 'logistic', 'svc' or 'regression'. ``coef`` (K, d) and ``intercept`` (K,)
     are the model's; binary models have K = 1. ``feature_map`` (a ``sparkml.gpu.feature_maps`` spec): score
-    the kernel features of the rows (KernelSVC) instead of the rows.
+    the kernel features of the rows (KernelSVC) instead of the rows; with ``kernel_block``, a Nystroem map's
+    kernel block K(X, L) (``coef`` then has the projection folded in).
     ``platt`` (K, 2): the probability column is Platt-scaled decision values (KernelSVC).
     """
     if features_col not in dataset.columns:  # MLlib's error, raised eagerly (MLflow's autolog probes for it)
@@ -106,7 +109,8 @@ def transform_linear(dataset, features_col, outputs, kind, coef, intercept, raw_
 
     @arrow_udf(_RESULT_TYPE)
     def score(features):
-        return _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col, feature_map, platt)
+        return _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col, feature_map, platt,
+                       kernel_block)
 
     tmp = "__sparkml_scores"
     out = dataset.withColumn(tmp, score(vector_to_array(F.col(features_col), "float64")))

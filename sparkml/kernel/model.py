@@ -139,9 +139,18 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, HasTraining
         outputs = {"raw": self.getRawPredictionCol(), "pred": self.getPredictionCol()}
         if self._platt is not None:
             outputs["prob"] = self.getProbabilityCol()
-        return transform_linear(dataset, self.getFeaturesCol(), outputs, "svc", self._coef, self._intercepts,
+        coef, kernel_block = self._scoring_coefficients()
+        return transform_linear(dataset, self.getFeaturesCol(), outputs, "svc", coef, self._intercepts,
                                 raw_threshold=self.getThreshold(), feature_map=self._spec,
-                                platt=self._platt)
+                                platt=self._platt, kernel_block=kernel_block)
+
+    def _scoring_coefficients(self):
+        """(coefficients, whether they apply to the kernel block) for ``transform``. Nystroem: the margins
+        phi(X) theta^T = K(X, L) (P theta^T) with P the (m, r) projection, so P is folded into the
+        coefficients once and a row costs m multiply-adds after its kernel row instead of m r."""
+        if isinstance(self._spec, NystroemSpec):
+            return np.ascontiguousarray(self._coef @ np.asarray(self._spec.projection, dtype=np.float64).T), True
+        return self._coef, False
 
     def _data_frame(self, spark):
         def matrix(x):
