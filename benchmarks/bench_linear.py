@@ -236,6 +236,16 @@ def table(rows, mllib_fit):
     return "\n".join(lines)
 
 
+def start(args):
+    """(spark, environment, the generated cached DataFrame, its generation seconds): what every script
+    built on this one's data starts with."""
+    spark = make_session(args)
+    env = environment(spark, args)
+    t0 = time.perf_counter()
+    df, _, _ = generate(spark, args.rows, args.features, args.partitions, args.seed)
+    return spark, env, df, time.perf_counter() - t0
+
+
 def environment(spark, args):
     import pyspark
     import torch

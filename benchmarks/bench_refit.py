@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_linear import environment, generate, make_session  # noqa: E402
+from bench_linear import start  # noqa: E402
 
 REUSE_KEY = "spark.sparkml.conversionCache.enabled"
 
@@ -79,11 +79,7 @@ def one_round(spark, df, reg_params):
 
 def main(argv=None):
     args = parse_args(argv)
-    spark = make_session(args)
-    env = environment(spark, args)
-    t0 = time.perf_counter()
-    df, _, _ = generate(spark, args.rows, args.features, args.partitions, args.seed)
-    gen_s = time.perf_counter() - t0
+    spark, env, df, gen_s = start(args)
     one_round(spark, df, args.reg_params)  # warm-up
     rounds = [one_round(spark, df, args.reg_params) for _ in range(args.repeats)]
     spark.stop()

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_linear import environment, generate, make_session  # noqa: E402
+from bench_linear import start  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -114,11 +114,7 @@ def kernel_svc(spark, df, args, env, gen_s):
 
 def main(argv=None):
     args = parse_args(argv)
-    spark = make_session(args)
-    env = environment(spark, args)
-    t0 = time.perf_counter()
-    df, _, _ = generate(spark, args.rows, args.features, args.partitions, args.seed)
-    gen_s = time.perf_counter() - t0
+    spark, env, df, gen_s = start(args)
     if args.kernel_svc:
         return kernel_svc(spark, df, args, env, gen_s)
     runs = {}
