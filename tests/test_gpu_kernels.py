@@ -177,3 +177,21 @@ def test_random_fourier_features_approximate_the_kernel(kind):
     assert np.abs(approx - _reference(kind, a, b, PARAMS[kind])).max() < 0.03
     with pytest.raises(ValueError, match="shift-invariant kernel"):
         RandomFourierMap("polynomial", 6, 10, gamma=1.0)
+
+
+@pytest.mark.parametrize("kind, args", [("rbf", {"gamma": 0.3}), ("polynomial", {"gamma": 0.5, "degree": 3, "coef0": 1.0}),
+                                        ("laplacian", {"gamma": 0.2})])
+def test_residual_fraction_is_the_relative_trace_of_the_nystroem_residual(kind, args):
+    """trace(K - K_nL K_LL^+ K_Ln) / trace(K) against numpy's pseudo-inverse; 0 on the landmarks themselves,
+    duplicated landmarks included."""
+    from sparkml.gpu.nystroem import residual_fraction
+
+    rng = np.random.default_rng(4)
+    x, lm = rng.normal(size=(60, 3)), rng.normal(size=(15, 3))
+    k = kernel_matrix(kind, torch.from_numpy(np.vstack([x, lm])), **args).numpy()
+    k_nn, k_nl, k_ll = k[:60, :60], k[:60, 60:], k[60:, 60:]
+    expected = np.trace(k_nn - k_nl @ np.linalg.pinv(k_ll) @ k_nl.T) / np.trace(k_nn)
+    assert 0.05 < expected < 1
+    assert residual_fraction(kind, lm, x, **args) == pytest.approx(expected, rel=1e-6)
+    assert residual_fraction(kind, np.vstack([lm, lm[:4]]), lm, **args) == pytest.approx(0.0, abs=1e-7)
+    assert residual_fraction(kind, np.vstack([lm, x]), x, **args) < 1e-7

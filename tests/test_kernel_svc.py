@@ -267,5 +267,9 @@ def test_bad_params_are_named(spark):
         KernelSVC(method="rff", kernel="polynomial").fit(frame)
     with pytest.raises(ValueError, match="strategy must be one of auto, sync, allreduce"):
         KernelSVC(strategy="averaging").fit(frame)
+    with pytest.raises(ValueError, match="maxLandmarks must be >= 1; got 0"):
+        KernelSVC(maxLandmarks=0).fit(frame)
+    with pytest.raises(ValueError, match=r"landmarkTol must be in \(0, 1\); got 1.5"):
+        KernelSVC(landmarkTol=1.5).fit(frame)
     with pytest.raises(ValueError, match="label column 'label' must hold class indices"):
         KernelSVC().fit(labeled_frame(spark, [[1.0], [2.0]], [0.5, 1.0]))

@@ -69,3 +69,57 @@ def test_weighted_rows_sample_and_kmeans(spark):
     np.testing.assert_allclose(centres, expected, rtol=0, atol=1e-12)
     plain = np.concatenate([kmeans(rows[labels == c], q, iters=10, seed=0).numpy() for c, q in quota.items()])
     assert not np.allclose(centres, plain, atol=1e-3)
+
+
+def _grow(spark, residuals, tol=0.05, cap=4000, selection="random", n=3000):
+    """grow_landmarks on n rows of 2 classes, with a stand-in residual by landmark count."""
+    from sparkml.kernel.landmarks import grow_landmarks
+
+    rng = np.random.default_rng(2)
+    x, y = rng.normal(size=(n, 4)), (rng.random(n) < 0.3).astype(float)
+    seen = []
+
+    def residual(landmarks, probe):
+        seen.append((len(landmarks), len(probe)))
+        return residuals[len(landmarks)]
+
+    landmarks, rows, trail = grow_landmarks(labeled_frame(spark, x, y), "features", "label", _summary(x, y),
+                                            selection, 0, None, residual, tol, cap)
+    probes = {p for _, p in seen}
+    assert trail == [(m, residuals[m]) for m, _ in seen] and len(probes) == 1 and abs(probes.pop() - 1000) <= 1
+    probe_free = {tuple(r) for r in landmarks}
+    return landmarks, rows, trail, probe_free
+
+
+def test_unset_num_landmarks_doubles_until_the_residual_is_small_or_stops_falling_or_the_cap(spark):
+    # below landmarkTol at 1000
+    landmarks, rows, trail, _ = _grow(spark, {250: 0.4, 500: 0.2, 1000: 0.04, 2000: 0.01})
+    assert [m for m, _ in trail] == [250, 500, 1000] and len(landmarks) == 1000 and rows is None
+    # 500 -> 1000 gains less than a tenth of 0.2
+    _, _, trail, _ = _grow(spark, {250: 0.4, 500: 0.2, 1000: 0.19, 2000: 0.1})
+    assert [m for m, _ in trail] == [250, 500, 1000]
+    # the cap: the last step is the cap itself
+    landmarks, _, trail, _ = _grow(spark, {250: 0.4, 500: 0.3, 700: 0.2}, cap=700)
+    assert [m for m, _ in trail] == [250, 500, 700] and len(landmarks) == 700
+    # k-means centres: the preconditioner's rows come with them
+    landmarks, rows, trail, _ = _grow(spark, {250: 0.01}, selection="kmeans")
+    assert len(landmarks) == 250 and rows.shape == (1000, 4)
+
+
+def test_unset_num_landmarks_on_a_smooth_kernel_stops_early(spark, caplog):
+    """A wide rbf kernel (gamma 0.01) on 2-D blobs is nearly low-rank: 250 landmarks capture it, and the fit
+    says so; numLandmarks set keeps its number."""
+    import logging
+
+    from sklearn import datasets
+
+    from sparkml.classification import KernelSVC
+
+    x, y = datasets.make_blobs(n_samples=2000, centers=2, n_features=2, random_state=1)
+    frame = labeled_frame(spark, x, y.astype(float))
+    with caplog.at_level(logging.INFO, logger="sparkml"):
+        model = KernelSVC(gamma=0.01, maxIter=20).fit(frame)
+    assert not model.isSet("numLandmarks") and model.numLandmarksUsed <= 250
+    (line,) = [r.getMessage() for r in caplog.records if "numLandmarks unset" in r.getMessage()]
+    assert "landmarks (relative residual trace by landmarks: 250: 0.0" in line
+    assert KernelSVC(gamma=0.01, maxIter=20, numLandmarks=300).fit(frame).numLandmarksUsed == 300

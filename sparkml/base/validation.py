@@ -27,7 +27,7 @@ BOUND_PARAMS = ("lowerBoundsOnCoefficients", "upperBoundsOnCoefficients", "lower
 def check_params(est, rules=()):
     """ValueError for the first Param of ``est`` that breaks ``COMMON_RULES`` or ``rules``."""
     for name, ok, why in COMMON_RULES + tuple(rules):
-        if est.hasParam(name) and not ok(est.getOrDefault(name)):
+        if est.hasParam(name) and est.isDefined(name) and not ok(est.getOrDefault(name)):
             raise ValueError(f"{name} {why}; got {est.getOrDefault(name)}")
 
 

@@ -11,8 +11,15 @@ features' second moment that preconditions Newton-CG (``optim.preconditioner``):
   the executors compute z(X_p) itself.
 """
 
+import logging
+
+import numpy as np
+
 from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
-from sparkml.kernel.landmarks import choose_landmarks
+from sparkml.kernel.landmarks import choose_landmarks, grow_landmarks
+from sparkml.kernel.params import AUTO_BLOCK_BYTES, RFF_DEFAULT_FEATURES
+
+logger = logging.getLogger("sparkml")
 
 # Nystroem directions kept: |lambda| >= this * max |lambda| of K_LL (bounds the projection for float32 products)
 NYSTROEM_RCOND = 1e-6
@@ -29,12 +36,16 @@ def fit_feature_map(est, dataset, summary, gamma):
     from sparkml.gpu.fourier import RandomFourierMap
     from sparkml.gpu.nystroem import NystroemMap
 
-    kernel, m = est.getKernel(), est.getNumLandmarks()
+    kernel = est.getKernel()
+    m = est.getNumLandmarks() if est.isDefined(est.numLandmarks) else None
     if est.getMethod() == "rff":
-        rff = RandomFourierMap(kernel, summary.n_features, m, gamma=gamma, seed=est.getSeed())
+        rff = RandomFourierMap(kernel, summary.n_features, m or RFF_DEFAULT_FEATURES, gamma=gamma, seed=est.getSeed())
         return FourierSpec(kernel, rff.frequencies.numpy(), rff.offsets.numpy()), None
-    landmarks, rows = choose_landmarks(dataset, est.getFeaturesCol(), est.getLabelCol(), summary, m,
-                                       est.getLandmarkSelection(), est.getSeed(), est._weight_col())
+    where = (dataset, est.getFeaturesCol(), est.getLabelCol(), summary)
+    if m is None:
+        landmarks, rows = _grown_landmarks(est, where, gamma)
+    else:
+        landmarks, rows = choose_landmarks(*where, m, est.getLandmarkSelection(), est.getSeed(), est._weight_col())
     nystroem = NystroemMap(kernel, landmarks, rcond=NYSTROEM_RCOND, gamma=gamma, degree=est.getDegree(),
                            coef0=est.getCoef0())
     if rows is None:  # landmarks sampled from the rows: their average phi phi^T is diag(lambda) / m
@@ -43,6 +54,25 @@ def fit_feature_map(est, dataset, summary, gamma):
         s = (nystroem.transform(torch.from_numpy(rows)) ** 2).mean(0).numpy()
     spec = NystroemSpec(kernel, landmarks, nystroem.projection.numpy(), gamma, est.getDegree(), est.getCoef0())
     return spec, (None, s)
+
+
+def _grown_landmarks(est, where, gamma):
+    """``grow_landmarks`` for ``est``'s Params: up to maxLandmarks, and to as many as keep the kernel blocks
+    of all rows within ``AUTO_BLOCK_BYTES``."""
+    from sparkml.gpu.nystroem import residual_fraction
+
+    summary = where[3]
+    itemsize = np.dtype(est.getDtype()).itemsize
+    cap = max(1, min(est.getMaxLandmarks(), AUTO_BLOCK_BYTES // max(1, summary.rows * itemsize)))
+    args = {"gamma": gamma, "degree": est.getDegree(), "coef0": est.getCoef0()}
+    landmarks, rows, trail = grow_landmarks(
+        *where, est.getLandmarkSelection(), est.getSeed(), est._weight_col(),
+        lambda lm, probe: residual_fraction(est.getKernel(), lm, probe, **args), est.getLandmarkTol(), cap)
+    logger.info("KernelSVC: numLandmarks unset: %d landmarks (relative residual trace by landmarks: %s; "
+                "landmarkTol %g, at most %d)", len(landmarks),
+                ", ".join(f"{m}: {r:.4f}" if r is not None else f"{m}: every row" for m, r in trail),
+                est.getLandmarkTol(), cap)
+    return landmarks, rows
 
 
 def block_features(spec):

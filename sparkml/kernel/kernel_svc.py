@@ -67,8 +67,8 @@ _CHOLESKY_MAX_FEATURES = {"allreduce": 257, "sync": 1025}
 
 
 @with_setters("maxIter", "tol", "regParam", "fitIntercept", "weightCol", "threshold", "seed", "aggregationDepth",
-              "kernel", "gamma", "degree", "coef0", "method", "numLandmarks", "landmarkSelection", "loss",
-              "probability")
+              "kernel", "gamma", "degree", "coef0", "method", "numLandmarks", "maxLandmarks", "landmarkTol",
+              "landmarkSelection", "loss", "probability")
 class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
     """Kernel SVM classifier (binary and one-vs-rest multi-class) trained on Spark with PyTorch kernels.
 
@@ -78,14 +78,17 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
     """
 
     _param_rules = (("regParam", lambda v: v > 0, "must be > 0 for KernelSVC (1 / (n C))"),
-                    ("numLandmarks", lambda v: v >= 1, "must be >= 1"), ("degree", lambda v: v >= 1, "must be >= 1"))
+                    ("numLandmarks", lambda v: v >= 1, "must be >= 1"), ("degree", lambda v: v >= 1, "must be >= 1"),
+                    ("maxLandmarks", lambda v: v >= 1, "must be >= 1"),
+                    ("landmarkTol", lambda v: 0 < v < 1, "must be in (0, 1)"))
 
     _compute_dtype = None  # computes in ``dtype``: its features are derived in it
 
     @keyword_only
     def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction",
                  rawPredictionCol="rawPrediction", probabilityCol="probability", kernel="rbf", gamma="scale",
-                 degree=3, coef0=0.0, regParam=1e-4, method="nystroem", numLandmarks=1000, landmarkSelection="kmeans",
+                 degree=3, coef0=0.0, regParam=1e-4, method="nystroem", numLandmarks=None, maxLandmarks=4000,
+                 landmarkTol=0.05, landmarkSelection="kmeans",
                  loss="hinge", probability=False, maxIter=100, tol=1e-6, seed=0, fitIntercept=True, threshold=0.0,
                  weightCol=None,
                  aggregationDepth=2, strategy="auto", device="auto", dtype="float32", numWorkers=0, localIter=10):

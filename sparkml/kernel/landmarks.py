@@ -11,6 +11,9 @@ LANDMARK_SELECTIONS = ("kmeans", "random")
 _KMEANS_OVERSAMPLE, _KMEANS_SAMPLE_ELEMENTS, _KMEANS_ITERS = 10, 1 << 23, 10
 # sampled rows whose features estimate the diagonal of the rows' average phi phi^T (k-means landmarks)
 _PRECONDITIONER_ROWS = 1000
+# numLandmarks unset (``grow_landmarks``): the first count tried, the sampled rows held out to measure the
+# residual on, and the smallest relative fall of the residual per doubling that is worth the next doubling
+AUTO_START, AUTO_PROBE_ROWS, AUTO_MIN_GAIN = 250, 1000, 0.1
 
 
 def class_quotas(summary, m):
@@ -90,3 +93,48 @@ def _kmeans_sample_factor(m, d):
     """Rows sampled per k-means centre: ``_KMEANS_OVERSAMPLE``, fewer when the sample would pass
     ``_KMEANS_SAMPLE_ELEMENTS`` values (wide data), at least 2."""
     return int(max(2, min(_KMEANS_OVERSAMPLE, _KMEANS_SAMPLE_ELEMENTS // max(1, m * d))))
+
+
+def grow_landmarks(dataset, features_col, label_col, summary, selection, seed, weight_col, residual, tol, cap):
+    """(landmarks, rows, trail) as ``choose_landmarks`` gives them, for a number of landmarks chosen here:
+    m = ``AUTO_START``, 2 AUTO_START, 4 AUTO_START, ... up to ``cap``, stopping at the first m whose landmarks
+    leave a relative residual ``residual(landmarks, probe)`` (``sparkml.gpu.nystroem.residual_fraction``) of at
+    most ``tol`` on ``AUTO_PROBE_ROWS`` sampled rows that no landmark comes from, or whose residual fell by less
+    than ``AUTO_MIN_GAIN`` of the previous one (more landmarks stopped paying). ``trail``: [(m, residual)].
+
+    One sample serves every step (collected once, for ``cap`` landmarks plus the probe rows); a step's
+    landmarks come from the first rows of each class's share of it (hash-random, as ``sample_landmarks``),
+    as ``choose_landmarks`` would pick them for that m. A data set of at most ``AUTO_START`` rows is all
+    landmarks."""
+    cap = max(1, min(int(cap), summary.rows))
+    if summary.rows <= min(AUTO_START, cap) or cap <= AUTO_START:
+        m = min(AUTO_START, cap)
+        landmarks, rows = choose_landmarks(dataset, features_col, label_col, summary, m, selection, seed, weight_col)
+        return landmarks, rows, [(len(landmarks), None)]
+    factor = 1 if selection == "random" else _kmeans_sample_factor(cap, summary.n_features)
+    probe_quota = class_quotas(summary, AUTO_PROBE_ROWS)
+    quota = {c: q * factor + probe_quota[c] for c, q in class_quotas(summary, cap).items()}
+    rows, labels, weights = sample_landmarks(dataset, features_col, label_col, summary, quota, seed, weight_col)
+    held = np.zeros(len(labels), dtype=bool)  # the probe: the largest keys of each class's sample
+    for c, q in probe_quota.items():
+        held[np.flatnonzero(labels == c)[-q:]] = True
+    probe, pool, pool_labels, pool_weights = rows[held], rows[~held], labels[~held], weights[~held]
+    trail, m = [], AUTO_START
+    while True:
+        landmarks = []
+        for c, q in class_quotas(summary, m).items():
+            members = pool_labels == c
+            if not np.any(members):
+                continue
+            if selection == "random":
+                landmarks.append(pool[members][:q])
+            else:
+                landmarks.append(kmeans(pool[members][:q * factor], q, iters=_KMEANS_ITERS, seed=seed,
+                                        weights=pool_weights[members][:q * factor]).numpy())
+        landmarks = np.concatenate(landmarks)
+        r = residual(landmarks, probe)
+        trail.append((len(landmarks), r))
+        if r <= tol or m >= cap or (len(trail) > 1 and trail[-2][1] - r < AUTO_MIN_GAIN * trail[-2][1]):
+            return landmarks, (None if selection == "random" else pool[:_PRECONDITIONER_ROWS]), trail
+        m = min(2 * m, cap)
+

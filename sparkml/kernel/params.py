@@ -10,6 +10,8 @@ from sparkml.gpu import KERNELS
 from sparkml.kernel.landmarks import LANDMARK_SELECTIONS
 
 METHODS = ("nystroem", "rff")
+RFF_DEFAULT_FEATURES = 1000  # random Fourier features when numLandmarks is unset
+AUTO_BLOCK_BYTES = 8 << 30  # numLandmarks unset: the kernel blocks K(X, L) of all rows stay within this
 LOSSES = ("hinge", "squared_hinge")
 
 
@@ -24,8 +26,8 @@ def _gamma(value):
     return value
 
 
-@with_getters("kernel", "gamma", "degree", "coef0", "method", "numLandmarks", "landmarkSelection", "loss",
-              "probability")
+@with_getters("kernel", "gamma", "degree", "coef0", "method", "numLandmarks", "maxLandmarks", "landmarkTol",
+              "landmarkSelection", "loss", "probability")
 class _KernelSVCParams(_ClassifierParams, HasMaxIter, HasTol, HasRegParam, HasFitIntercept, HasWeightCol,
                        HasThreshold, HasSeed, HasProbabilityCol, HasAggregationDepth, HasTorchTrainingParams):
     kernel = Param(Params._dummy(), "kernel", "Kernel: " + ", ".join(KERNELS) + " (formulas in sparkml.gpu.kernels).",
@@ -43,7 +45,19 @@ class _KernelSVCParams(_ClassifierParams, HasMaxIter, HasTol, HasRegParam, HasFi
     numLandmarks = Param(Params._dummy(), "numLandmarks",
                          "Feature count m: Nystroem landmarks, stratified by class (landmarkSelection; all rows when "
                          "there are fewer), or random Fourier features. More: closer to the exact "
-                         "kernel machine, m^2 per active row per Newton round.", typeConverter=TypeConverters.toInt)
+                         "kernel machine, m^2 per active row per Newton round. Unset (the default): Nystroem grows m "
+                         "from 250 by doubling until the landmarks miss at most landmarkTol of the kernel's trace on "
+                         "held-out sampled rows, or a doubling gains less than a tenth, or m reaches maxLandmarks "
+                         "(model.numLandmarksUsed says what it chose); random Fourier features use 1000.",
+                         typeConverter=TypeConverters.toInt)
+    maxLandmarks = Param(Params._dummy(), "maxLandmarks",
+                         "The most landmarks chosen when numLandmarks is unset (>= 1); also kept to at most "
+                         f"{AUTO_BLOCK_BYTES >> 30} GiB of kernel blocks K(X, L) over all rows (rows x m x dtype's "
+                         "bytes).", typeConverter=TypeConverters.toInt)
+    landmarkTol = Param(Params._dummy(), "landmarkTol",
+                        "When numLandmarks is unset: the relative residual trace of the Nystroem approximation, "
+                        "trace(K - K_nL K_LL^+ K_Ln) / trace(K) on held-out sampled rows, at which m stops growing "
+                        "(0 < landmarkTol < 1).", typeConverter=TypeConverters.toFloat)
     landmarkSelection = Param(Params._dummy(), "landmarkSelection",
                               "Nystroem landmarks: 'kmeans' (per class, the centres of Lloyd's k-means over a "
                               "sample of about 10 rows per landmark: a closer kernel approximation for the same m) "
@@ -63,7 +77,7 @@ class _KernelSVCParams(_ClassifierParams, HasMaxIter, HasTol, HasRegParam, HasFi
         super().__init__(*args)
         self._setDefault(maxIter=100, tol=1e-6, regParam=1e-4, fitIntercept=True, threshold=0.0,
                          aggregationDepth=2, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
-                         method="nystroem", numLandmarks=1000, landmarkSelection="kmeans", loss="hinge",
+                         method="nystroem", maxLandmarks=4000, landmarkTol=0.05, landmarkSelection="kmeans", loss="hinge",
                          probability=False, seed=0)
 
     def _kernel_args(self, gamma):
