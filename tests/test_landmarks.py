@@ -123,3 +123,23 @@ def test_unset_num_landmarks_on_a_smooth_kernel_stops_early(spark, caplog):
     (line,) = [r.getMessage() for r in caplog.records if "numLandmarks unset" in r.getMessage()]
     assert "landmarks (relative residual trace by landmarks: 250: 0.0" in line
     assert KernelSVC(gamma=0.01, maxIter=20, numLandmarks=300).fit(frame).numLandmarksUsed == 300
+
+
+def test_unset_num_landmarks_on_a_small_data_set_keeps_half_of_each_class_for_landmarks(spark):
+    """400 rows: the probe takes at most half of each class's rows, the landmarks come from the other half."""
+    from sparkml.kernel.landmarks import grow_landmarks
+
+    x, y = imbalanced_arrays(n=400)
+    probes = []
+
+    def residual(landmarks, probe):
+        probes.append(probe)
+        assert not {tuple(r) for r in landmarks} & {tuple(r) for r in probe}
+        return 0.5
+
+    landmarks, _, trail = grow_landmarks(labeled_frame(spark, x, y), "features", "label", _summary(x, y), "random",
+                                         0, None, residual, 0.05, 4000)
+    assert [m for m, _ in trail] == [len(landmarks)] * len(trail) and 0 < len(landmarks) <= 200
+    for c in (0.0, 1.0):
+        rows_of_c = {tuple(v) for v in x[y == c]}
+        assert 0 < sum(tuple(r) in rows_of_c for r in probes[0]) <= int(np.sum(y == c)) // 2

@@ -104,8 +104,8 @@ def grow_landmarks(dataset, features_col, label_col, summary, selection, seed, w
 
     One sample serves every step (collected once, for ``cap`` landmarks plus the probe rows); a step's
     landmarks come from the first rows of each class's share of it (hash-random, as ``sample_landmarks``),
-    as ``choose_landmarks`` would pick them for that m. A data set of at most ``AUTO_START`` rows is all
-    landmarks."""
+    as ``choose_landmarks`` would pick them for that m; the probe leaves each class what its landmarks
+    need at the cap, or half its sampled rows when there are fewer (small data sets). A data set of at most ``AUTO_START`` rows is all landmarks."""
     cap = max(1, min(int(cap), summary.rows))
     if summary.rows <= min(AUTO_START, cap) or cap <= AUTO_START:
         m = min(AUTO_START, cap)
@@ -115,9 +115,12 @@ def grow_landmarks(dataset, features_col, label_col, summary, selection, seed, w
     probe_quota = class_quotas(summary, AUTO_PROBE_ROWS)
     quota = {c: q * factor + probe_quota[c] for c, q in class_quotas(summary, cap).items()}
     rows, labels, weights = sample_landmarks(dataset, features_col, label_col, summary, quota, seed, weight_col)
+    need = {c: q * factor for c, q in class_quotas(summary, cap).items()}
     held = np.zeros(len(labels), dtype=bool)  # the probe: the largest keys of each class's sample
     for c, q in probe_quota.items():
-        held[np.flatnonzero(labels == c)[-q:]] = True
+        members = np.flatnonzero(labels == c)
+        kept = min(need.get(c, 0), len(members) // 2)  # for the landmarks: what the cap needs, or half
+        held[members[len(members) - min(q, len(members) - kept):]] = True
     probe, pool, pool_labels, pool_weights = rows[held], rows[~held], labels[~held], weights[~held]
     trail, m = [], AUTO_START
     while True:
