@@ -71,7 +71,7 @@ def test_weighted_rows_sample_and_kmeans(spark):
     assert not np.allclose(centres, plain, atol=1e-3)
 
 
-def _grow(spark, residuals, tol=0.05, cap=4000, selection="random", n=3000):
+def _grow(spark, residuals, tol=0.05, cap=2000, selection="random", n=3000):
     """grow_landmarks on n rows of 2 classes, with a stand-in residual by landmark count."""
     from sparkml.kernel.landmarks import grow_landmarks
 
@@ -108,7 +108,7 @@ def test_unset_num_landmarks_doubles_until_the_residual_is_small_or_stops_fallin
 
 def test_unset_num_landmarks_on_a_smooth_kernel_stops_early(spark, caplog):
     """A wide rbf kernel (gamma 0.01) on 2-D blobs is nearly low-rank: 250 landmarks capture it, and the fit
-    says so; numLandmarks set keeps its number."""
+    says so; numLandmarks set keeps its number; at most maxLandmarks rows are all landmarks."""
     import logging
 
     from sklearn import datasets
@@ -118,15 +118,17 @@ def test_unset_num_landmarks_on_a_smooth_kernel_stops_early(spark, caplog):
     x, y = datasets.make_blobs(n_samples=2000, centers=2, n_features=2, random_state=1)
     frame = labeled_frame(spark, x, y.astype(float))
     with caplog.at_level(logging.INFO, logger="sparkml"):
-        model = KernelSVC(gamma=0.01, maxIter=20).fit(frame)
+        model = KernelSVC(gamma=0.01, maxIter=20, maxLandmarks=1000).fit(frame)
     assert not model.isSet("numLandmarks") and model.numLandmarksUsed <= 250
     (line,) = [r.getMessage() for r in caplog.records if "numLandmarks unset" in r.getMessage()]
     assert "landmarks (relative residual trace by landmarks: 250: 0.0" in line
     assert KernelSVC(gamma=0.01, maxIter=20, numLandmarks=300).fit(frame).numLandmarksUsed == 300
+    assert KernelSVC(gamma=0.01, maxIter=20).fit(frame).landmarks.numRows == 2000
 
 
 def test_unset_num_landmarks_on_a_small_data_set_keeps_half_of_each_class_for_landmarks(spark):
-    """400 rows: the probe takes at most half of each class's rows, the landmarks come from the other half."""
+    """400 rows, at most 300 landmarks: the probe takes at most half of each class's rows, the landmarks come
+    from the other half."""
     from sparkml.kernel.landmarks import grow_landmarks
 
     x, y = imbalanced_arrays(n=400)
@@ -138,7 +140,7 @@ def test_unset_num_landmarks_on_a_small_data_set_keeps_half_of_each_class_for_la
         return 0.5
 
     landmarks, _, trail = grow_landmarks(labeled_frame(spark, x, y), "features", "label", _summary(x, y), "random",
-                                         0, None, residual, 0.05, 4000)
+                                         0, None, residual, 0.05, 300)
     assert [m for m, _ in trail] == [len(landmarks)] * len(trail) and 0 < len(landmarks) <= 200
     for c in (0.0, 1.0):
         rows_of_c = {tuple(v) for v in x[y == c]}

@@ -106,9 +106,9 @@ def grow_landmarks(dataset, features_col, label_col, summary, selection, seed, w
     landmarks come from the first rows of each class's share of it (hash-random, as ``sample_landmarks``),
     as ``choose_landmarks`` would pick them for that m; the probe leaves each class what its landmarks
     need at the cap, or half its sampled rows when there are fewer (small data sets). A data set of at most ``AUTO_START`` rows is all landmarks."""
-    cap = max(1, min(int(cap), summary.rows))
-    if summary.rows <= min(AUTO_START, cap) or cap <= AUTO_START:
-        m = min(AUTO_START, cap)
+    cap = max(1, int(cap))
+    if summary.rows <= cap or cap <= AUTO_START:  # every row (the exact kernel machine), or the cap itself
+        m = min(summary.rows, cap)
         landmarks, rows = choose_landmarks(dataset, features_col, label_col, summary, m, selection, seed, weight_col)
         return landmarks, rows, [(len(landmarks), None)]
     factor = 1 if selection == "random" else _kmeans_sample_factor(cap, summary.n_features)
