@@ -105,17 +105,18 @@ def grow_landmarks(dataset, features_col, label_col, summary, selection, seed, w
     One sample serves every step (collected once, for ``cap`` landmarks plus the probe rows); a step's
     landmarks come from the first rows of each class's share of it (hash-random, as ``sample_landmarks``),
     as ``choose_landmarks`` would pick them for that m; the probe leaves each class what its landmarks
-    need at the cap, or half its sampled rows when there are fewer (small data sets). A data set of at most ``AUTO_START`` rows is all landmarks."""
+    need at the cap, or half its sampled rows when there are fewer. A data set of at most ``cap`` rows is
+    all landmarks (the exact kernel machine)."""
     cap = max(1, int(cap))
-    if summary.rows <= cap or cap <= AUTO_START:  # every row (the exact kernel machine), or the cap itself
+    if summary.rows <= cap or cap <= AUTO_START:  # every row, or the cap itself
         m = min(summary.rows, cap)
         landmarks, rows = choose_landmarks(dataset, features_col, label_col, summary, m, selection, seed, weight_col)
         return landmarks, rows, [(len(landmarks), None)]
     factor = 1 if selection == "random" else _kmeans_sample_factor(cap, summary.n_features)
     probe_quota = class_quotas(summary, AUTO_PROBE_ROWS)
-    quota = {c: q * factor + probe_quota[c] for c, q in class_quotas(summary, cap).items()}
+    need = {c: q * factor for c, q in class_quotas(summary, cap).items()}  # the k-means pool at the cap
+    quota = {c: n + probe_quota[c] for c, n in need.items()}
     rows, labels, weights = sample_landmarks(dataset, features_col, label_col, summary, quota, seed, weight_col)
-    need = {c: q * factor for c, q in class_quotas(summary, cap).items()}
     held = np.zeros(len(labels), dtype=bool)  # the probe: the largest keys of each class's sample
     for c, q in probe_quota.items():
         members = np.flatnonzero(labels == c)
