@@ -168,6 +168,8 @@ def main(out, scratch):
         results["executor killed"][strategy] = {
             "killed executor's directory": killed[0] if killed else None, "seconds": seconds, "error": error,
             "max_difference": None if theta is None else float(np.max(np.abs(theta - clean))),
+            "max_difference_from_allreduce": None if theta is None or cleans["allreduce"][0] is None
+            else float(np.max(np.abs(theta - cleans["allreduce"][0]))),
             "executors after": len(executor_pids(app_id)), "blocks_left": blocks_left(scratch),
             "fell back to sync": any("fitting again with strategy 'sync'" in w for w in warnings)}
         deadline = time.time() + 60  # the standalone master starts a replacement executor

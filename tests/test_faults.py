@@ -9,10 +9,11 @@ per fit. For every strategy:
   committing its blocks (in both block layouts: per task slot with ``sync``, per input partition with
   ``averaging``): the same model as a clean fit, bit for bit, and no blocks left;
 * an executor JVM SIGKILLed at the third iteration, the one holding partition 1's blocks: ``sync`` and
-  ``averaging`` rebuild them from lineage and end at the clean fit's model; ``allreduce`` fails with
-  ``ExecutorLost`` (the barrier stage's blocks cannot be rebuilt), well within a minute; the default,
-  ``auto`` (an ``allreduce`` stage on this cluster), then fits again with ``sync`` and ends at the clean
-  ``sync`` fit's model.
+  ``averaging`` rebuild them from lineage and end at the clean fit's model; ``allreduce`` either fails with
+  ``ExecutorLost`` (the barrier stage's blocks cannot be rebuilt), well within a minute, or, when Spark's
+  rerun of the stage finds the blocks (on one host the replacement executor can), ends at the clean fit's
+  model up to the order of the sums; the default, ``auto`` (an ``allreduce`` stage on this cluster), then
+  either fits again with ``sync`` and ends at the clean ``sync`` fit's model, or finishes the rerun stage.
 
 Blocks left on disk are looked for under every executor's local directory; the killed executor's own
 directory is its cluster manager's to remove (the process that could delete them is dead), so only
@@ -83,8 +84,9 @@ def test_survives_a_killed_executor(outcome, strategy):
 def test_allreduce_fails_clearly_on_a_killed_executor(outcome):
     run = outcome["executor killed"]["allreduce"]
     assert run["killed executor's directory"]
-    if run["error"] is None:  # Spark may finish the stage before it notices: then the model must agree
-        assert run["max_difference"] == 0.0
+    if run["error"] is None:  # the stage ran again and found the blocks (one host: the dead executor's files
+        # stay readable): the same model up to the order of the sums, as for sync
+        assert run["max_difference"] <= 1e-12
     else:
         assert run["error"].startswith("ExecutorLost: strategy='allreduce': an executor was lost"), run["error"]
         assert "strategy='sync'" in run["error"]
@@ -96,8 +98,10 @@ def test_auto_fits_again_with_sync_after_a_killed_executor(outcome):
     run = outcome["executor killed"]["auto"]
     assert run["killed executor's directory"]
     assert run["error"] is None, run["error"]
-    assert run["fell back to sync"]  # the kill lands while rank 0 waits at iteration 3 of 30: the stage cannot end
-    assert run["max_difference"] <= 1e-9  # against the clean sync fit
+    if run["fell back to sync"]:  # the stage could not run again: a sync fit from a fresh conversion
+        assert run["max_difference"] <= 1e-9  # against the clean sync fit
+    else:  # Spark's rerun of the barrier stage finished it (see the allreduce test above)
+        assert run["max_difference_from_allreduce"] <= 1e-12
     assert _leaked(run["blocks_left"], outcome) == []
 
 

@@ -149,18 +149,18 @@ def _load_all(directory):
 
 def open_partition(dataset_id, partition, device, dtype):
     """The partition's tensors on ``device``, computing in ``dtype``, opened once per worker process
-    and then reused."""
+    and then reused while the partition's directory exists."""
     import torch
 
     from sparkml.gpu import CsrBlock, DenseBlock
     from sparkml.gpu.factored import FactoredBlock
 
     key = (dataset_id, partition, str(device))
+    directory = _partition_dir(dataset_id, partition)
     hit = _OPEN.get(key)
-    if hit is not None:
+    if hit is not None and os.path.isdir(directory):  # a copy of deleted blocks is not served (one stat a task)
         return hit
     _evict(lambda k: not os.path.isdir(os.path.join(root_dir(), k[0])))
-    directory = _partition_dir(dataset_id, partition)
     if not os.path.isdir(directory):
         raise FileNotFoundError(
             f"training blocks of partition {partition} (dataset {dataset_id}) are not on this "
