@@ -251,3 +251,57 @@ def test_preconditioner_shape_is_checked():
     with pytest.raises(ValueError, match="q <= 4 penalized coordinates"):
         newton(evaluate, np.zeros((1, 5)), reg=0.1, weight_sum=300.0, fit_intercept=True, max_iter=5, tol=1e-6,
                names=["t"], solver="cg", preconditioner=(np.eye(5), np.ones(5)))
+
+
+class _Killed(Exception):
+    pass
+
+
+@pytest.mark.parametrize("solver", ["cholesky", "cg"])
+@pytest.mark.parametrize("kill_at", [(0, 2), (1, 3)], ids=["in-the-warm-start", "in-the-main-solve"])
+def test_resumed_newton_takes_the_uninterrupted_rounds(tmp_path, solver, kill_at):
+    """The squared hinge's warm start then the smoothed hinge, three one-vs-rest problems, a checkpoint every
+    round: a run killed at the end of a round (before its checkpoint) and resumed from the previous one takes
+    the same rounds to the same theta and reports it. Not bit for bit: the resumed run's first pass sums the
+    problems' rows in one product where the killed run summed them in the products of its last round."""
+    from sparkml.gpu import SmoothedHingeLoss
+    from sparkml.optim.checkpoint import Checkpoint
+    from sparkml.optim.newton import newton_warm_started
+    from sparkml.optim.progress import Progress
+
+    x, y = _problem(seed=4, n=400, d=12, classes=3)
+    w, classes = np.ones(len(y)), [0.0, 1.0, 2.0]
+
+    def evaluate_for(make):
+        return _evaluate(make, x, y, w)[0]
+
+    def problems(loss):
+        return lambda idx: OneVsRestProblems(loss, [classes[j] for j in idx])
+
+    options = dict(reg=1e-3, weight_sum=w.sum(), fit_intercept=True, max_iter=50, tol=1e-10, names=["a", "b", "c"],
+                   solver=solver, warm_start=(problems(SquaredHingeLoss()), 2))
+    main, theta0 = problems(SmoothedHingeLoss(width=0.1)), np.zeros((3, 13))
+    full_theta, full = newton_warm_started(evaluate_for, main, theta0, **options)
+
+    solves = []
+
+    def kill(event):  # a solve's round numbers start at 1 again: count the solves by the first rounds seen
+        if event.iteration == 1 and event.name == "a":
+            solves.append(1)
+        if (len(solves) - 1, event.iteration) == kill_at and event.name == "c":
+            raise _Killed
+
+    with pytest.raises(_Killed):
+        newton_warm_started(evaluate_for, main, theta0, progress=Progress([kill]),
+                            checkpoint=Checkpoint(str(tmp_path), 1, {"fit": {"id": 1}}, "t"), **options)
+    checkpoint = Checkpoint(str(tmp_path), 1, {"fit": {"id": 1}}, "t")
+    state = checkpoint.load()
+    assert state["solve"] == ("warm start", "main")[kill_at[0]] and state["iteration"] == 2 * kill_at[0] + kill_at[1] - 1
+    theta, resumed = newton_warm_started(evaluate_for, main, theta0, checkpoint=checkpoint, **options)
+    np.testing.assert_allclose(theta, full_theta, rtol=0, atol=1e-12)
+    for r, f in zip(resumed, full):
+        np.testing.assert_allclose(r.objectiveHistory, f.objectiveHistory, rtol=1e-13)
+        assert r.totalIterations == f.totalIterations
+        assert r.message == f"{f.message} (resumed from the checkpoint of round {state['iteration']})"
+        assert len(r.iterationSeconds) == r.totalIterations and r.iterationSeconds == sorted(r.iterationSeconds)
+    assert all(s.converged for s in full) and min(s.totalIterations for s in full) > 3

@@ -31,7 +31,7 @@ from sparkml.base.persistence import EstimatorReader, EstimatorWriter
 from sparkml.base.validation import check_params
 from sparkml.data.training_data import TrainingData
 from sparkml.optim.checkpoint import check_params as check_checkpoint_params
-from sparkml.optim.checkpoint import checkpoint_dir
+from sparkml.optim.checkpoint import Checkpoint, checkpoint_dir, fingerprint
 from sparkml.optim.progress import Progress
 
 logger = logging.getLogger("sparkml")
@@ -68,8 +68,19 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
 
     def _checkpoint_refusal(self):
         """Why this fit cannot honour ``checkpointDir`` (``optim.checkpoint``), or None when it can."""
-        return (f"{type(self).__name__} writes no checkpoints (only the linear models' L-BFGS / OWL-QN fits and "
-                f"averaging rounds do)")
+        return f"{type(self).__name__} writes no checkpoints"
+
+    def _checkpoint(self, summary, theta0=None):
+        """The fit's ``optim.checkpoint.Checkpoint`` with the state it resumes from loaded, or None without
+        ``checkpointDir``; ``summary``: the conversion's ``DatasetSummary``, ``theta0``: the start (None: a
+        fit that always starts at zero). ValueError when the directory holds another fit's checkpoint."""
+        directory = checkpoint_dir(self)
+        if directory is None:
+            return None
+        checkpoint = Checkpoint(directory, self.getCheckpointInterval(), fingerprint(self, summary, theta0),
+                                type(self).__name__)
+        checkpoint.load()
+        return checkpoint
 
     def _train(self, data, last_pass):
         """The fitted model from ``data``. ``last_pass``: no later fit reads ``data``'s blocks, so a

@@ -111,7 +111,8 @@ class HasTorchTrainingParams(HasCheckpointInterval):
         "Directory (a local or mounted path; with 'allreduce' one the driver and the executors share) where the "
         "fit writes its optimizer's state every checkpointInterval iterations, and from which a later fit of the "
         "same data and Params resumes; removed when the fit succeeds. Unset: no checkpoints. The linear models' "
-        "L-BFGS / OWL-QN fits and averaging rounds; the others (L-BFGS-B, the normal solver, KernelSVC) refuse it.",
+        "L-BFGS / OWL-QN fits and averaging rounds, and KernelSVC's feature map and Newton rounds; the others "
+        "(L-BFGS-B, the normal solver) refuse it.",
         typeConverter=TypeConverters.toString,
     )
 

@@ -11,6 +11,7 @@ features' second moment that preconditions Newton-CG (``optim.preconditioner``):
   the executors compute z(X_p) itself.
 """
 
+import dataclasses
 import logging
 
 import numpy as np
@@ -54,6 +55,29 @@ def fit_feature_map(est, dataset, summary, gamma):
         s = (nystroem.transform(torch.from_numpy(rows)) ** 2).mean(0).numpy()
     spec = NystroemSpec(kernel, landmarks, nystroem.projection.numpy(), gamma, est.getDegree(), est.getCoef0())
     return spec, (None, s)
+
+
+FEATURE_MAP_PART = "feature-map"
+_SPECS = {"nystroem": NystroemSpec, "rff": FourierSpec}
+
+
+def checkpointed_feature_map(checkpoint, fit):
+    """``fit()`` (``fit_feature_map``'s spec and shape); with ``checkpoint`` (``optim.checkpoint``) the one a
+    killed fit saved there when there is one, else ``fit()``'s, saved there first: a resumed fit trains on
+    the features its checkpointed rounds were computed on, and skips the landmark search."""
+    if checkpoint is None:
+        return fit()
+    saved = checkpoint.load_part(FEATURE_MAP_PART)
+    if saved is not None:
+        cls = _SPECS[saved["method"]]
+        spec = cls(**{f.name: saved[f.name] for f in dataclasses.fields(cls)})
+        return spec, None if "spectrum" not in saved else (None, saved["spectrum"])
+    spec, shape = fit()
+    state = {"method": spec.method, **{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}}
+    if shape is not None:
+        state["spectrum"] = np.asarray(shape[1], dtype=np.float64)
+    checkpoint.save_part(FEATURE_MAP_PART, state)
+    return spec, shape
 
 
 def _grown_landmarks(est, where, gamma):

@@ -50,7 +50,7 @@ from sparkml.base.params import with_setters
 from sparkml.base.validation import check_choice, classification_labels
 from sparkml.gpu import OneVsRestProblems, PlattProblems, SmoothedHingeLoss, SquaredHingeLoss
 from sparkml.gpu.fourier import FOURIER_KERNELS
-from sparkml.kernel.feature_map import block_features, fit_feature_map
+from sparkml.kernel.feature_map import block_features, checkpointed_feature_map, fit_feature_map
 from sparkml.kernel.model import KernelSVCModel
 from sparkml.kernel.params import _KernelSVCParams, resolve_gamma
 
@@ -74,7 +74,9 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
 
     See the module docstring for the model and objective. ``strategy`` is 'sync' (one Spark job per
     Newton pass), 'allreduce' (one barrier stage for the SVM solve, one for Platt scaling) or 'auto' (the
-    default: 'allreduce' where Spark can run it, else 'sync').
+    default: 'allreduce' where Spark can run it, else 'sync'). ``checkpointDir``: the feature map is saved
+    once and the Newton rounds every ``checkpointInterval`` rounds (``optim.checkpoint``); a fit of the same
+    data and Params resumes from them.
     """
 
     _param_rules = (("regParam", lambda v: v > 0, "must be > 0 for KernelSVC (1 / (n C))"),
@@ -91,7 +93,8 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
                  landmarkTol=0.05, landmarkSelection="kmeans",
                  loss="hinge", probability=False, maxIter=100, tol=1e-6, seed=0, fitIntercept=True, threshold=0.0,
                  weightCol=None,
-                 aggregationDepth=2, strategy="auto", device="auto", dtype="float32", numWorkers=0, localIter=10):
+                 aggregationDepth=2, strategy="auto", device="auto", dtype="float32", numWorkers=0, localIter=10,
+                 checkpointDir=None, checkpointInterval=10):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -103,13 +106,17 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         check_choice("strategy", self.getStrategy(), NEWTON_STRATEGIES,
                      " (KernelSVC solves by Newton's method, whose passes are exact sums: no model averaging)")
 
+    def _checkpoint_refusal(self):
+        return None  # the feature map and the Newton rounds (Platt scaling, a few cheap passes, is not kept)
+
     def _train(self, raw, last_pass):
         """``raw``: the input's blocks, from which this fit derives its feature blocks; ``last_pass``:
         no later fit reads ``raw``, so it is released as soon as the features are derived."""
         s = raw.summary
         num_classes = classification_labels(s, self.getLabelCol())
         gamma = resolve_gamma(self.getGamma(), s)
-        spec, gram = fit_feature_map(self, raw.source, s, gamma)
+        checkpoint = self._checkpoint(s)
+        spec, gram = checkpointed_feature_map(checkpoint, lambda: fit_feature_map(self, raw.source, s, gamma))
         m = spec.make().n_components
         # Nystroem: the blocks hold K(X, L); the projection is applied per product (sparkml.gpu.factored)
         features = raw.derive(block_features(spec), self.getDevice(), right_factor=getattr(spec, "projection", None))
@@ -117,19 +124,22 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
             if last_pass:
                 raw.release()  # the derived features are all the solver reads
             strategy = self._make_strategy(features, None)
-            theta, summaries = self._solve(strategy, num_classes, m, s, gram)
+            theta, summaries = self._solve(strategy, num_classes, m, s, gram, checkpoint)
             platt = self._platt(strategy, num_classes, theta, s) if self.getProbability() else None
         finally:
             features.release()
+        if checkpoint is not None:
+            checkpoint.remove()  # the fit succeeded
         intercepts = theta[:, m] if self.getFitIntercept() else np.zeros(len(theta))
         model = KernelSVCModel(spec, theta[:, :m], intercepts, num_classes, gamma, platt)
         return self._fitted(model, summaries, raw.source)
 
-    def _solve(self, strategy, num_classes, m, summary, gram=None):
+    def _solve(self, strategy, num_classes, m, summary, gram=None, checkpoint=None):
         """All one-vs-rest problems (one when binary: class 1 against 0) by Newton, one pass per round;
         Newton-CG preconditioned by the features' second-moment shape ``gram`` when given
         (``sparkml.optim.newton``). ``loss="hinge"``: the smoothed hinge from ``_HINGE_WARM_START_ROUNDS``
-        rounds of the squared hinge (from 0 every row is on the hinge's linear part: no curvature)."""
+        rounds of the squared hinge (from 0 every row is on the hinge's linear part: no curvature).
+        ``checkpoint``: the rounds' state saved every checkpointInterval rounds and resumed from."""
         classes = _problem_classes(num_classes)
         fit_intercept = self.getFitIntercept()
         names = ["KernelSVC"] if num_classes == 2 else [f"KernelSVC class {int(c)}" for c in classes]
@@ -149,7 +159,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
                                preconditioner=gram if solver == "cg" else None, reg=self.getRegParam(),
                                weight_sum=summary.weight_sum, fit_intercept=fit_intercept, max_iter=self.getMaxIter(),
                                tol=self.getTol(), names=names, last_pass=not self.getProbability(),
-                               progress=self._progress())
+                               progress=self._progress(), checkpoint=checkpoint)
 
     def _platt(self, strategy, num_classes, theta, summary):
         """(k, 2): Platt's (a, b) per problem, fitted on the training decision values."""

@@ -20,7 +20,6 @@ import numpy as np
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.model import HasInitialModel
 from sparkml.linear.objective import LinearObjective
-from sparkml.optim.checkpoint import Checkpoint, checkpoint_dir, fingerprint
 
 
 @dataclass
@@ -99,17 +98,6 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
 
     def _checkpoint_refusal(self):
         return None  # L-BFGS / OWL-QN and the averaging rounds all checkpoint
-
-    def _checkpoint(self, s, theta0):
-        """The fit's ``optim.checkpoint.Checkpoint`` with the state it resumes from loaded, or None without
-        ``checkpointDir``. ValueError when the directory holds another fit's checkpoint."""
-        directory = checkpoint_dir(self)
-        if directory is None:
-            return None
-        checkpoint = Checkpoint(directory, self.getCheckpointInterval(), fingerprint(self, s, theta0),
-                                type(self).__name__)
-        checkpoint.load()
-        return checkpoint
 
     def _restrict(self, objective, theta0, s):
         """The objective the optimizer sees and its start (LinearRegression holds its intercept)."""

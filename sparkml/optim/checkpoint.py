@@ -11,7 +11,11 @@ Every ``checkpointInterval`` iterations the L-BFGS / OWL-QN loop (``optim.lbfgs`
                                                  (pseudo-)gradient pg, the L-BFGS pairs s and y (m, n)
 
 (``np.save``; read back with ``allow_pickle=False``: no pickle). The rounds of model averaging
-(``strategies.averaging.run_rounds``) save theta, the round, the history and the round times the same way.
+(``strategies.averaging.run_rounds``) save theta, the round, the history and the round times the same way,
+and so do KernelSVC's Newton rounds (``optim.newton``: the solve, warm start or main, every problem's theta,
+objective, rounds, history and end state; the iteration number counts the rounds of both solves). What a fit
+computes once before its iterations is a part, written once beside them, ``checkpointDir/part-<name>/``
+(KernelSVC's feature map: ``part-feature-map``), with the same fingerprint.
 The directory is written under a temporary name beside it and renamed into place, so a kill at any moment
 leaves the previous checkpoint or the new one, complete; then the older ones are deleted. A fit with
 ``checkpointDir`` set first looks there (on the driver): it resumes from the newest checkpoint when its
@@ -44,6 +48,7 @@ FORMAT = 1
 STATE = "state.json"
 _DIR = re.compile(r"^iteration-(\d+)$")
 _TMP = ".tmp-iteration-"
+_PART = "part-"
 _UNFINGERPRINTED = ("checkpointDir", "checkpointInterval")  # where and how often: not what is fitted
 _RTOL = 1e-9
 
@@ -78,14 +83,13 @@ def _jsonable(value):
     return value.tolist() if hasattr(value, "tolist") else value
 
 
-def fingerprint(estimator, summary, theta0):
+def fingerprint(estimator, summary, theta0=None):
     """What a checkpoint must match to be resumed: the estimator, its Params, the data (the conversion's
-    ``DatasetSummary``) and the start (module docstring)."""
+    ``DatasetSummary``) and the start (module docstring; None: a fit that always starts at zero)."""
     params = {p.name: _jsonable(v) for p, v in estimator.extractParamMap().items() if p.name not in _UNFINGERPRINTED}
     s, w = summary, summary.weight_sum
     second = (np.asarray(s.var_population) + np.asarray(s.mean) ** 2) * w  # sum_i w_i x_ij^2
-    theta0 = np.asarray(theta0, dtype=np.float64)
-    return {
+    record = {
         "estimator": {"class": f"{type(estimator).__module__}.{type(estimator).__name__}"},
         "params": json.loads(json.dumps(params, default=str)),
         "data": {"rows": int(s.rows), "features": int(s.n_features), "weight sum": float(w),
@@ -94,8 +98,11 @@ def fingerprint(estimator, summary, theta0):
                  "feature sum": float(np.sum(s.mean) * w), "feature square sum": float(np.sum(second)),
                  "feature index-weighted sum": float(np.arange(s.n_features) @ np.asarray(s.mean) * w),
                  "classes": int(len(s.class_weights))},
-        "start": {"size": int(theta0.size), "sum": float(theta0.sum()), "norm": float(np.linalg.norm(theta0))},
     }
+    if theta0 is not None:
+        theta0 = np.asarray(theta0, dtype=np.float64)
+        record["start"] = {"size": int(theta0.size), "sum": float(theta0.sum()), "norm": float(np.linalg.norm(theta0))}
+    return record
 
 
 def _same(a, b):
@@ -153,6 +160,21 @@ class Checkpoint:
         path = self._latest()
         if path is None:
             return None
+        state = self._read(path)
+        logger.info("%s: resuming from the checkpoint %s (iteration %d)", self.name, path, state["iteration"])
+        self.resume = state
+        return state
+
+    def load_part(self, part):
+        """The state ``save_part`` wrote as ``part``, or None when there is none; ValueError as ``load``."""
+        path = os.path.join(self.directory, _PART + part)
+        if not os.path.isdir(path):
+            return None
+        state = self._read(path)
+        logger.info("%s: the %s comes from the checkpoint %s", self.name, part, path)
+        return state
+
+    def _read(self, path):
         try:
             with open(os.path.join(path, STATE), encoding="utf-8") as f:
                 record = json.load(f)
@@ -164,11 +186,9 @@ class Checkpoint:
             state = dict(record["state"])
             for name in record["arrays"]:
                 state[name] = np.load(os.path.join(path, f"{name}.npy"), allow_pickle=False)
-        except (OSError, KeyError, json.JSONDecodeError, ValueError) as exc:
+        except (OSError, KeyError, TypeError, json.JSONDecodeError, ValueError) as exc:
             raise ValueError(f"{self.name}: cannot resume from the checkpoint {path}: {exc}. Remove it or set "
                              f"another checkpointDir to start afresh") from None
-        logger.info("%s: resuming from the checkpoint %s (iteration %d)", self.name, path, state["iteration"])
-        self.resume = state
         return state
 
     def snapshot(self, iteration, export):
@@ -179,9 +199,21 @@ class Checkpoint:
     def save(self, iteration, state):
         """Write ``state`` (numpy arrays to ``.npy`` files, everything else to JSON) as the checkpoint of
         ``iteration``, atomically, then delete the older checkpoints."""
-        os.makedirs(self.directory, exist_ok=True)
         final = os.path.join(self.directory, f"iteration-{iteration:06d}")
-        tmp = os.path.join(self.directory, f"{_TMP}{iteration:06d}-{uuid.uuid4().hex}")
+        self._write(final, f"{iteration:06d}", state, iteration)
+        self._delete(keep=final)
+        logger.info("%s: checkpoint of iteration %d written to %s", self.name, iteration, final)
+
+    def save_part(self, part, state):
+        """Write ``state`` as ``part`` of this fit, atomically: what the fit computes once before its
+        iterations (KernelSVC's feature map), kept beside the iterations' checkpoints until ``remove``."""
+        final = os.path.join(self.directory, _PART + part)
+        self._write(final, part, state, None)
+        logger.info("%s: the %s written to %s", self.name, part, final)
+
+    def _write(self, final, tag, state, iteration):
+        os.makedirs(self.directory, exist_ok=True)
+        tmp = os.path.join(self.directory, f"{_TMP}{tag}-{uuid.uuid4().hex}")
         os.makedirs(tmp)
         arrays = {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
         record = {"format": FORMAT, "name": self.name, "iteration": iteration, "fingerprint": self.fingerprint,
@@ -195,23 +227,22 @@ class Checkpoint:
             _flush(f)
         try:
             os.rename(tmp, final)
-        except OSError:  # the same iteration's checkpoint is already there (the same state): keep it
+        except OSError:  # the same iteration's checkpoint (or part) is already there (the same state): keep it
             shutil.rmtree(tmp, ignore_errors=True)
         _sync_dir(self.directory)
-        self._delete(keep=final)
-        logger.info("%s: checkpoint of iteration %d written to %s", self.name, iteration, final)
 
-    def _delete(self, keep=None):
+    def _delete(self, keep=None, parts=False):
         if not os.path.isdir(self.directory):
             return
         for name in os.listdir(self.directory):
             path = os.path.join(self.directory, name)
-            if path != keep and (_DIR.match(name) or name.startswith(_TMP)):
+            if path != keep and (_DIR.match(name) or name.startswith(_TMP) or (parts and name.startswith(_PART))):
                 shutil.rmtree(path, ignore_errors=True)
 
     def remove(self):
-        """Delete this fit's checkpoints (the fit succeeded), and the directory when nothing else is in it."""
-        self._delete()
+        """Delete this fit's checkpoints and parts (the fit succeeded), and the directory when nothing else is
+        in it."""
+        self._delete(parts=True)
         try:
             os.rmdir(self.directory)
         except OSError:  # absent, or holds files of the user's

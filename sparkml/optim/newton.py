@@ -89,6 +89,27 @@ class _Problems:
         if self.g0_norm is None:
             self.g0_norm = np.linalg.norm(self.g, axis=1)
 
+    def export(self):
+        """The state a checkpoint keeps between rounds (``newton_warm_started``): theta and the per-problem
+        bookkeeping; f, g and H are recomputed from theta by the resumed fit's first pass."""
+        state = {"theta": self.theta.copy(), "f": self.f.copy(), "rounds": list(self.rounds),
+                 "history": [list(h) for h in self.history], "ends": [list(e) for e in self.ends],
+                 "converged": list(self.converged), "message": list(self.message)}
+        if self.g0_norm is not None:
+            state["g0_norm"] = np.array(self.g0_norm)
+        return state
+
+    def restore(self, state):
+        """Take up ``export()``'s state; ValueError when it holds other problems than this solve's."""
+        theta = np.asarray(state["theta"], dtype=np.float64)
+        if theta.shape != self.theta.shape:
+            raise ValueError(f"the checkpoint holds {theta.shape[0]} problem(s) of {theta.shape[1]} coefficients, "
+                             f"this fit solves {self.theta.shape[0]} of {self.theta.shape[1]}")
+        self.theta, self.f = theta.copy(), np.asarray(state["f"], dtype=np.float64).copy()
+        self.rounds, self.converged, self.message = list(state["rounds"]), list(state["converged"]), list(state["message"])
+        self.history, self.ends = [list(h) for h in state["history"]], [list(e) for e in state["ends"]]
+        self.g0_norm = np.asarray(state["g0_norm"]) if "g0_norm" in state else None
+
     def directions(self, running, evaluate):
         """{j: delta_j} solving H_j delta_j = -g_j for every running problem."""
         if self.solver == "cholesky":
@@ -135,7 +156,7 @@ def _solve(h, g):
 
 
 def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, names, solver="cholesky",
-           preconditioner=None, progress=None):
+           preconditioner=None, progress=None, resume=None, on_round=None):
     """Minimize every J_j from ``theta0`` ((k, p) float64); returns (theta (k, p), [TrainingSummary] * k).
 
     ``evaluate(theta, idx, kind)``: sums over all rows for the problems ``idx`` at ``theta``
@@ -144,17 +165,27 @@ def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, n
     'loss_gradient_diagonal' (and their diagonals (len, p)), 'hessp' (theta stacked with v,
     (2, len, p): the Hessians at theta times v, a 1-tuple). ``preconditioner``: (V, s) for
     ``solver="cg"``, the shape of the features' Gram matrix (module docstring); None: Jacobi.
-    ``progress``: told of every problem's every round (``optim.progress``).
+    ``progress``: told of every problem's every round (``optim.progress``). ``resume``: a state
+    ``on_round`` was given (a checkpoint's), from which the rounds go on as they would have;
+    ``on_round(rounds, export, done)``: called after every round (``done`` False) and once at the end
+    (``done`` True) with the rounds taken so far and a function returning the state to resume from.
     """
     progress = progress or Progress()
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {', '.join(SOLVERS)}; got {solver!r}")
     start = time.perf_counter()
     state = _Problems(theta0, reg, weight_sum, fit_intercept, solver, preconditioner)
-    running = list(range(state.theta.shape[0]))
-    state.accept(running, state.theta[running], evaluate(state.theta[running], running, state.kind))
-    for j in running:
-        state.history[j].append(float(state.f[j]))
+    if resume is None:
+        running = list(range(state.theta.shape[0]))
+    else:
+        state.restore(resume)
+        start -= max((e[-1] for e in state.ends if e), default=0.0)  # the clock goes on from the checkpoint's
+        running = [j for j in range(state.theta.shape[0]) if not state.converged[j] and state.rounds[j] < max_iter]
+    if running:
+        state.accept(running, state.theta[running], evaluate(state.theta[running], running, state.kind))
+    if resume is None:
+        for j in running:
+            state.history[j].append(float(state.f[j]))
     while running:
         # before the directions: a direction no round will take costs a whole CG solve
         running = [j for j in running if state.rounds[j] < max_iter]
@@ -206,6 +237,10 @@ def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, n
                 running.remove(j)
         logger.info("Newton round over %d problem(s): %.3f s%s", len(steps), time.perf_counter() - tic,
                     f", {state.cg_passes} CG passes" if solver == "cg" else "")
+        if on_round is not None:
+            on_round(max(state.rounds), state.export, False)
+    if on_round is not None:
+        on_round(max(state.rounds), state.export, True)
     total = time.perf_counter() - start
     summaries = [TrainingSummary(state.history[j], state.rounds[j], state.converged[j], state.message[j], total,
                                  state.ends[j]) for j in range(len(names))]
@@ -215,12 +250,65 @@ def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, n
     return state.theta, summaries
 
 
-def newton_warm_started(evaluate_for, make_problems, theta0, warm_start=None, progress=None, **options):
+def newton_warm_started(evaluate_for, make_problems, theta0, warm_start=None, progress=None, checkpoint=None,
+                        **options):
     """``newton`` over ``evaluate_for(make_problems)``; with ``warm_start=(make_first, rounds)``
     first at most ``rounds`` rounds over ``evaluate_for(make_first)`` from ``theta0`` (another loss
     of the same rows), whose end is the start (its summaries are dropped). ``evaluate_for`` turns a
-    problem factory into an ``evaluate``: a strategy runs both solves in one Spark job or stage."""
+    problem factory into an ``evaluate``: a strategy runs both solves in one Spark job or stage.
+
+    ``checkpoint`` (``optim.checkpoint``): every ``interval`` rounds, counted over both solves, and at the end
+    of each solve the state is saved (by its writer); a loaded one (``checkpoint.resume``) resumes in the
+    solve it was saved in, the warm start skipped when it was done."""
+    solves = [("main", make_problems, options)]
     if warm_start is not None:
         make_first, rounds = warm_start
-        theta0, _ = newton(evaluate_for(make_first), theta0, progress=progress, **{**options, "max_iter": int(rounds)})
-    return newton(evaluate_for(make_problems), theta0, progress=progress, **options)
+        solves.insert(0, ("warm start", make_first, {**options, "max_iter": int(rounds)}))
+    resume, offset, first = _resume(checkpoint, [name for name, _, _ in solves])
+    for i, (solve, make, opts) in enumerate(solves[first:], first):
+        on_round = None if checkpoint is None else _saver(checkpoint, solve, offset)
+        taken = []
+        theta0, summaries = newton(evaluate_for(make), theta0, progress=progress,
+                                   resume=resume if i == first else None,
+                                   on_round=_counting(on_round, taken), **opts)
+        offset += taken[-1] if taken else 0
+    if resume is not None:
+        for s in summaries:
+            s.message += f" (resumed from the checkpoint of round {resume['iteration']})"
+    return theta0, summaries
+
+
+def _resume(checkpoint, solves):
+    """(the state to resume from or None, the rounds taken before its solve, the index of its solve)."""
+    resume = None if checkpoint is None else checkpoint.resume
+    if resume is None:
+        return None, 0, 0
+    if resume.get("method") != "newton" or resume.get("solve") not in solves:
+        raise ValueError(f"{checkpoint.name}: the checkpoint holds a {resume.get('method')} run "
+                         f"({resume.get('solve')!r}), not this fit's Newton rounds")
+    return resume, int(resume["offset"]), solves.index(resume["solve"])
+
+
+def _saver(checkpoint, solve, offset):
+    def on_round(rounds, export, done):
+        def record():
+            return {"method": "newton", "solve": solve, "offset": offset, "iteration": offset + rounds, **export()}
+
+        if not checkpoint.writer or rounds == 0:
+            return
+        if done:
+            checkpoint.save(offset + rounds, record())
+        else:
+            checkpoint.snapshot(offset + rounds, record)
+
+    return on_round
+
+
+def _counting(on_round, taken):
+    """``on_round`` that also notes the rounds taken in ``taken``."""
+    def counted(rounds, export, done):
+        taken.append(rounds)
+        if on_round is not None:
+            on_round(rounds, export, done)
+
+    return counted

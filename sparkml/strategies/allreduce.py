@@ -75,7 +75,11 @@ def _optimizer_body(objective, theta0, options, local_iter, progress, checkpoint
 
 
 def _newton_body(make_problems, theta0, options, progress):
-    """``optim.newton.newton_warm_started`` (the warm start too in this stage), each pass's sums all-reduced."""
+    """``optim.newton.newton_warm_started`` (the warm start too in this stage), each pass's sums all-reduced;
+    with a ``checkpoint`` every rank resumes from the state the driver loaded and rank 0 writes the new ones."""
+    options = dict(options)
+    checkpoint = options.pop("checkpoint", None)
+
     def body(task):
         def evaluate_for(problems):
             def evaluate(theta, idx, kind):
@@ -86,7 +90,8 @@ def _newton_body(make_problems, theta0, options, progress):
             return evaluate
 
         report = progress if task.rank == 0 else Progress()
-        return newton_warm_started(evaluate_for, make_problems, theta0, progress=report, **options)
+        return newton_warm_started(evaluate_for, make_problems, theta0, progress=report,
+                                   checkpoint=checkpoint and checkpoint.on_rank(task.rank), **options)
 
     return body
 
