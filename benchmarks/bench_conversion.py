@@ -1,0 +1,137 @@
+"""How the dense feature column should reach the Python workers: an A/B of the conversion's input.
+
+The conversion (``sparkml.data.training_data.TrainingData.prepare``) sends each partition's rows to a Python
+worker through ``mapInArrow`` and turns them into one numpy block. Two ways to ship a ``VectorUDT`` column:
+
+* ``vector_to_array``: ``pyspark.ml.functions.vector_to_array(features, dtype)``, a list<float> column
+  (what the library uses for dense input); the worker reshapes the flat values;
+* ``raw struct``: the column as it is stored, the UDT's struct (type, size, indices, values; what the
+  library uses for sparse input); the worker reshapes the ``values`` field of dense rows.
+
+Each is run at every ``--batch-sizes`` value of ``spark.sql.execution.arrow.maxRecordsPerBatch`` (Spark's
+default 10,000), as a bare ``mapInArrow`` that builds the float32 block and counts its rows, next to
+``label only`` (the same job shipping one double per row: the job's fixed cost) and the library's whole
+conversion (``TrainingData.prepare``, float32 blocks: validation, statistics and block files included). All
+in one session after a warm-up pass of each, best of ``--repeats``.
+
+    .venv/bin/python benchmarks/bench_conversion.py                  # 1M x 100, 4 partitions
+    .venv/bin/python benchmarks/bench_conversion.py --rows 100000    # a smoke run
+
+Writes benchmarks/results/conversion.json (or ``--out``).
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench_linear import start  # noqa: E402
+
+BATCH_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rows", type=int, default=1_000_000)
+    p.add_argument("--features", type=int, default=100)
+    p.add_argument("--partitions", type=int, default=4)
+    p.add_argument("--batch-sizes", default="10000,100000", help="Arrow records per batch, comma-separated")
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--driver-memory", default="8g")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--out", default=None, help="default benchmarks/results/conversion.json")
+    args = p.parse_args(argv)
+    args.batch_sizes = [int(v) for v in args.batch_sizes.split(",")]
+    args.reg_param = None
+    return args
+
+
+def _blocks_from_lists(batches):
+    import pyarrow as pa
+
+    rows = 0
+    for batch in batches:
+        col = batch.column("x")
+        x = col.flatten().to_numpy(zero_copy_only=False).reshape(len(col), -1).astype(np.float32)
+        rows += len(x)
+    yield pa.RecordBatch.from_pydict({"rows": [rows]})
+
+
+def _blocks_from_structs(batches):
+    import pyarrow as pa
+
+    rows = 0
+    for batch in batches:
+        col = batch.column("x")
+        x = col.field("values").flatten().to_numpy(zero_copy_only=False).reshape(len(col), -1).astype(np.float32)
+        rows += len(x)
+    yield pa.RecordBatch.from_pydict({"rows": [rows]})
+
+
+def _count(batches):
+    import pyarrow as pa
+
+    yield pa.RecordBatch.from_pydict({"rows": [sum(b.num_rows for b in batches)]})
+
+
+def variants(df):
+    """{name: () -> rows}: one conversion pass each."""
+    from pyspark.ml.functions import vector_to_array
+    from pyspark.sql import functions as F
+
+    from sparkml.data.training_data import TrainingData
+
+    def bare(column, fn):
+        selected = df.select(column.alias("x"))
+        return lambda: sum(r[0] for r in selected.mapInArrow(fn, "rows long").collect())
+
+    def library():
+        data = TrainingData.prepare(df, "features", "label", None, "float32")
+        rows = data.summary.rows
+        data.release()
+        return rows
+
+    feats = F.col("features")
+    return {"label only": bare(F.col("label"), _count),
+            "vector_to_array": bare(vector_to_array(feats, "float32"), _blocks_from_lists),
+            "raw struct": bare(feats, _blocks_from_structs),
+            "library (TrainingData.prepare)": library}
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    spark, env, df, gen_s = start(args)
+    runs = variants(df)
+    rows = []
+    for batch in args.batch_sizes:
+        spark.conf.set(BATCH_KEY, str(batch))
+        for name, run in runs.items():
+            assert run() == args.rows  # warm-up, and the rows all arrive
+            seconds = []
+            for _ in range(args.repeats):
+                t = time.perf_counter()
+                run()
+                seconds.append(time.perf_counter() - t)
+            rows.append({"batch_rows": batch, "variant": name, "best_s": min(seconds), "runs_s": seconds,
+                         "mb_per_s": args.rows * args.features * 8 / 1e6 / min(seconds)})
+    spark.conf.unset(BATCH_KEY)
+    spark.stop()
+    print(f"\nConversion input of a cached {args.rows:,} x {args.features} DataFrame ({args.partitions} partitions), "
+          f"best of {args.repeats}; generation {gen_s:.1f} s\n")
+    print("| Arrow batch rows | variant | seconds | MB/s (float64 features) |\n|---|---|---|---|")
+    for row in rows:
+        print(f"| {row['batch_rows']:,} | {row['variant']} | {row['best_s']:.2f} | {row['mb_per_s']:.0f} |")
+    out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "conversion.json")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump({"environment": env, "generation_s": gen_s, "rows": rows}, f, indent=1)
+    print(f"\nwrote {out}")
+
+
+if __name__ == "__main__":
+    main()
