@@ -29,22 +29,15 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bench_linear import start  # noqa: E402
+from bench_linear import add_data_args, start  # noqa: E402
 
 BATCH_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--rows", type=int, default=1_000_000)
-    p.add_argument("--features", type=int, default=100)
-    p.add_argument("--partitions", type=int, default=4)
+    add_data_args(p, "conversion", repeats=3)
     p.add_argument("--batch-sizes", default="10000,100000", help="Arrow records per batch, comma-separated")
-    p.add_argument("--master", default="local[2]")
-    p.add_argument("--driver-memory", default="8g")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--out", default=None, help="default benchmarks/results/conversion.json")
     args = p.parse_args(argv)
     args.batch_sizes = [int(v) for v in args.batch_sizes.split(",")]
     args.reg_param = None

@@ -236,6 +236,18 @@ def table(rows, mllib_fit):
     return "\n".join(lines)
 
 
+def add_data_args(p, name, repeats):
+    """The session and data arguments every script built on ``start`` takes; ``name``: its results file."""
+    p.add_argument("--rows", type=int, default=1_000_000)
+    p.add_argument("--features", type=int, default=100)
+    p.add_argument("--partitions", type=int, default=4)
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--driver-memory", default="8g")
+    p.add_argument("--repeats", type=int, default=repeats)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--out", default=None, help=f"default benchmarks/results/{name}.json")
+
+
 def start(args):
     """(spark, environment, the generated cached DataFrame, its generation seconds): what every script
     built on this one's data starts with."""

@@ -28,22 +28,15 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_linear import start  # noqa: E402
+from bench_linear import add_data_args, start  # noqa: E402
 
 REUSE_KEY = "spark.sparkml.conversionCache.enabled"
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--rows", type=int, default=1_000_000)
-    p.add_argument("--features", type=int, default=100)
-    p.add_argument("--partitions", type=int, default=4)
+    add_data_args(p, "refit", repeats=3)
     p.add_argument("--reg-params", default="0.01,0.03,0.1", help="comma-separated, fitted in this order")
-    p.add_argument("--master", default="local[2]")
-    p.add_argument("--driver-memory", default="8g")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--out", default=None, help="default benchmarks/results/refit.json")
     args = p.parse_args(argv)
     args.reg_params = [float(v) for v in args.reg_params.split(",")]
     args.reg_param = args.reg_params

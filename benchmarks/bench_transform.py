@@ -27,19 +27,12 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_linear import start  # noqa: E402
+from bench_linear import add_data_args, start  # noqa: E402
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--rows", type=int, default=1_000_000)
-    p.add_argument("--features", type=int, default=100)
-    p.add_argument("--partitions", type=int, default=4)
-    p.add_argument("--master", default="local[2]")
-    p.add_argument("--driver-memory", default="8g")
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--out", default=None, help="default benchmarks/results/transform.json")
+    add_data_args(p, "transform", repeats=5)
     p.add_argument("--quick", action="store_true", help="100k rows, 3 repeats")
     p.add_argument("--kernel-svc", type=int, default=0, metavar="M",
                    help="time KernelSVC's transform with M landmarks instead (module docstring)")

@@ -2,7 +2,8 @@
 
     python tests/checkpoint_fit.py fit STRATEGY CHECKPOINT_DIR PROGRESS_FILE
         a local[2] session fits ``estimator(STRATEGY, CHECKPOINT_DIR)`` on ``frame(spark)``, appending each
-        iteration's number to PROGRESS_FILE
+        iteration's number to PROGRESS_FILE (STRATEGY: sync, allreduce, ...; kernel-sync, kernel-allreduce:
+        KernelSVC)
     python tests/checkpoint_fit.py kill STRATEGY CHECKPOINT_DIR AT_ITERATION
         runs ``fit`` in a new session (process group), SIGKILLs that group (driver and JVM) and the process
         groups of its descendants (PySpark's daemon and Python workers keep a group of their own) as soon as
@@ -23,6 +24,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PARAMS = {"regParam": 0.001, "tol": 1e-10, "checkpointInterval": 2}
+KERNEL_PARAMS = {"regParam": 0.001, "gamma": 0.1, "numLandmarks": 300, "tol": 1e-10, "checkpointInterval": 1,
+                 "dtype": "float64"}
 
 
 def frame(spark):
@@ -33,12 +36,15 @@ def frame(spark):
 
 
 def estimator(strategy, checkpoint_dir=None):
-    from sparkml.classification import LogisticRegression
+    """LogisticRegression with ``strategy``; ``kernel-<strategy>``: KernelSVC, whose iterations are Newton
+    rounds (a checkpoint every round, float64 so that the resumed fit can be compared to 1e-9)."""
+    from sparkml.classification import KernelSVC, LogisticRegression
 
-    params = dict(PARAMS, strategy=strategy)
+    kernel = strategy.startswith("kernel-")
+    params = dict(KERNEL_PARAMS if kernel else PARAMS, strategy=strategy.removeprefix("kernel-"))
     if checkpoint_dir is not None:
         params["checkpointDir"] = checkpoint_dir
-    return LogisticRegression(**params)
+    return KernelSVC(**params) if kernel else LogisticRegression(**params)
 
 
 def _slow_progress(seconds, progress_file):
