@@ -290,7 +290,7 @@ def test_kernel_svc_resumed_from_a_checkpoint_ends_at_the_uninterrupted_model(da
     then the hinge's, counted together) every checkpointInterval. Binary: 40 k-means landmarks (H formed);
     three classes with numLandmarks unset: every one of the 600 rows a landmark (Newton-CG) and Platt scaling.
     The copy is taken at the end of the hinge's third round, before its checkpoint: the state of round 2 + 2.
-    In float64: with float32 kernel blocks two plain fits already differ by about 1e-5 (the float32 sums of
+    In float64: with float32 kernel blocks two plain fits can already differ by about 1e-5 (the float32 sums of
     a Newton round), and the resumed fit as much."""
     import shutil
 
