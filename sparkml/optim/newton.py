@@ -266,12 +266,10 @@ def newton_warm_started(evaluate_for, make_problems, theta0, warm_start=None, pr
         solves.insert(0, ("warm start", make_first, {**options, "max_iter": int(rounds)}))
     resume, offset, first = _resume(checkpoint, [name for name, _, _ in solves])
     for i, (solve, make, opts) in enumerate(solves[first:], first):
-        on_round = None if checkpoint is None else _saver(checkpoint, solve, offset)
-        taken = []
         theta0, summaries = newton(evaluate_for(make), theta0, progress=progress,
                                    resume=resume if i == first else None,
-                                   on_round=_counting(on_round, taken), **opts)
-        offset += taken[-1] if taken else 0
+                                   on_round=None if checkpoint is None else _saver(checkpoint, solve, offset), **opts)
+        offset += max(s.totalIterations for s in summaries)  # the rounds this solve took, as on_round counts them
     if resume is not None:
         for s in summaries:
             s.message += f" (resumed from the checkpoint of round {resume['iteration']})"
@@ -303,12 +301,3 @@ def _saver(checkpoint, solve, offset):
 
     return on_round
 
-
-def _counting(on_round, taken):
-    """``on_round`` that also notes the rounds taken in ``taken``."""
-    def counted(rounds, export, done):
-        taken.append(rounds)
-        if on_round is not None:
-            on_round(rounds, export, done)
-
-    return counted
