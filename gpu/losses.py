@@ -48,6 +48,11 @@ class LinearLoss:
 
     n_outputs = 1
     _no_hessian_reason: str | None = None
+    # sup over m and y of the loss's second derivative in the margin (for one output; softmax: the
+    # largest eigenvalue of its (K, K) curvature), so that the data term's gradient is Lipschitz with
+    # constant curvature * lambda_max(sum_i w_i x~_i x~_i^T); None: not smooth (a first-order method then
+    # takes subgradient steps)
+    curvature: float | None = None
 
     def __init__(self, fit_intercept: bool = True):
         self.fit_intercept = bool(fit_intercept)
@@ -182,6 +187,8 @@ class LogisticLoss(LinearLoss):
     """Binary log loss, y in {0, 1}: l = log(1 + e^m) - y m, l' = sigmoid(m) - y,
     l'' = p (1 - p) with p = sigmoid(m)."""
 
+    curvature = 0.25
+
     def _pointwise(self, m, y):
         loss = torch.clamp(m, min=0) + torch.log1p(torch.exp(-m.abs())) - y * m
         return loss, torch.sigmoid(m) - y
@@ -193,6 +200,8 @@ class LogisticLoss(LinearLoss):
 
 class SquaredLoss(LinearLoss):
     """Half squared error: l = (m - y)^2 / 2, l' = m - y, l'' = 1."""
+
+    curvature = 1.0
 
     def _pointwise(self, m, y):
         r = m - y
@@ -223,6 +232,8 @@ class SquaredHingeLoss(LinearLoss):
     """Squared hinge, y in {0, 1}, s = 2y - 1: l = max(0, 1 - s m)^2,
     l' = -2 s max(0, 1 - s m), generalized l'' = 2 1[s m < 1]."""
 
+    curvature = 2.0
+
     def _pointwise(self, m, y):
         s = 2 * y - 1
         slack = torch.clamp(1 - s * m, min=0)
@@ -251,6 +262,7 @@ class SmoothedHingeLoss(LinearLoss):
         if not width > 0:
             raise ValueError(f"SmoothedHingeLoss needs a band half-width > 0, got {width}")
         self.width = float(width)
+        self.curvature = 1.0 / (2 * self.width)
 
     def __repr__(self) -> str:
         return f"SmoothedHingeLoss(fit_intercept={self.fit_intercept}, width={self.width})"
@@ -275,6 +287,8 @@ class SoftmaxLoss(LinearLoss):
     is (K p, K p) with dense cross-class blocks, so only ``hessp`` is provided:
     for V (K, p), H V = sum_i w_i (diag(p_i) - p_i p_i^T)(V x~_i) outer x~_i.
     """
+
+    curvature = 0.5  # diag(p) - p p^T <= (I - 1 1^T / K) / 2 (Boehning 1992)
 
     def __init__(self, n_classes: int, fit_intercept: bool = True):
         super().__init__(fit_intercept)

@@ -23,6 +23,8 @@ FITS = [  # (name, estimator, params)
                                                   "localIter": 5, "tol": 0.0}),
     ("logistic-allreduce-averaging", "LogisticRegression", {"regParam": 0.01, "strategy": "allreduce-averaging",
                                                             "maxIter": 5, "localIter": 5, "tol": 0.0}),
+    ("logistic-gossip", "LogisticRegression", {"regParam": 0.01, "strategy": "gossip", "maxIter": 5000, "tol": 1e-12}),
+    ("logistic-ssp", "LogisticRegression", {"regParam": 0.01, "strategy": "ssp", "maxIter": 5000, "tol": 1e-12}),
     ("multinomial-allreduce", "LogisticRegression", {"labelCol": "label3", "regParam": 0.02, "strategy": "allreduce"}),
     ("svc-allreduce", "LinearSVC", {"regParam": 0.01, "maxIter": 30, "strategy": "allreduce"}),
     ("linreg-normal", "LinearRegression", {"labelCol": "y", "regParam": 0.1, "elasticNetParam": 0.5}),

@@ -1,8 +1,8 @@
 """`spark-submit jobs/train.py` on a real multi-process Spark: `local-cluster[2,1,1024]` starts two
 executor JVMs with their own Python workers, so the code must ship to them (jobs.session zips
 sparkml + gpu onto their path) and the barrier stage of `allreduce` must rendezvous across
-processes. Each strategy's saved model must equal the one the same job fits in-process with
-``sync`` (the strategies reach the same optimum; tol is tight)."""
+processes (``ssp``'s and ``gossip``'s point-to-point messages too). Each strategy's saved model must equal
+the one the same job fits in-process with ``sync`` (the strategies reach the same optimum; tol is tight)."""
 import json
 import os
 import sys
@@ -18,7 +18,8 @@ from helpers import ROOT, coefficient_vector
 from sparkml.jobs import train
 
 FEATURES = [f"c{i}" for i in range(8)]  # generated_table's column names
-STRATEGIES = ["sync", "allreduce", "averaging"]
+STRATEGIES = ["sync", "allreduce", "averaging", "ssp", "gossip"]
+FIRST_ORDER = {"maxIter": 5000, "tol": 1e-12}  # ssp and gossip: gradient steps, many more of them
 _SCRATCH, _LOCK = {}, threading.Lock()
 
 
@@ -41,7 +42,8 @@ def _data():
 def _config(directory, name, strategy):
     raw = {"data": _data(),
            "model": {"estimator": "LogisticRegression",
-                     "params": {"regParam": 0.01, "strategy": strategy, "maxIter": 100, "tol": 1e-10}},
+                     "params": {"regParam": 0.01, "strategy": strategy, "maxIter": 100, "tol": 1e-10,
+                                **(FIRST_ORDER if strategy in ("ssp", "gossip") else {})}},
            "output": {"dir": os.path.join(directory, name), "overwrite": True}}
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"{name}.yaml")

@@ -1,6 +1,6 @@
 """``model.summary`` and ``model.evaluate(df)`` are pyspark.ml's own summary classes and agree with
 those of MLlib's model fitted side by side on the same data: every public attribute and method of
-the class (metrics to 1e-9, DataFrames row for row), the objective history included.
+the class (metrics to 1e-9, DataFrames row for row to 1e-8), the objective history included.
 
 Both sides fit to tol 1e-12 so that they stop at the same optimum, and ours stores the features in
 float64: with the default float32 storage the coefficients (and so every metric) agree to about

@@ -120,14 +120,14 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
         """``TrainingData.prepare``'s arguments for this estimator's Params and ``strategy`` (default: the
         one ``_strategy_name`` picks): at most how many blocks (``strategies.block_partitions``), and
         whether a barrier stage reads the handles."""
-        from sparkml.strategies import block_partitions
+        from sparkml.strategies import BARRIER_STRATEGIES, block_partitions
 
         strategy = strategy or self._strategy_name(dataset.sparkSession)
         return {"features_col": self.getFeaturesCol(), "label_col": self.getLabelCol(),
                 "weight_col": self._weight_col(),
                 "dtype": self.getDtype(), "compute_dtype": self._compute_dtype,
                 "max_partitions": block_partitions(strategy, dataset.sparkSession, self.getNumWorkers()),
-                "barrier": strategy.startswith("allreduce")}
+                "barrier": strategy in BARRIER_STRATEGIES}
 
     def _make_strategy(self, data, loss):
         """The strategy over ``data`` for the ``sparkml.gpu`` loss ``loss``: the ``strategy`` Param's, or for
@@ -138,7 +138,7 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
         if name == "auto":
             name = "allreduce" if data.barrier else "sync"
         return make_strategy(name, data, loss, self.getDevice(), self.getAggregationDepth(),
-                             self.getNumWorkers(), self.getLocalIter())
+                             self.getNumWorkers(), self.getLocalIter(), self.getStaleness(), self.getTopology())
 
     def _add_iteration_callback(self, callback):
         """Call ``callback(iteration)`` (an ``optim.progress.Iteration``) at the end of every

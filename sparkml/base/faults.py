@@ -13,9 +13,11 @@ Arrivals are counted with marker files ``point.N`` in that directory, so a retri
 whatever process it runs, passes. A test changes ``faults`` between fits and clears the markers.
 """
 import os
+import time
 
 DIR_ENV = "SPARKML_TEST_FAULT_DIR"
 PARTITION = 1
+STRAGGLER_ENV = "SPARKML_TEST_STRAGGLER"
 
 
 class InjectedFault(RuntimeError):
@@ -43,3 +45,16 @@ def inject(point, partition):
             arrival += 1
     if arrival == int(wanted[point]):
         raise InjectedFault(f"injected fault: {point} of partition {partition}, arrival {arrival}")
+
+
+def straggle(partition, seconds):
+    """The test-only straggler: when ``SPARKML_TEST_STRAGGLER`` (in the executors' environment) is
+    ``partition:factor``, a pass over the blocks of that partition that took ``seconds`` sleeps
+    (factor - 1) * seconds more, so that its task runs ``factor`` times slower than its peers (the
+    scenario of ``benchmarks/bench_strategies.py``)."""
+    wanted = os.environ.get(STRAGGLER_ENV)
+    if not wanted:
+        return
+    slow, factor = wanted.split(":")
+    if int(slow) == partition and float(factor) > 1:
+        time.sleep((float(factor) - 1) * seconds)

@@ -6,11 +6,13 @@ pyspark.ml's own Param mixins, so names, defaults and documentation match MLlib 
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasCheckpointInterval
 
-STRATEGIES = ("auto", "sync", "allreduce", "averaging", "allreduce-averaging")
+STRATEGIES = ("auto", "sync", "allreduce", "averaging", "allreduce-averaging", "ssp", "gossip")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
+TOPOLOGIES = ("ring", "complete")
 # Params that stock MLlib does not know: kept out of the MLlib-format metadata's paramMap.
-TORCH_PARAM_NAMES = ("strategy", "device", "dtype", "numWorkers", "localIter", "checkpointDir", "checkpointInterval")
+TORCH_PARAM_NAMES = ("strategy", "device", "dtype", "numWorkers", "localIter", "staleness", "topology", "checkpointDir",
+                     "checkpointInterval")
 
 
 def one_of(name, allowed):
@@ -69,6 +71,11 @@ class HasTorchTrainingParams(HasCheckpointInterval):
         "partition runs localIter L-BFGS iterations on its own objective from the broadcast model "
         "and the driver averages them weighted by rows (maxIter rounds). 'allreduce-averaging': the same "
         "rounds inside one barrier stage, one local problem per task, averaged by all-reduce. "
+        "'ssp': a parameter server on rank 0 of one barrier stage; workers push gradients and pull the model "
+        "asynchronously, at most 'staleness' clocks apart (proximal incremental aggregated gradient). 'gossip': "
+        "no server and no global reduce; each task exchanges its iterate and gradient tracker with its "
+        "neighbours on 'topology' (gradient tracking). Both are first-order methods for the linear models: "
+        "maxIter counts their rounds / iterations, and they need many more than L-BFGS. "
         "Supported: " + ", ".join(STRATEGIES),
         typeConverter=one_of("strategy", STRATEGIES),
     )
@@ -105,6 +112,22 @@ class HasTorchTrainingParams(HasCheckpointInterval):
         typeConverter=TypeConverters.toInt,
     )
 
+    staleness = Param(
+        Params._dummy(),
+        "staleness",
+        "strategy='ssp': how many clocks (pushed gradients) a worker may run ahead of the slowest one "
+        "(>= 0; 0 is bulk synchronous).",
+        typeConverter=TypeConverters.toInt,
+    )
+
+    topology = Param(
+        Params._dummy(),
+        "topology",
+        "strategy='gossip': the graph the tasks exchange over: 'ring' (default: each task with its two "
+        "neighbours) or 'complete' (every task with every other).",
+        typeConverter=one_of("topology", TOPOLOGIES),
+    )
+
     checkpointDir = Param(
         Params._dummy(),
         "checkpointDir",
@@ -118,5 +141,5 @@ class HasTorchTrainingParams(HasCheckpointInterval):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(strategy="auto", device="auto", dtype="float32", numWorkers=0, localIter=10,
-                         checkpointInterval=10)
+        self._setDefault(strategy="auto", device="auto", dtype="float32", numWorkers=0, localIter=10, staleness=3,
+                         topology="ring", checkpointInterval=10)

@@ -19,7 +19,8 @@ COMMON_RULES = (("maxIter", lambda v: v >= 0, "must be >= 0"), ("tol", lambda v:
                 ("regParam", lambda v: v >= 0, "must be >= 0"),
                 ("elasticNetParam", lambda v: 0 <= v <= 1, "must be in [0, 1]"),
                 ("aggregationDepth", lambda v: v >= 2, "must be >= 2"),
-                ("numWorkers", lambda v: v >= 0, "must be >= 0"), ("localIter", lambda v: v >= 1, "must be >= 1"))
+                ("numWorkers", lambda v: v >= 0, "must be >= 0"), ("localIter", lambda v: v >= 1, "must be >= 1"),
+                ("staleness", lambda v: v >= 0, "must be >= 0"))
 BOUND_PARAMS = ("lowerBoundsOnCoefficients", "upperBoundsOnCoefficients", "lowerBoundsOnIntercepts",
                 "upperBoundsOnIntercepts")
 

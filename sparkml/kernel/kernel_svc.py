@@ -94,7 +94,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
                  loss="hinge", probability=False, maxIter=100, tol=1e-6, seed=0, fitIntercept=True, threshold=0.0,
                  weightCol=None,
                  aggregationDepth=2, strategy="auto", device="auto", dtype="float32", numWorkers=0, localIter=10,
-                 checkpointDir=None, checkpointInterval=10):
+                 staleness=3, topology="ring", checkpointDir=None, checkpointInterval=10):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -104,7 +104,8 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
             raise ValueError(f"method='rff' needs a shift-invariant kernel ({', '.join(FOURIER_KERNELS)}); "
                              f"kernel is {self.getKernel()!r}: use method='nystroem'")
         check_choice("strategy", self.getStrategy(), NEWTON_STRATEGIES,
-                     " (KernelSVC solves by Newton's method, whose passes are exact sums: no model averaging)")
+                     " (KernelSVC solves by Newton's method, whose passes are exact sums: no model averaging, parameter "
+                     "server or gossip)")
 
     def _checkpoint_refusal(self):
         return None  # the feature map and the Newton rounds (Platt scaling, a few cheap passes, is not kept)

@@ -20,6 +20,7 @@ import numpy as np
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.model import HasInitialModel
 from sparkml.linear.objective import LinearObjective
+from sparkml.strategies import FIRST_ORDER_STRATEGIES
 
 
 @dataclass
@@ -96,7 +97,20 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
             checkpoint.remove()  # the fit succeeded, as MLlib removes its checkpoint files
         return objective, theta, summary
 
+    def _check_params(self):
+        super()._check_params()
+        why = self._first_order_refusal() if self.getStrategy() in FIRST_ORDER_STRATEGIES else None
+        if why:
+            raise ValueError(f"strategy={self.getStrategy()!r} cannot fit this {type(self).__name__}: {why}; use "
+                             f"strategy='allreduce' or 'sync'")
+
+    def _first_order_refusal(self):
+        """Why the first-order strategies (``ssp``, ``gossip``) cannot minimize this fit's objective, or None."""
+        return None
+
     def _checkpoint_refusal(self):
+        if self.getStrategy() in FIRST_ORDER_STRATEGIES:
+            return f"strategy={self.getStrategy()!r} writes no checkpoints (its state lives in the barrier tasks)"
         return None  # L-BFGS / OWL-QN and the averaging rounds all checkpoint
 
     def _restrict(self, objective, theta0, s):

@@ -60,7 +60,8 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
                  regParam=0.0, elasticNetParam=0.0, tol=1e-6, fitIntercept=True, standardization=True,
                  solver="auto", weightCol=None, aggregationDepth=2, loss="squaredError", epsilon=1.35,
                  maxBlockSizeInMB=0.0, strategy="auto", device="auto", dtype="float32",
-                 numWorkers=0, localIter=10, checkpointDir=None, checkpointInterval=10):
+                 numWorkers=0, localIter=10, staleness=3, topology="ring", checkpointDir=None,
+                 checkpointInterval=10):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -78,6 +79,11 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
 
     def _huber(self):
         return self.getLoss() == "huber"
+
+    def _first_order_refusal(self):
+        if self._huber():
+            return "loss='huber' optimizes its scale sigma jointly, under a bound, with no curvature bound for the steps"
+        return None
 
     def _problem(self, s):
         if self._huber():
@@ -167,6 +173,10 @@ class _ClosedFormIntercept:
     def __init__(self, objective, c0):
         self.objective, self.c0 = objective, c0
         self.size = objective.size - 1
+
+    @property
+    def weight_sum(self):
+        return self.objective.weight_sum
 
     def with_data_sum(self, data_sum, weight_sum=None):
         return _ClosedFormIntercept(self.objective.with_data_sum(data_sum, weight_sum), self.c0)

@@ -36,7 +36,8 @@ class LinearSVC(LinearEstimator, Classifier, _Params):
                  regParam=0.0, tol=1e-6, rawPredictionCol="rawPrediction", fitIntercept=True,
                  standardization=True, threshold=0.0, weightCol=None, aggregationDepth=2,
                  maxBlockSizeInMB=0.0, strategy="auto", device="auto", dtype="float32",
-                 numWorkers=0, localIter=10, checkpointDir=None, checkpointInterval=10):
+                 numWorkers=0, localIter=10, staleness=3, topology="ring", checkpointDir=None,
+                 checkpointInterval=10):
         super().__init__()
         self._set(**self._input_kwargs)
 

@@ -60,7 +60,8 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
                  aggregationDepth=2, family="auto", lowerBoundsOnCoefficients=None,
                  upperBoundsOnCoefficients=None, lowerBoundsOnIntercepts=None,
                  upperBoundsOnIntercepts=None, maxBlockSizeInMB=0.0, strategy="auto", device="auto",
-                 dtype="float32", numWorkers=0, localIter=10, checkpointDir=None, checkpointInterval=10):
+                 dtype="float32", numWorkers=0, localIter=10, staleness=3, topology="ring", checkpointDir=None,
+                 checkpointInterval=10):
         super().__init__()
         self.setParams(**self._input_kwargs)
 

@@ -5,15 +5,22 @@
 * ``allreduce``: one barrier stage for the whole fit, the optimizer on every task.
 * ``averaging``: model averaging, one Spark job per round of local solves.
 * ``allreduce-averaging``: the same rounds inside one barrier stage.
+* ``ssp``: a parameter server with bounded staleness inside one barrier stage (``strategies.ssp``).
+* ``gossip``: decentralized gradient tracking between neighbours inside one barrier stage (``strategies.gossip``).
 """
 from sparkml.base.params import STRATEGIES
 from sparkml.base.session_kind import conf_value, is_connect, task_slots
 from sparkml.strategies.allreduce import AllReduceAveragingStrategy, AllReduceStrategy
 from sparkml.strategies.averaging import AveragingStrategy
+from sparkml.strategies.gossip import GossipStrategy
+from sparkml.strategies.ssp import SSPStrategy
 from sparkml.strategies.sync import SyncStrategy
 
-__all__ = ["AllReduceAveragingStrategy", "AllReduceStrategy", "AveragingStrategy", "SyncStrategy", "auto_strategy",
+__all__ = ["AllReduceAveragingStrategy", "AllReduceStrategy", "AveragingStrategy", "BARRIER_STRATEGIES",
+           "FIRST_ORDER_STRATEGIES", "GossipStrategy", "SSPStrategy", "SyncStrategy", "auto_strategy",
            "block_partitions", "make_strategy"]
+BARRIER_STRATEGIES = ("allreduce", "allreduce-averaging", "ssp", "gossip")  # one barrier stage per fit
+FIRST_ORDER_STRATEGIES = ("ssp", "gossip")  # the linear models' smooth + proximal objectives only
 
 
 def auto_strategy(spark, checkpointing=False):
@@ -50,15 +57,17 @@ def block_partitions(name, spark, num_workers=0):
 
     ``sync`` and ``allreduce`` sum exact passes, whatever the partitioning: one block per task slot
     (``allreduce``: per ``numWorkers`` when set), so the conversion runs in one wave and each
-    barrier task reads one block. Model averaging keeps the input's partitions: they are its local
+    barrier task reads one block; ``ssp`` and ``gossip`` likewise (a rank's share is its blocks). Model averaging keeps the input's partitions: they are its local
     problems.
     """
-    if name == "allreduce" and num_workers > 0:
+    exact = ("sync", "allreduce", *FIRST_ORDER_STRATEGIES)
+    if name in exact[1:] and num_workers > 0:
         return num_workers
-    return task_slots(spark) if name in ("sync", "allreduce") else None
+    return task_slots(spark) if name in exact else None
 
 
-def make_strategy(name, data, loss, device, aggregation_depth=2, num_workers=0, local_iter=10):
+def make_strategy(name, data, loss, device, aggregation_depth=2, num_workers=0, local_iter=10, staleness=3,
+                  topology="ring"):
     if name == "sync":
         return SyncStrategy(data, loss, device, aggregation_depth)
     if name == "allreduce":
@@ -67,4 +76,8 @@ def make_strategy(name, data, loss, device, aggregation_depth=2, num_workers=0, 
         return AveragingStrategy(data, loss, device, aggregation_depth, local_iter)
     if name == "allreduce-averaging":
         return AllReduceAveragingStrategy(data, loss, device, aggregation_depth, num_workers, local_iter)
+    if name == "ssp":
+        return SSPStrategy(data, loss, device, aggregation_depth, num_workers, staleness)
+    if name == "gossip":
+        return GossipStrategy(data, loss, device, aggregation_depth, num_workers, topology)
     raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {name!r}")

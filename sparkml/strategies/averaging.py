@@ -90,14 +90,14 @@ def run_rounds(distributed, average_round, theta0, *, max_iter, tol, name, corre
     theta = np.asarray(theta0 if resume is None else resume["x"], dtype=np.float64)
     rounds, converged = (0 if resume is None else int(resume["iteration"])), False
     f, grad = distributed.fun_grad(theta)  # one pass: the objective and the correction's gradient
-    history = [f + _l1(distributed, theta)] if resume is None else [float(v) for v in resume["history"]]
+    history = [f + l1_penalty(distributed, theta)] if resume is None else [float(v) for v in resume["history"]]
     while rounds < max_iter:
         tic = time.perf_counter()
         new = average_round(theta, grad if corrected else None)
         change = np.linalg.norm(new - theta) / max(np.linalg.norm(new), 1.0)
         theta, rounds = new, rounds + 1
         f, grad = distributed.fun_grad(theta)
-        history.append(f + _l1(distributed, theta))
+        history.append(f + l1_penalty(distributed, theta))
         ends.append(time.perf_counter() - start)
         progress(Iteration(name, "round", rounds, history[-1], theta, time.perf_counter() - tic,
                            f"relative change {change:.3e}"))
@@ -151,6 +151,6 @@ def clip(theta, bounds):
     return theta if bounds is None else np.clip(theta, bounds[0], bounds[1])
 
 
-def _l1(objective, theta):
+def l1_penalty(objective, theta):
     w = objective.l1_weights()
     return 0.0 if w is None else float(np.sum(w * np.abs(theta)))

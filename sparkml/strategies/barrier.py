@@ -111,6 +111,7 @@ class _ProcessGroup:
         self.torch, self.dist, self.rank, self.device = torch, dist, rank, device
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo", store=store, rank=rank,
                                 world_size=world, timeout=_TIMEOUT)
+        self._p2p = None  # the default group, or a gloo group beside NCCL (``point_to_point``)
 
     def sum(self, tensor):
         """Sum over ranks; every rank receives rank 0's bits."""
@@ -125,8 +126,62 @@ class _ProcessGroup:
             [np.ravel(np.asarray(x, dtype=np.float64)) for x in part])
         return self.sum(self.torch.from_numpy(flat).to(self.device)).cpu().numpy()
 
+    def maximum(self, value):
+        """The largest of the ranks' floats ``value``."""
+        t = self.torch.tensor([float(value)], dtype=self.torch.float64, device=self.device)
+        self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
+        return float(t.item())
+
+    def point_to_point(self):
+        """Open the group the messages below travel on, on every rank at the same point: this one (gloo), or
+        next to NCCL's a gloo group, as NCCL needs CUDA tensors and cannot receive from any rank."""
+        if self.device.type == "cuda" and self._p2p is None:
+            self._p2p = self.dist.new_group(backend="gloo")
+
+    def _tensor(self, vector):
+        return self.torch.from_numpy(np.ascontiguousarray(vector, dtype=np.float64))
+
+    def exchange(self, vector, peers):
+        """{peer: its vector} for this rank's ``vector`` sent to each of ``peers``, who send theirs (same length)."""
+        sent = self._tensor(vector)
+        got = {j: self.torch.empty_like(sent) for j in peers}
+        ops = [self.dist.P2POp(self.dist.isend, sent, j, self._p2p) for j in peers] + \
+              [self.dist.P2POp(self.dist.irecv, got[j], j, self._p2p) for j in peers]
+        for work in self.dist.batch_isend_irecv(ops) if ops else ():
+            work.wait()
+        return {j: t.numpy() for j, t in got.items()}
+
+    def send(self, vector, dst):
+        self.dist.send(self._tensor(vector), dst, group=self._p2p)
+
+    def isend(self, vector, dst):
+        """Send without waiting; ``.wait()`` on the result (which keeps the tensor alive until then)."""
+        tensor = self._tensor(vector)
+        return _Sending(self.dist.isend(tensor, dst, group=self._p2p), tensor)
+
+    def send_recv(self, vector, dst, reply):
+        """Send ``vector`` to ``dst``, then receive its answer, shaped like ``reply``."""
+        self.send(vector, dst)
+        got = self.torch.empty(len(reply), dtype=self.torch.float64)
+        self.dist.recv(got, dst, group=self._p2p)
+        return got.numpy()
+
+    def recv_any(self, size):
+        """(sender, vector of ``size`` float64s) from whichever rank sends first."""
+        got = self.torch.empty(size, dtype=self.torch.float64)
+        source = self.dist.recv(got, group=self._p2p)
+        return source, got.numpy()
+
     def close(self):
         self.dist.destroy_process_group()
+
+
+class _Sending:
+    def __init__(self, work, tensor):
+        self.work, self.tensor = work, tensor
+
+    def wait(self):
+        self.work.wait()
 
 
 class BarrierTask:

@@ -1,5 +1,6 @@
 """Executor side shared by the strategies: weighted sums of a ``sparkml.gpu`` loss over resident blocks."""
 import os
+import time
 
 import numpy as np
 
@@ -34,6 +35,7 @@ class PartitionSums:
         handles = list(handles)  # drained always, so Spark can reuse this Python worker
         if handles:
             faults.inject("pass", handles[0][0])
+        self.partition = handles[0][0] if handles else None
         self.torch, self.loss = torch, loss
         self.device = resolve_device(device)
         dt = resolve_dtype(dtype)
@@ -92,10 +94,11 @@ class PartitionSums:
         return [getattr(loss, kind)(c, p.block, p.y, p.w) for p in self.parts]
 
     def _sums(self, coef, loss, kind):
-        total = None
+        start, total = time.perf_counter(), None
         for part in self._part_sums(self._coef(coef), loss, kind):
             part = tuple(_numpy(t) for t in part)
             total = part if total is None else tuple(a + b for a, b in zip(total, part))
+        faults.straggle(self.partition, time.perf_counter() - start)
         return total
 
 
