@@ -1,4 +1,5 @@
-"""Test-only fault injection: make one chosen task attempt fail, to prove that a fit survives it.
+"""Test-only fault injection: make one chosen task attempt fail, to prove that a fit survives it; and a
+straggler (``straggle``), to measure what a slow task costs each strategy.
 
 Off unless ``SPARKML_TEST_FAULT_DIR`` names a directory every executor sees (in the executors'
 environment: ``spark.executorEnv.*``) holding a file ``faults``, whose text lists ``point:arrival``
