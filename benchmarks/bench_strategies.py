@@ -27,8 +27,6 @@ import os
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_linear import environment, generate  # noqa: E402
 

@@ -23,3 +23,14 @@ KINDS = {
     "linreg": Kind(LinearRegression, LinearRegressionModel, stock_regression.LinearRegression,
                    stock_regression.LinearRegressionModel, {"regParam": 0.01, "labelCol": "y"}, ["prediction"]),
 }
+
+# (name, make(**Params)): the problems every strategy must solve to sync's optimum (test_strategies,
+# test_first_order_fits); the first three are smooth up to an L1 term
+STRATEGY_CASES = [
+    ("binary logistic", lambda **k: LogisticRegression(regParam=0.01, **k)),
+    ("multinomial logistic, elastic net", lambda **k: LogisticRegression(labelCol="label3", regParam=0.02,
+                                                                         elasticNetParam=0.5, **k)),
+    ("linear regression l-bfgs, elastic net", lambda **k: LinearRegression(labelCol="y", solver="l-bfgs", regParam=0.1,
+                                                                           elasticNetParam=0.3, **k)),
+    ("linear svc", lambda **k: LinearSVC(regParam=0.01, maxIter=30, **k)),
+]

@@ -6,6 +6,7 @@ import pytest
 
 from data_helpers import linear_frame
 from helpers import coefficient_vector
+from model_kinds import STRATEGY_CASES
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression
 
@@ -17,13 +18,7 @@ def frame(spark):
     df.unpersist()
 
 
-CASES = [
-    ("binary logistic", lambda **k: LogisticRegression(regParam=0.01, **k)),
-    ("multinomial logistic, elastic net", lambda **k: LogisticRegression(labelCol="label3", regParam=0.02,
-                                                                         elasticNetParam=0.5, **k)),
-    ("linear regression l-bfgs, elastic net", lambda **k: LinearRegression(labelCol="y", solver="l-bfgs", regParam=0.1,
-                                                                           elasticNetParam=0.3, **k)),
-]
+CASES = STRATEGY_CASES[:3]  # the smooth ones (up to an L1 term); the hinge has its own test below
 
 
 def _exact_objective(make, model, frame):

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from data_helpers import linear_frame
+from model_kinds import STRATEGY_CASES
 from helpers import coefficient_vector, training_summary
-from sparkml.classification import LinearSVC, LogisticRegression
-from sparkml.regression import LinearRegression
+from sparkml.classification import LogisticRegression
 from sparkml.strategies.barrier import assign_blocks, plan_workers
 
 
@@ -25,14 +25,7 @@ def _objective(model):
     return training_summary(model).objectiveHistory[-1]
 
 
-CASES = [
-    ("binary logistic", lambda **k: LogisticRegression(regParam=0.01, **k)),
-    ("multinomial logistic, elastic net", lambda **k: LogisticRegression(labelCol="label3", regParam=0.02,
-                                                                         elasticNetParam=0.5, **k)),
-    ("linear regression l-bfgs, elastic net", lambda **k: LinearRegression(labelCol="y", solver="l-bfgs", regParam=0.1,
-                                                                           elasticNetParam=0.3, **k)),
-    ("linear svc", lambda **k: LinearSVC(regParam=0.01, maxIter=30, **k)),
-]
+CASES = STRATEGY_CASES
 
 
 @pytest.mark.parametrize("name,make", CASES, ids=[c[0] for c in CASES])

@@ -31,8 +31,8 @@ import time
 import numpy as np
 
 from sparkml.optim.progress import Iteration, Progress, TrainingSummary
-from sparkml.strategies.allreduce import AllReduceStrategy
-from sparkml.strategies.first_order import composite_value, local_lipschitz, local_objective, proximal_operator
+from sparkml.strategies.first_order import (FirstOrderStrategy, composite_value, local_lipschitz, local_objective,
+                                             proximal_operator)
 
 TOPOLOGIES = ("ring", "complete")
 
@@ -136,7 +136,7 @@ def gossip_body(objective, theta0, options, topology, progress):
     return body
 
 
-class GossipStrategy(AllReduceStrategy):
+class GossipStrategy(FirstOrderStrategy):
     """``gossip_descent`` on every task of one barrier stage (module docstring)."""
 
     name = "gossip"
@@ -145,11 +145,5 @@ class GossipStrategy(AllReduceStrategy):
         super().__init__(data, loss, device, aggregation_depth, num_workers)
         self.topology = topology
 
-    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False, progress=None,
-                 bounds=None, checkpoint=None):
-        """``owlqn`` is moot (R takes its proximal step); ``checkpoint`` is refused by the estimator."""
-        progress = progress or Progress()
-        body = gossip_body(objective.with_data_sum(None), np.asarray(theta0, dtype=np.float64),
-                           dict(max_iter=max_iter, tol=tol, name=name, bounds=bounds), self.topology, progress)
-        theta, (summary,) = self._run_stage(body, last_pass, progress)
-        return theta, summary
+    def _body(self, objective, theta0, options, progress):
+        return gossip_body(objective, theta0, options, self.topology, progress)

@@ -37,8 +37,8 @@ import time
 import numpy as np
 
 from sparkml.optim.progress import Iteration, Progress, TrainingSummary
-from sparkml.strategies.allreduce import AllReduceStrategy
-from sparkml.strategies.first_order import composite_value, local_lipschitz, local_objective, proximal_operator
+from sparkml.strategies.first_order import (FirstOrderStrategy, composite_value, local_lipschitz, local_objective,
+                                             proximal_operator)
 
 H = 0.99  # the steps within a delay window add up to at most H / L
 
@@ -193,7 +193,7 @@ def _guarded(inbox, fn):
         inbox.put((None, e))
 
 
-class SSPStrategy(AllReduceStrategy):
+class SSPStrategy(FirstOrderStrategy):
     """The parameter server of the module docstring, in one barrier stage."""
 
     name = "ssp"
@@ -202,11 +202,5 @@ class SSPStrategy(AllReduceStrategy):
         super().__init__(data, loss, device, aggregation_depth, num_workers)
         self.staleness = int(staleness)
 
-    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False, progress=None,
-                 bounds=None, checkpoint=None):
-        """``owlqn`` is moot (R takes its proximal step); ``checkpoint`` is refused by the estimator."""
-        progress = progress or Progress()
-        body = ssp_body(objective.with_data_sum(None), np.asarray(theta0, dtype=np.float64),
-                        dict(max_iter=max_iter, tol=tol, name=name, bounds=bounds), self.staleness, progress)
-        theta, (summary,) = self._run_stage(body, last_pass, progress)
-        return theta, summary
+    def _body(self, objective, theta0, options, progress):
+        return ssp_body(objective, theta0, options, self.staleness, progress)
