@@ -42,29 +42,30 @@ def test_gossip_reaches_the_sync_optimum(frame, optima, name, make):
     model = make(strategy="gossip", maxIter=5000, tol=1e-10).fit(frame)
     assert model.summary.converged and model.summary.totalIterations > 1
     gap = _gap(make, model, optima[name], frame)
-    assert -1e-9 <= gap <= 1e-6, gap
+    assert -1e-9 <= gap <= 1e-8, gap  # measured: within 4e-16
     ref = coefficient_vector(optima[name])
     np.testing.assert_allclose(coefficient_vector(model), ref, rtol=0, atol=1e-4 * np.linalg.norm(ref))
 
 
 @pytest.mark.parametrize("staleness", [0, 3])
-@pytest.mark.parametrize("name,make", CASES[:2], ids=[c[0] for c in CASES[:2]])
+@pytest.mark.parametrize("name,make", CASES, ids=[c[0] for c in CASES])
 def test_ssp_reaches_the_sync_optimum(frame, optima, name, make, staleness):
     model = make(strategy="ssp", staleness=staleness, maxIter=5000, tol=1e-8).fit(frame)
     assert model.summary.converged
     gap = _gap(make, model, optima[name], frame)
-    assert -1e-9 <= gap <= 1e-4, gap
+    assert -1e-9 <= gap <= 1e-6, gap  # measured: within 4e-15
 
 
 def test_gossip_on_the_hinge_ends_near_the_optimum(frame):
-    """The hinge has no gradient to track exactly: fixed (sub)gradient steps end in a neighbourhood. (The
+    """The hinge has no gradient to track exactly: fixed (sub)gradient steps end in a neighbourhood, here about
+    1e-6 above the optimum's objective after 100, 500 or 5000 iterations (not closer with more). (The
     optimum from ``allreduce``, whose OWL-QN is ``sync``'s in one stage: a thousand Spark jobs would take
     minutes.)"""
     make = lambda **k: LinearSVC(regParam=0.01, **k)  # noqa: E731
     optimum = make(strategy="allreduce", maxIter=1000, tol=1e-12).fit(frame)
     model = make(strategy="gossip", maxIter=500, tol=0.0).fit(frame)
     assert model.summary.totalIterations == 500
-    assert 0 <= _gap(make, model, optimum, frame) <= 1e-2
+    assert 0 <= _gap(make, model, optimum, frame) <= 1e-4
 
 
 @pytest.mark.parametrize("make,match", [
