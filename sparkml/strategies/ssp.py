@@ -24,8 +24,8 @@ aggregate needs every worker's gradient once).
 
 A round is complete when every worker has pushed once more (the slowest worker's clock); ``maxIter``
 caps the rounds, and the server stops at the end of a round where a full step h/L on the aggregate would
-change the model by at most ``tol`` relative to its norm (the proximal gradient mapping: zero only at the
-optimum, where the steps themselves may be 0 while a delay window is spent).
+change the model by at most ``tol`` relative to its norm (the proximal gradient mapping, zero only at the
+optimum; the change over a round is no stopping rule, as the steps are 0 while a delay window is spent).
 The objective history is, per round, the mean of the workers' latest f_i (each at the model it pulled)
 plus R at the server's model. Transport: point-to-point ``torch.distributed`` sends over gloo (rank 0
 receives from any worker; its own worker talks to the server through a queue).
