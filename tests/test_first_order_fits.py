@@ -56,6 +56,21 @@ def test_ssp_reaches_the_sync_optimum(frame, optima, name, make, staleness):
     assert -1e-9 <= gap <= 1e-6, gap  # measured: within 4e-15
 
 
+@pytest.mark.parametrize("strategy", ["gossip", "ssp"])
+def test_bound_constraints_are_a_projection(frame, strategy):
+    """LogisticRegression's coefficient bounds: the proximal step projects onto the box, and the fit ends at
+    the bounded optimum of L-BFGS-B (``sync``), the bound binding."""
+    from pyspark.ml.linalg import DenseMatrix
+
+    upper = DenseMatrix(1, 5, [0.2, float("inf"), float("inf"), float("inf"), float("inf")], True)
+    make = lambda **k: LogisticRegression(regParam=0.01, upperBoundsOnCoefficients=upper, **k)  # noqa: E731
+    optimum = make(strategy="sync", maxIter=1000, tol=1e-12).fit(frame)
+    assert optimum.coefficients[0] == pytest.approx(0.2)  # the bound binds
+    model = make(strategy=strategy, maxIter=5000, tol=1e-10).fit(frame)
+    assert model.coefficients[0] <= 0.2 + 1e-12
+    assert -1e-9 <= _gap(make, model, optimum, frame) <= 1e-6
+
+
 def test_gossip_on_the_hinge_ends_near_the_optimum(frame):
     """The hinge has no gradient to track exactly: fixed (sub)gradient steps end in a neighbourhood, here about
     1e-6 above the optimum's objective after 100, 500 or 5000 iterations (not closer with more). (The
