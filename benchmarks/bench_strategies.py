@@ -115,8 +115,8 @@ def run_scenario(workers, slow, args, optimum):
 
 def table(rows):
     cell = lambda t: "-" if t is None else f"{t:.1f}"  # noqa: E731
-    lines = ["| workers | straggler | strategy | to gap 1e-4 (s) | to gap 1e-6 (s) | iterations | s / iteration | fit (s) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| workers | straggler | strategy | to gap 1e-4 (s) | to gap 1e-6 (s) | iterations | s / iteration "
+             "| fit (s) |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['workers']} | {'rank 0 x%g' % r['slow'] if r['slow'] > 1 else 'none'} | {r['strategy']} | "
                      f"{cell(r['time_to_gap']['0.0001'])} | {cell(r['time_to_gap']['1e-06'])} | {r['iterations']} | "

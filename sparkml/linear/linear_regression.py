@@ -82,7 +82,8 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
 
     def _first_order_refusal(self):
         if self._huber():
-            return "loss='huber' optimizes its scale sigma jointly, under a bound, with no curvature bound for the steps"
+            return ("loss='huber' optimizes its scale sigma jointly, under a bound, with no curvature bound for "
+                    "the steps")
         return None
 
     def _problem(self, s):

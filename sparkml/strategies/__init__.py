@@ -57,13 +57,13 @@ def block_partitions(name, spark, num_workers=0):
 
     ``sync`` and ``allreduce`` sum exact passes, whatever the partitioning: one block per task slot
     (``allreduce``: per ``numWorkers`` when set), so the conversion runs in one wave and each
-    barrier task reads one block; ``ssp`` and ``gossip`` likewise (a rank's share is its blocks). Model averaging keeps the input's partitions: they are its local
-    problems.
+    barrier task reads one block; ``ssp`` and ``gossip`` likewise (a rank's share is its blocks). Model
+    averaging keeps the input's partitions: they are its local problems.
     """
-    exact = ("sync", "allreduce", *FIRST_ORDER_STRATEGIES)
-    if name in exact[1:] and num_workers > 0:
+    one_per_slot = ("allreduce", *FIRST_ORDER_STRATEGIES)  # barrier stages sized by numWorkers
+    if name in one_per_slot and num_workers > 0:
         return num_workers
-    return task_slots(spark) if name in exact else None
+    return task_slots(spark) if name in ("sync", *one_per_slot) else None
 
 
 def make_strategy(name, data, loss, device, aggregation_depth=2, num_workers=0, local_iter=10, staleness=3,

@@ -22,7 +22,7 @@ import numpy as np
 from sparkml.gpu import SquaredLoss
 from sparkml.optim.progress import Progress
 from sparkml.strategies.allreduce import AllReduceStrategy
-from sparkml.strategies.averaging import l1_penalty
+from sparkml.strategies.averaging import clip, l1_penalty
 
 GRAM_LIMIT = 2048  # above this many coefficients per output, the Gram's eigenvalue comes from passes
 
@@ -34,9 +34,7 @@ def proximal_operator(objective, bounds):
     def prox(z, step):
         if l1 is not None:
             z = np.sign(z) * np.maximum(np.abs(z) - step * l1, 0.0)
-        if bounds is not None:
-            z = np.clip(z, bounds[0], bounds[1])
-        return z
+        return clip(z, bounds)
 
     return prox
 
@@ -96,9 +94,10 @@ def local_lipschitz(objective, sums, world, loss):
     scaled = objective.with_data_sum(lambda coef: (0.0, data(coef)), weight_sum=objective.weight_sum / world)
     penalty = objective.with_data_sum(lambda coef: (0.0, np.zeros_like(coef)))
     zero = np.zeros(objective.size)
-    base = scaled.fun_grad(zero)[1] - penalty.fun_grad(zero)[1]
+    penalty0 = penalty.fun_grad(zero)[1]
+    base = scaled.fun_grad(zero)[1] - penalty0
     eigenvalue = power_iteration(lambda v: scaled.fun_grad(v)[1] - penalty.fun_grad(v)[1] - base, objective.size)
-    l2 = power_iteration(lambda v: penalty.fun_grad(v)[1] - penalty.fun_grad(zero)[1], objective.size)
+    l2 = power_iteration(lambda v: penalty.fun_grad(v)[1] - penalty0, objective.size)
     return (loss.curvature or 1.0) * eigenvalue + l2
 
 

@@ -85,7 +85,7 @@ class ParameterServer:
 
     def _step(self):
         tau = self.version - min(self.versions)
-        gamma = max(0.0, self.step_cap - sum(self.steps[len(self.steps) - tau:]) if tau else self.step_cap)
+        gamma = max(0.0, self.step_cap - sum(self.steps[len(self.steps) - tau:]))  # tau = 0: an empty window
         if gamma > 0:
             self.theta = self.prox(self.theta - gamma * np.mean(self.grads, axis=0), gamma)
         self.steps.append(gamma)
