@@ -6,7 +6,11 @@ once for both products); one read of the stored block (``x.sum()``, the memory f
 the L-BFGS step on the host (``sparkml.optim``'s two-loop direction from 10 stored pairs, plus the
 pair update: what every rank runs after the all-reduce); and a whole iteration as an ``allreduce``
 task runs it without the all-reduce: the logistic pass, its sums copied to the host as float64, the
-step. Torch only (no Spark): the per-task work of every iteration. Prints a table and writes JSON.
+step. Two parts of the pass alone, its profile: ``upcast``, the float32 -> float64 conversion of every
+run of rows into the pass's reused buffer (float32 storage computing in float64 only), and
+``pointwise``, the logistic loss and its derivative from precomputed margins (float64, one per row);
+``pass/read``: the logistic pass over one read of the block. Torch only (no Spark): the per-task work
+of every iteration. Prints a table and writes JSON.
 
     python benchmarks/bench_blocks.py [--rows 500000] [--features 100] [--threads 1] [--device cpu]
 """
@@ -21,6 +25,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from sparkml.gpu import DenseBlock, LogisticLoss, resolve_device  # noqa: E402
+from sparkml.gpu.blocks import _PASS_CHUNK_ROWS  # noqa: E402
 from sparkml.optim.history import InverseHessian  # noqa: E402
 
 
@@ -71,6 +76,19 @@ def main(argv=None):
         value, grad = loss.loss_gradient(coef, block, y)
         return lbfgs_step(grad.double().cpu().numpy()), float(value)
 
+    def upcast(block):
+        """The float32 -> float64 conversion alone: every run of rows through the pass's reused buffer."""
+        for _ in block._upcast_chunks(_PASS_CHUNK_ROWS):
+            pass
+
+    margins = {dtype: torch.randn(args.rows, dtype=dtype, device=dev) for dtype in (torch.float32, torch.float64)}
+
+    def pointwise(block):
+        """The logistic loss's per-row part alone (loss and dl/dm from the margins, weighted sums)."""
+        m = margins[block.dtype].to(torch.float64)
+        value, g = loss._pointwise(m, y)
+        return float(value.sum()), g.to(block.dtype)
+
     g0 = rng.standard_normal(args.features + 1)
     rows = []
     for storage, compute, block in blocks:
@@ -82,15 +100,19 @@ def main(argv=None):
                      "logistic_pass_ms": best_ms(lambda: loss.loss_gradient(coef, block, y), args.reps, sync),
                      "lbfgs_step_ms": best_ms(lambda: lbfgs_step(g0), args.reps, sync),
                      "iteration_ms": best_ms(lambda: iteration(block), args.reps, sync),
+                     "upcast_ms": (best_ms(lambda: upcast(block), args.reps, sync)
+                                   if block.storage_dtype != block.dtype else 0.0),
+                     "pointwise_ms": best_ms(lambda: pointwise(block), args.reps, sync),
                      "read_ms": read_ms, "read_gbs": args.rows * bytes_per_row / read_ms / 1e6,
                      "bytes_per_row": bytes_per_row})
     print(f"{args.rows} x {args.features} on {dev}, {args.threads} thread(s); best of {args.reps}, ms")
     print(f"{'storage':8s} {'compute':8s} {'X @ w':>8s} {'X^T r':>8s} {'logistic':>9s} {'L-BFGS':>8s} "
-          f"{'iter':>8s} {'read X':>8s} {'GB/s':>7s}")
+          f"{'iter':>8s} {'read X':>8s} {'GB/s':>7s} {'upcast':>8s} {'pointwise':>9s} {'pass/read':>9s}")
     for row in rows:
         print(f"{row['storage']:8s} {row['compute']:8s} {row['matmul_ms']:8.2f} {row['rmatmul_ms']:8.2f} "
               f"{row['logistic_pass_ms']:9.2f} {row['lbfgs_step_ms']:8.3f} {row['iteration_ms']:8.2f} "
-              f"{row['read_ms']:8.2f} {row['read_gbs']:7.0f}")
+              f"{row['read_ms']:8.2f} {row['read_gbs']:7.0f} {row['upcast_ms']:8.2f} {row['pointwise_ms']:9.2f} "
+              f"{row['logistic_pass_ms'] / row['read_ms']:9.2f}")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"args": vars(args), "device": str(dev), "results": rows}, f, indent=2)
