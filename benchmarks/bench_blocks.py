@@ -84,7 +84,7 @@ def main(argv=None):
     margins = {dtype: torch.randn(args.rows, dtype=dtype, device=dev) for dtype in (torch.float32, torch.float64)}
 
     def pointwise(block):
-        """The logistic loss's per-row part alone (loss and dl/dm from the margins, weighted sums)."""
+        """The logistic loss's per-row part alone: the losses (summed) and dl/dm from given margins."""
         m = margins[block.dtype].to(torch.float64)
         value, g = loss._pointwise(m, y)
         return float(value.sum()), g.to(block.dtype)
