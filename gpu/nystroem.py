@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .kernels import DEFAULT_BUDGET_BYTES, kernel_diagonal, kernel_matrix
+from .kernels import DEFAULT_BUDGET_BYTES, kernel_diagonal, kernel_matmul, kernel_matrix
 
 __all__ = ["NystroemMap", "residual_fraction"]
 
@@ -107,6 +107,14 @@ class NystroemMap:
         """K(X, L), (n, p), dtype as ``transform``: phi(X) = kernel_block(X) @ projection, the left
         factor of ``sparkml.gpu.factored.FactoredBlock``."""
         return self._tiles(x, budget_bytes, project=False)
+
+    def kernel_product(self, x, c, budget_bytes=DEFAULT_BUDGET_BYTES):
+        """K(X, L) @ c, (n, k) for c (p, k), dtype as ``transform``, without holding K(X, L)
+        (``kernel_matmul``): scoring, where c = P theta^T folds the projection into the coefficients."""
+        x = torch.as_tensor(x).to(self.landmarks.device)
+        dtype = _F64 if x.dtype == _F64 else torch.float32
+        return kernel_matmul(self.kind, x.to(dtype), self.landmarks, c, gamma=self.gamma, degree=self.degree,
+                             coef0=self.coef0, budget_bytes=budget_bytes)
 
     def _tiles(self, x, budget_bytes, project):
         x = torch.as_tensor(x).to(self.landmarks.device)

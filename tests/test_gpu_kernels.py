@@ -5,7 +5,7 @@ import torch
 from sklearn.metrics import pairwise
 
 from devices import DEVICES
-from sparkml.gpu.kernels import DEFAULT_BUDGET_BYTES, KERNELS, kernel_diagonal, kernel_matrix
+from sparkml.gpu.kernels import DEFAULT_BUDGET_BYTES, KERNELS, kernel_diagonal, kernel_matmul, kernel_matrix
 
 PARAMS = {"linear": {}, "polynomial": {"gamma": 0.3, "degree": 3, "coef0": 0.5}, "sigmoid": {"gamma": 0.05, "coef0": -0.2},
           "rbf": {"gamma": 0.2}, "laplacian": {"gamma": 0.1}}
@@ -87,6 +87,40 @@ def test_errors_name_the_problem():
         kernel_matrix("polynomial", a, b, degree=1.5)
     with pytest.raises(ValueError, match="2-D"):
         kernel_matrix("rbf", a[0], b)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kind", KERNELS)
+@pytest.mark.parametrize("budget", [DEFAULT_BUDGET_BYTES, 700])  # 700 bytes: column tiles summed into the product
+def test_kernel_matmul_is_the_kernel_matrix_times_c(kind, dtype, device, budget):
+    a, b = _data(dtype)
+    c = np.random.default_rng(4).normal(size=(len(b), 3)).astype(dtype)
+    got = kernel_matmul(kind, torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c), budget_bytes=budget,
+                        device=device, **PARAMS[kind])
+    assert got.dtype == (torch.float64 if dtype == np.float64 else torch.float32) and got.device.type == device
+    ref = _reference(kind, a, b, PARAMS[kind]) @ c.astype(np.float64)
+    np.testing.assert_allclose(got.cpu().numpy(), ref, rtol=TOL[dtype], atol=10 * TOL[dtype])
+    one = kernel_matmul(kind, a, b, c[:, 0], budget_bytes=budget, device=device, **PARAMS[kind])
+    assert one.shape == (len(a),)
+    np.testing.assert_allclose(one.cpu().numpy(), got[:, 0].cpu().numpy(), rtol=TOL[dtype], atol=TOL[dtype])
+
+
+def test_kernel_matmul_over_many_tiles_equals_the_whole_product():
+    """Thousands of rows: many cache-sized row tiles, each product written to its own rows."""
+    rng = np.random.default_rng(5)
+    a, b, c = rng.normal(size=(3000, 8)), rng.normal(size=(400, 8)), rng.normal(size=(400, 2))
+    got = kernel_matmul("rbf", a, b, c, gamma=0.1).numpy()
+    np.testing.assert_allclose(got, pairwise.rbf_kernel(a, b, gamma=0.1) @ c, rtol=1e-12, atol=1e-12)
+
+
+def test_kernel_matmul_errors_and_empty_rows():
+    a, b = _data(np.float64)
+    with pytest.raises(ValueError, match="C must have 23 rows"):
+        kernel_matmul("rbf", a, b, np.ones((22, 1)))
+    with pytest.raises(ValueError, match="A has 6 features but B has 5"):
+        kernel_matmul("rbf", a, b[:, :5], np.ones((23, 1)))
+    assert tuple(kernel_matmul("rbf", a[:0], b, np.ones((23, 2))).shape) == (0, 2)
 
 
 def test_empty_inputs():

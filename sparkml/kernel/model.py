@@ -142,7 +142,7 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, HasTraining
         coef, kernel_block = self._scoring_coefficients()
         return transform_linear(dataset, self.getFeaturesCol(), outputs, "svc", coef, self._intercepts,
                                 raw_threshold=self.getThreshold(), feature_map=self._spec,
-                                platt=self._platt, kernel_block=kernel_block)
+                                platt=self._platt, kernel_block=kernel_block, device=self.getDevice())
 
     def _scoring_coefficients(self):
         """(coefficients, whether they apply to the kernel block) for ``transform``. Nystroem: the margins
