@@ -8,6 +8,9 @@ but no pyspark), for the binary synthetic problem of ``bench_kernel_svc.py``:
 * K(X, L) throughput (``sparkml.gpu.kernels.kernel_matrix``, rbf, float32) for n x d rows against m
   landmarks: the cross product's 2 n m d flops per second against the matmul peak, and the bytes of
   K written per second against the copy rate (with d = 20 the kernel is bound by writing K);
+* scoring a batch (``--score-rows`` float64 rows, Spark's Arrow batch, against ``--score-landmarks``
+  landmarks, rbf): the margins K(X, L) c as ``NystroemMap.kernel_block(X) @ c`` (the whole block written,
+  then read) and as ``kernel_matmul`` (cache-sized tiles, each dropped after its product), in rows per second;
 * a whole fit per ``--sizes`` n: k-means landmarks per class (``sparkml.gpu.kmeans``, 10 rows per
   landmark, 10 Lloyd iterations), the Nystroem map (K_LL's eigendecomposition, ``rcond`` 1e-6),
   the kernel block K(X, L), then KernelSVC's default solve (``sparkml.optim.newton``: 2 squared-hinge
@@ -36,7 +39,7 @@ from bench_blocks import best_ms  # noqa: E402
 from bench_kernel_svc import synthetic  # noqa: E402
 from sparkml.gpu import DenseBlock, OneVsRestProblems, SmoothedHingeLoss, SquaredHingeLoss, resolve_device  # noqa: E402
 from sparkml.gpu.factored import FactoredBlock  # noqa: E402
-from sparkml.gpu.kernels import kernel_matrix  # noqa: E402
+from sparkml.gpu.kernels import kernel_matmul, kernel_matrix  # noqa: E402
 from sparkml.gpu.kmeans import kmeans  # noqa: E402
 from sparkml.gpu.nystroem import NystroemMap  # noqa: E402
 from sparkml.optim.newton import newton_warm_started  # noqa: E402
@@ -60,6 +63,17 @@ def kernel_throughput(dev, sync, n, m, d, peak):
     tflops, gbs = 2 * n * m * d / t / 1e12, n * m * 4 / t / 1e9
     return {"n": n, "m": m, "d": d, "ms": t * 1e3, "tflops": tflops, "of_matmul_peak": tflops / peak["matmul_fp32_tflops"],
             "write_gbs": gbs, "of_copy_rate": gbs / peak["copy_gbs"]}
+
+
+def scoring(dev, sync, n, m, d):
+    """Rows per second of a Nystroem model's margins over one float64 batch, both ways (module docstring)."""
+    x, lm = torch.randn(n, d, dtype=torch.float64, device=dev), torch.randn(m, d, dtype=torch.float64, device=dev)
+    c = torch.randn(m, 1, dtype=torch.float64, device=dev)
+    ny = NystroemMap("rbf", lm, gamma=1.0 / d, projection=torch.eye(m, dtype=torch.float64, device=dev))
+    block = best_ms(lambda: ny.kernel_block(x) @ c, 5, sync) / 1e3
+    tiled = best_ms(lambda: kernel_matmul("rbf", x, lm, c, gamma=1.0 / d), 5, sync) / 1e3
+    return {"n": n, "m": m, "d": d, "block_then_product_ms": block * 1e3, "kernel_matmul_ms": tiled * 1e3,
+            "block_rows_per_s": n / block, "kernel_matmul_rows_per_s": n / tiled}
 
 
 def kmeans_landmarks(x, y, m, dev):
@@ -136,6 +150,8 @@ def main(argv=None):
     p.add_argument("--features", type=int, default=20)
     p.add_argument("--kernel-features", default="20,256", help="d values of the K(X, L) throughput rows")
     p.add_argument("--threads", type=int, default=2, help="torch intra-op threads (CPU)")
+    p.add_argument("--score-rows", type=int, default=10_000)
+    p.add_argument("--score-landmarks", type=int, default=1000)
     p.add_argument("--out", default=os.path.join(HERE, "results", "kernel_torch.json"))
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -151,6 +167,10 @@ def main(argv=None):
     for k in kernels:
         print(f"{k['n']}x{k['m']} d={k['d']:<4d} {k['ms']:9.2f} {k['tflops']:8.2f} {k['of_matmul_peak']:8.1%} "
               f"{k['write_gbs']:8.0f} {k['of_copy_rate']:8.1%}")
+    score = scoring(dev, sync, args.score_rows, args.score_landmarks, args.features)
+    print(f"scoring {score['n']} x {score['d']} rows, {score['m']} landmarks, float64: kernel_block(X) @ c "
+          f"{score['block_then_product_ms']:.1f} ms ({score['block_rows_per_s']:,.0f} rows/s), kernel_matmul "
+          f"{score['kernel_matmul_ms']:.1f} ms ({score['kernel_matmul_rows_per_s']:,.0f} rows/s)")
     fits = [fit(dev, sync, n, args.landmarks, args.features) for n in sizes]
     names = ["to_device", "kmeans", "nystroem", "kernel_block", "newton"]
     print(f"{'rows':>8s} {'fit s':>7s} " + " ".join(f"{k:>12s}" for k in names) + f" {'rounds':>6s} {'accuracy':>8s}")
@@ -160,7 +180,7 @@ def main(argv=None):
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as fh:
         json.dump({"args": vars(args), "device": str(dev), "torch": torch.__version__, "peaks": peak,
-                   "kernels": kernels, "fits": fits}, fh, indent=2)
+                   "kernels": kernels, "scoring": score, "fits": fits}, fh, indent=2)
     print(f"-> {args.out}")
 
 
