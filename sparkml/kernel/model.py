@@ -5,6 +5,8 @@ one decision value per class otherwise (prediction the argmax); with Platt scali
 = sigmoid(a_k m_k(x) + b_k), normalized to sum to 1 for several classes. Saved in MLlib's layout
 (``base.persistence``): one Parquet row with the feature map, the coefficients and Platt's (a, b).
 """
+import dataclasses
+
 import numpy as np
 from pyspark.ml.classification import ClassificationModel
 from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, VectorUDT
@@ -139,18 +141,22 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, HasTraining
         outputs = {"raw": self.getRawPredictionCol(), "pred": self.getPredictionCol()}
         if self._platt is not None:
             outputs["prob"] = self.getProbabilityCol()
-        coef, kernel_block = self._scoring_coefficients()
+        coef, feature_map, kernel_block = self._scoring_inputs()
         return transform_linear(dataset, self.getFeaturesCol(), outputs, "svc", coef, self._intercepts,
-                                raw_threshold=self.getThreshold(), feature_map=self._spec,
+                                raw_threshold=self.getThreshold(), feature_map=feature_map,
                                 platt=self._platt, kernel_block=kernel_block, device=self.getDevice())
 
-    def _scoring_coefficients(self):
-        """(coefficients, whether they apply to the kernel block) for ``transform``. Nystroem: the margins
-        phi(X) theta^T = K(X, L) (P theta^T) with P the (m, r) projection, so P is folded into the
-        coefficients once and a row costs m multiply-adds after its kernel row instead of m r."""
-        if isinstance(self._spec, NystroemSpec):
-            return np.ascontiguousarray(self._coef @ np.asarray(self._spec.projection, dtype=np.float64).T), True
-        return self._coef, False
+    def _scoring_inputs(self):
+        """(coefficients, feature map spec, whether they apply to the kernel block) for ``transform``.
+        Nystroem: the margins phi(X) theta^T = K(X, L) (P theta^T) with P the (m, r) projection, so P is
+        folded into the coefficients once and a row costs m multiply-adds after its kernel row instead
+        of m r; the spec the executors get then carries the landmarks without P (at 4000 landmarks, P is
+        128 MB that every task would unpickle for nothing)."""
+        spec = self._spec
+        if isinstance(spec, NystroemSpec):
+            coef = np.ascontiguousarray(self._coef @ np.asarray(spec.projection, dtype=np.float64).T)
+            return coef, dataclasses.replace(spec, projection=np.empty((len(spec.landmarks), 0))), True
+        return self._coef, spec, False
 
     def _data_frame(self, spark):
         def matrix(x):
