@@ -6,7 +6,11 @@ worker through ``mapInArrow`` and turns them into one numpy block. Two ways to s
 * ``vector_to_array``: ``pyspark.ml.functions.vector_to_array(features, dtype)``, a list<float> column
   (what the library uses for dense input); the worker reshapes the flat values;
 * ``raw struct``: the column as it is stored, the UDT's struct (type, size, indices, values; what the
-  library uses for sparse input); the worker reshapes the ``values`` field of dense rows.
+  library uses for sparse input); the worker reshapes the ``values`` field of dense rows;
+* ``unwrapped values``: ``unwrap_udt(features).values`` cast to list<float>, the dense rows' values with no
+  UDF. It is no conversion on its own: a sparse row in the column brings only its nonzeros;
+* ``unwrapped fields``: the struct's four fields as four top-level columns (what the values would need
+  beside them to expand such rows).
 
 Each is run at every ``--batch-sizes`` value of ``spark.sql.execution.arrow.maxRecordsPerBatch`` (Spark's
 default 10,000), as a bare ``mapInArrow`` that builds the float32 block and counts its rows, next to
@@ -83,6 +87,11 @@ def variants(df):
         selected = df.select(column.alias("x"))
         return lambda: sum(r[0] for r in selected.mapInArrow(fn, "rows long").collect())
 
+    def fields():
+        u = F.unwrap_udt(feats)
+        selected = df.select(u["type"].alias("t"), u["size"].alias("s"), u["indices"].alias("i"), u["values"].alias("x"))
+        return lambda: sum(r[0] for r in selected.mapInArrow(_blocks_from_lists, "rows long").collect())
+
     def library():
         data = TrainingData.prepare(df, "features", "label", None, "float32")
         rows = data.summary.rows
@@ -93,6 +102,8 @@ def variants(df):
     return {"label only": bare(F.col("label"), _count),
             "vector_to_array": bare(vector_to_array(feats, "float32"), _blocks_from_lists),
             "raw struct": bare(feats, _blocks_from_structs),
+            "unwrapped values": bare(F.unwrap_udt(feats)["values"].cast("array<float>"), _blocks_from_lists),
+            "unwrapped fields": fields(),
             "library (TrainingData.prepare)": library}
 
 
