@@ -49,9 +49,9 @@ def _scoring_state(feature_map, coef, intercept, fingerprint, device):
 
 
 def _kernel_margins(x, feature_map, coef, intercept, kernel_block, fingerprint, device):
-    """(n, K) float64 margins of a kernel model on the CPU: on ``device`` (resolved on the executor),
-    through the kernel block's product with the folded coefficients (``kernel_block``, Nystroem) or the
-    explicit features (random Fourier)."""
+    """(n, K) float64 margins of a kernel model, computed on ``device`` (resolved on the executor) and
+    returned on the CPU: the kernel block's product with the folded coefficients (``kernel_block``,
+    Nystroem) or the explicit features' (random Fourier)."""
     from sparkml.gpu import resolve_device
     from sparkml.gpu.prediction import linear_margins
 
