@@ -82,8 +82,8 @@ class HasTorchTrainingParams(HasCheckpointInterval):
     device = Param(
         Params._dummy(),
         "device",
-        "Device the partition kernels run on: 'auto' (CUDA when the executor's torch sees a "
-        "GPU, else CPU), 'cpu', 'cuda' or 'cuda:N'.",
+        "Device the partition kernels (and a KernelSVC model's transform) run on: 'auto' (CUDA when the "
+        "executor's torch sees a GPU, else CPU), 'cpu', 'cuda' or 'cuda:N'.",
         typeConverter=one_of("device", DEVICES),
     )
     dtype = Param(
