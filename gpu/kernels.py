@@ -85,41 +85,58 @@ def _gram_tile(kind, a, b, b_sq, shift, gamma, degree, coef0, out):
     return dot.mul_(gamma).add_(coef0).tanh_()
 
 
+def _operands(kind, A, B, gamma, degree, device):
+    """(a, b, gamma) checked, in the result's dtype (float64 for float64 A, else float32), on A's device."""
+    a = _as_rows(A, device)
+    b = a if B is None else _as_rows(B, a.device)
+    _check(kind, a, b, gamma, degree)
+    gamma = 1.0 / a.shape[1] if gamma is None else float(gamma)
+    out_dtype = _F64 if a.dtype == _F64 else torch.float32
+    return a.to(out_dtype), b.to(out_dtype), gamma
+
+
+def _tiles(kind, a, b, budget_bytes, cpu_elements):
+    """(columns, rows) of a tile: the temporaries under ``budget_bytes``; on a CPU at most ``cpu_elements``
+    pairs, so that the elementwise steps run in cache (large tiles were about 3x slower). On a GPU the tiles
+    are as large as the budget allows, since each costs a few kernel launches (small tiles were about 7x
+    slower; ``benchmarks/README.md``)."""
+    m = b.shape[0]
+    pair = _pair_bytes(kind, a.shape[1], a.element_size())
+    col_tile = max(1, m) if m * pair <= budget_bytes else max(1, budget_bytes // pair)
+    rows = budget_bytes // (col_tile * pair)
+    if a.device.type == "cpu":
+        rows = min(rows, cpu_elements // col_tile)
+    return col_tile, max(1, rows)
+
+
+def _column_tiles(kind, b, col_tile):
+    """(start, B's rows from there, their squared norms, shift) per column tile; for rbf the rows are shifted
+    by their mean (the module docstring's cancellation), else the norms and shift are None."""
+    for j in range(0, b.shape[0], col_tile):
+        bj, shift, b_sq = b[j:j + col_tile], None, None
+        if kind == "rbf":
+            shift = bj.to(_F64).mean(0).to(b.dtype)
+            bj = bj - shift
+            b_sq = _squared_norms(bj)
+        yield j, bj, b_sq, shift
+
+
 def kernel_matrix(kind, A, B=None, *, gamma=None, degree=3, coef0=1.0, budget_bytes=DEFAULT_BUDGET_BYTES,
                   device=None):
     """K(A, B) as an (n, m) tensor on A's device (or ``device``); B defaults to A.
 
     float64 when A is float64, else float32. See the module docstring for the formulas.
     """
-    a = _as_rows(A, device)
-    b = a if B is None else _as_rows(B, a.device).to(a.dtype)
-    _check(kind, a, b, gamma, degree)
-    n, m, d = a.shape[0], b.shape[0], a.shape[1]
-    gamma = 1.0 / d if gamma is None else float(gamma)
-    out_dtype = _F64 if a.dtype == _F64 else torch.float32
-    a, b = a.to(out_dtype), b.to(out_dtype)
-    out = torch.empty((n, m), dtype=out_dtype, device=a.device)
+    a, b, gamma = _operands(kind, A, B, gamma, degree, device)
+    n, m = a.shape[0], b.shape[0]
+    out = torch.empty((n, m), dtype=a.dtype, device=a.device)
     if n == 0 or m == 0:
         return out
-    pair = _pair_bytes(kind, d, a.element_size())
-    col_tile = m if m * pair <= budget_bytes else max(1, budget_bytes // pair)
-    # CPU: row tiles of at most _TILE_ELEMENTS pairs, so that the elementwise steps run in cache (large
-    # tiles were about 3x slower). GPU: tiles as large as the budget allows, since each costs a few
-    # kernel launches (small tiles were about 7x slower; ``benchmarks/README.md``)
-    rows = budget_bytes // (col_tile * pair)
-    if a.device.type == "cpu":
-        rows = min(rows, _TILE_ELEMENTS // col_tile)
-    rows = max(1, rows)
-    for j in range(0, m, col_tile):
-        bj = b[j:j + col_tile]
-        shift = b_sq = None
-        if kind == "rbf":
-            shift = bj.to(_F64).mean(0).to(a.dtype)
-            bj = bj - shift
-            b_sq = _squared_norms(bj)
+    col_tile, rows = _tiles(kind, a, b, budget_bytes, _TILE_ELEMENTS)
+    for j, bj, b_sq, shift in _column_tiles(kind, b, col_tile):
         for i in range(0, n, rows):
             # a tile of whole rows of ``out`` is contiguous: computed in place, with no copy
-            tile = out[i:i + rows] if col_tile == m else torch.empty((min(rows, n - i), len(bj)), dtype=out_dtype,
+            tile = out[i:i + rows] if col_tile == m else torch.empty((min(rows, n - i), len(bj)), dtype=a.dtype,
                                                                      device=a.device)
             tile = _gram_tile(kind, a[i:i + rows], bj, b_sq, shift, gamma, degree, coef0, tile)
             if col_tile < m:
@@ -136,30 +153,17 @@ def kernel_matmul(kind, A, B, C, *, gamma=None, degree=3, coef0=1.0, budget_byte
     tiles are small enough to stay in cache, so the kernel is never written to memory and read back:
     about 4x faster than ``kernel_matrix(...) @ C`` at m = 1000 (``benchmarks/README.md``).
     """
-    a = _as_rows(A, device)
-    b = _as_rows(B, a.device)
-    _check(kind, a, b, gamma, degree)
-    n, m, d = a.shape[0], b.shape[0], a.shape[1]
-    gamma = 1.0 / d if gamma is None else float(gamma)
-    out_dtype = _F64 if a.dtype == _F64 else torch.float32
-    a, b = a.to(out_dtype), b.to(out_dtype)
-    c = torch.as_tensor(C).to(device=a.device, dtype=out_dtype)
+    a, b, gamma = _operands(kind, A, B, gamma, degree, device)
+    n, m = a.shape[0], b.shape[0]
+    c = torch.as_tensor(C).to(device=a.device, dtype=a.dtype)
     if c.dim() not in (1, 2) or c.shape[0] != m:
         raise ValueError(f"C must have {m} rows (one per row of B); got shape {tuple(c.shape)}")
-    c2 = c.reshape(m, -1)
-    out = torch.zeros((n, c2.shape[1]), dtype=out_dtype, device=a.device)
-    pair = _pair_bytes(kind, d, a.element_size())
-    col_tile = m if m * pair <= budget_bytes else max(1, budget_bytes // pair)
-    limit = _PRODUCT_TILE_ELEMENTS if a.device.type == "cpu" else budget_bytes // pair
-    rows = max(1, min(budget_bytes // (col_tile * pair), limit // col_tile))
-    for j in range(0, m if n else 0, col_tile):
-        bj, cj = b[j:j + col_tile], c2[j:j + col_tile]
-        shift = b_sq = None
-        if kind == "rbf":
-            shift = bj.to(_F64).mean(0).to(a.dtype)
-            bj = bj - shift
-            b_sq = _squared_norms(bj)
-        buf = torch.empty((min(rows, n), len(bj)), dtype=out_dtype, device=a.device)  # reused by every row tile
+    c2 = c if c.dim() == 2 else c[:, None]
+    out = torch.zeros((n, c2.shape[1]), dtype=a.dtype, device=a.device)
+    col_tile, rows = _tiles(kind, a, b, budget_bytes, _PRODUCT_TILE_ELEMENTS)
+    for j, bj, b_sq, shift in _column_tiles(kind, b, col_tile) if n else ():
+        cj = c2[j:j + col_tile]
+        buf = torch.empty((min(rows, n), len(bj)), dtype=a.dtype, device=a.device)  # reused by every row tile
         for i in range(0, n, rows):
             ai = a[i:i + rows]
             tile = _gram_tile(kind, ai, bj, b_sq, shift, gamma, degree, coef0, buf[:len(ai)])

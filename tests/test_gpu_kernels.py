@@ -121,6 +121,7 @@ def test_kernel_matmul_errors_and_empty_rows():
     with pytest.raises(ValueError, match="A has 6 features but B has 5"):
         kernel_matmul("rbf", a, b[:, :5], np.ones((23, 1)))
     assert tuple(kernel_matmul("rbf", a[:0], b, np.ones((23, 2))).shape) == (0, 2)
+    np.testing.assert_array_equal(kernel_matmul("rbf", a, b[:0], np.ones((0, 2))).numpy(), np.zeros((57, 2)))
 
 
 def test_empty_inputs():
