@@ -7,6 +7,7 @@ Every error is a `ConfigError` naming the full dotted key, e.g.
 import copy
 import difflib
 import importlib
+import os
 
 import yaml
 
@@ -102,16 +103,48 @@ def _did_you_mean(name, choices):
     return f" (did you mean {close[0]}?)" if close else ""
 
 
+def examples_dir():
+    """The example job configs: ``sparkml/conf`` in an installed package, ``conf/`` in a source checkout."""
+    import sparkml
+
+    package = os.path.dirname(os.path.abspath(sparkml.__file__))
+    installed = os.path.join(package, "conf")
+    return installed if os.path.isdir(installed) else os.path.join(os.path.dirname(package), "conf")
+
+
+def example_names():
+    """The example configs' file names (``logistic_demo.yaml``, ...)."""
+    directory = examples_dir()
+    return sorted(f for f in os.listdir(directory) if f.endswith(".yaml")) if os.path.isdir(directory) else []
+
+
+def resolve_path(path):
+    """`path` when it exists; else the example config of that name (``logistic_demo``,
+    ``logistic_demo.yaml`` or ``conf/logistic_demo.yaml``), so ``sparkml-train --config logistic_demo.yaml``
+    works from an installed package; else `path` unchanged (its read then fails, naming it)."""
+    if os.path.exists(path):
+        return path
+    name = os.path.basename(path)
+    for candidate in (name, f"{name}.yaml"):
+        if candidate in example_names():
+            return os.path.join(examples_dir(), candidate)
+    return path
+
+
 def load(path, overrides=(), schema=None):
-    """Read `path` (YAML), apply ``key=value`` overrides, return the validated config dict.
+    """Read `path` (YAML; or an example config's name, ``resolve_path``), apply ``key=value`` overrides,
+    return the validated config dict.
 
     `schema`: SCHEMA (jobs.train's, the default) or RETRAIN_SCHEMA."""
     schema = SCHEMA if schema is None else schema
+    path = resolve_path(path)
     try:
         with open(path, encoding="utf-8") as f:
             raw = yaml.safe_load(f)
     except OSError as e:
-        raise ConfigError("--config", f"cannot read {path}: {e.strerror}") from None
+        examples = ", ".join(example_names())
+        raise ConfigError("--config", f"cannot read {path}: {e.strerror}"
+                                      + (f" (the example configs: {examples})" if examples else "")) from None
     except yaml.YAMLError as e:
         raise ConfigError("--config", f"{path} is not valid YAML: {e}".replace("\n", " ")) from None
     if raw is None:

@@ -36,8 +36,7 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/retrain.py) fr
 
 from sparkml.jobs import config, datasets, gate, outputs, registry, session, tracking, train  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_CONFIG = os.path.join(ROOT, "conf", "retrain_demo.yaml")
+DEFAULT_CONFIG = os.path.join(config.examples_dir(), "retrain_demo.yaml")
 # Test-only fault hook (off unless set): after registering its version, the run writes
 # "<path>.registered" and waits for <path> to exist before it moves the alias. Tests use it to hold
 # two runs at the promotion step at once, or to kill a run between registering and promoting.

@@ -24,8 +24,7 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/train.py) from
 
 from sparkml.jobs import config, datasets, outputs, session, tracking  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_CONFIG = os.path.join(ROOT, "conf", "logistic_demo.yaml")
+DEFAULT_CONFIG = os.path.join(config.examples_dir(), "logistic_demo.yaml")
 
 
 def parse_args(argv=None):

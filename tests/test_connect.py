@@ -13,11 +13,18 @@ import background
 import connect_fits
 from data_helpers import connect_frame
 
+from sparkml import compat
+
 pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect] (grpcio)")
+pytestmark = [pytest.mark.compat,
+              pytest.mark.skipif(not compat.has_connect_ml(), reason="Spark Connect ML is new in Spark 4.0; "
+                                 "a Connect session on 3.5 is refused (test_compat.py)")]
 
 
 def background_runs():
     """The Connect session's fits, started with the test run (tests/background.py)."""
+    if not compat.has_connect_ml():
+        return {}
     argv = [sys.executable, connect_fits.__file__, background.scratch_dir("connect-")]
     return {"connect": background.Run(argv, env=background.python_env(sys.executable))}
 

@@ -37,6 +37,7 @@ def optima(frame):
     return {name: make(strategy="sync", maxIter=1000, tol=1e-12).fit(frame) for name, make in CASES}
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("name,make", CASES, ids=[c[0] for c in CASES])
 def test_gossip_reaches_the_sync_optimum(frame, optima, name, make):
     model = make(strategy="gossip", maxIter=5000, tol=1e-10).fit(frame)
@@ -47,6 +48,7 @@ def test_gossip_reaches_the_sync_optimum(frame, optima, name, make):
     np.testing.assert_allclose(coefficient_vector(model), ref, rtol=0, atol=1e-4 * np.linalg.norm(ref))
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("staleness", [0, 3])
 @pytest.mark.parametrize("name,make", CASES, ids=[c[0] for c in CASES])
 def test_ssp_reaches_the_sync_optimum(frame, optima, name, make, staleness):

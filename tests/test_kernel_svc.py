@@ -110,6 +110,7 @@ def test_preconditioned_newton_cg_in_the_barrier_stage_solves_the_cholesky_probl
     np.testing.assert_allclose(raw["allreduce"], raw["sync"], atol=1e-4)
 
 
+@pytest.mark.compat
 def test_random_fourier_features_on_the_nonlinear_problem(spark, tmp_path):
     """method='rff': 1500 random Fourier features of the rbf kernel instead of landmarks (more than 1024: the
     Newton-CG solver, inside the barrier stage); saved and loaded."""
@@ -126,6 +127,7 @@ def test_random_fourier_features_on_the_nonlinear_problem(spark, tmp_path):
     np.testing.assert_allclose([r[0].toArray() for r in a], [r[0].toArray() for r in b], rtol=1e-12)
 
 
+@pytest.mark.compat
 def test_transform_folds_the_projection_into_the_coefficients(spark):
     """transform scores K(X, L) (P theta^T): the same margins as phi(X) theta^T row by row (predictRaw), for
     one-vs-rest over 3 classes with a projection that dropped directions (duplicate landmarks)."""
@@ -169,6 +171,7 @@ def test_gamma_scale_is_sklearns(spark):
     assert model.gammaValue == pytest.approx(1.0 / (x.shape[1] * x.var()), rel=1e-9)
 
 
+@pytest.mark.compat
 def test_save_load_round_trip(spark, tmp_path):
     x, y = datasets.make_moons(n_samples=300, noise=0.2, random_state=2)
     frame = labeled_frame(spark, x, y.astype(float), partitions=4)
@@ -228,6 +231,7 @@ def test_platt_probabilities_are_sklearns_sigmoid_fit_of_the_decision_values(spa
     assert model.predictProbability(Vectors.dense(xte[0])).toArray() == pytest.approx(prob[0], rel=1e-9)
 
 
+@pytest.mark.compat
 def test_allreduce_solves_the_same_problems_as_sync(spark, tmp_path):
     """Iris, 3 classes, every row a landmark: all one-vs-rest problems in one barrier stage, then Platt in
     another, against one Spark job per pass. The squared hinge follows the same path to 1e-10; the

@@ -12,6 +12,8 @@ from scoring_reference import largest_differences, plan_text, runs_python
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression
 
+pytestmark = pytest.mark.compat  # every linear model's fit and output columns, on every Spark line
+
 
 # ---- output columns: names, types, values -------------------------------------------------------------
 

@@ -13,6 +13,8 @@ from model_kinds import KINDS
 from sparkml.base.params import TORCH_PARAM_NAMES
 from sparkml.classification import LogisticRegression, LogisticRegressionModel
 
+pytestmark = pytest.mark.compat  # save, stock load and toSpark, on every Spark line
+
 
 def numbers(model):
     """(coefficients (K, d), intercepts (K,)) of any of the linear models, ours or stock."""

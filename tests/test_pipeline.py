@@ -13,6 +13,8 @@ from helpers import assert_same_outputs
 from sparkml.classification import KernelSVC, KernelSVCModel, LogisticRegression, LogisticRegressionModel
 from sparkml.regression import LinearRegression, LinearRegressionModel
 
+pytestmark = pytest.mark.compat  # Pipeline and CrossValidator, on every Spark line
+
 INPUTS = ["a", "b", "c"]
 
 

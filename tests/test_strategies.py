@@ -28,6 +28,7 @@ def _objective(model):
 CASES = STRATEGY_CASES
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("name,make", CASES, ids=[c[0] for c in CASES])
 def test_allreduce_reaches_the_sync_optimum(frame, name, make):
     sync = make(strategy="sync").fit(frame)
@@ -115,6 +116,7 @@ def test_assign_blocks_names_a_store_without_tasks():
 SMOOTH = CASES[:3]
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("strategy", ["averaging", "allreduce-averaging"])
 @pytest.mark.parametrize("name,make", SMOOTH, ids=[c[0] for c in SMOOTH])
 def test_averaging_reaches_the_sync_optimum(frame, name, make, strategy):

@@ -16,6 +16,8 @@ from helpers import training_summary
 from model_kinds import KINDS
 from summary_walk import summary_differences
 
+pytestmark = pytest.mark.compat  # the training summaries, on every Spark line
+
 TIGHT = {"tol": 1e-12, "maxIter": 1000}
 CASES = {  # name: (model kind, extra Params, training summary class, evaluation summary class)
     "lr_binary": ("lr_binary", TIGHT, stock_classification.BinaryLogisticRegressionTrainingSummary,

@@ -29,6 +29,7 @@ from pyspark.ml.util import DefaultParamsReadable, MLWritable
 from sparkml.base.fit_multiple import SharedConversionFits
 from sparkml.base.persistence import EstimatorReader, EstimatorWriter
 from sparkml.base.validation import check_params
+from sparkml.compat import require_connect_ml
 from sparkml.data.training_data import TrainingData
 from sparkml.optim.checkpoint import check_params as check_checkpoint_params
 from sparkml.optim.checkpoint import Checkpoint, checkpoint_dir, fingerprint
@@ -151,6 +152,7 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
         return Progress(getattr(self, "_callbacks", ()))
 
     def _fit(self, dataset):
+        require_connect_ml(dataset.sparkSession)
         self._check_params()
         return self._fit_falling_back(dataset, lambda conversion: self._fit_converted(dataset, conversion),
                                       self._conversion(dataset))

@@ -5,6 +5,7 @@ from pyspark.ml.util import MLReadable, MLWritable
 
 from sparkml.base.params import TORCH_PARAM_NAMES
 from sparkml.base.persistence import MLlibModelReader, MLlibModelWriter
+from sparkml.compat import require_connect_ml
 
 
 class ModelIO(MLWritable, MLReadable):
@@ -103,6 +104,7 @@ class ConvertsToStock:
         """``dataset`` scored by the stock model; ``fallback()`` (the Arrow path) where Connect's server
         cannot load it."""
         spark = dataset.sparkSession
+        require_connect_ml(spark)
         params = tuple(sorted((p.name, repr(v)) for p, v in self._paramMap.items()))
         cached = self._scoring
         if cached is None or cached[0] is not spark or cached[1] != params:
@@ -163,9 +165,9 @@ class ConvertsToStock:
             return self._stock_class.load(path)
         finally:
             if shared:
-                from pyspark.ml.util import _remove_dfs_dir
+                from sparkml.compat import remove_dfs_dir
 
-                _remove_dfs_dir(path, spark)
+                remove_dfs_dir(path, spark)
             else:
                 shutil.rmtree(root, ignore_errors=True)
 

@@ -1,8 +1,8 @@
 """Vectorized ``transform`` for the linear models: Arrow batches through torch, no per-row Python.
 
-The features column goes through ``vector_to_array`` (dense, float64) into a scalar Arrow UDF that
-scores a whole batch with ``sparkml.gpu.prediction`` and returns a struct of the output columns; the
-vector outputs come back as ``VectorUDT`` through ``array_to_vector``. The output columns, their
+The features column goes through ``vector_to_array`` (dense, float64) into a scalar UDF that scores
+a whole Arrow batch with ``sparkml.gpu.prediction`` (``sparkml.compat.vectorized_udf``: Spark's
+``arrow_udf`` where it has one) and returns a struct of the output columns; the vector outputs come back as ``VectorUDT`` through ``array_to_vector``. The output columns, their
 names and types are MLlib's: ``rawPrediction`` and ``probability`` (vectors), ``prediction`` (double).
 The linear models use this path only where MLlib's own transform is not available; KernelSVC always
 does. A kernel model's margins K(X, L) (P theta^T) run tile by tile (``sparkml.gpu.kernels.kernel_matmul``)
@@ -23,7 +23,8 @@ import numpy as np
 import pyarrow as pa
 from pyspark.ml.functions import array_to_vector, vector_to_array
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.functions import arrow_udf
+
+from sparkml.compat import require_connect_ml, vectorized_udf
 
 
 _DEVICE_MAPS = {}  # (fingerprint, device) -> (feature map, coefficients^T, intercepts) there, most recent last
@@ -159,16 +160,18 @@ def transform_linear(dataset, features_col, outputs, kind, coef, intercept, raw_
 
         raise IllegalArgumentException(f"[FIELD_NOT_FOUND] No such struct field `{features_col}` in "
                                        f"{', '.join(f'`{c}`' for c in dataset.columns)}. SQLSTATE: 42704")
+    require_connect_ml(dataset.sparkSession)
     use_row_input_for_arrow_udfs(dataset)
     coef = np.ascontiguousarray(np.atleast_2d(coef), dtype=np.float64)
     intercept = np.ascontiguousarray(np.atleast_1d(intercept), dtype=np.float64)
     thresholds = None if thresholds is None else np.asarray(thresholds, dtype=np.float64)
     fingerprint = None if feature_map is None else _fingerprint(feature_map, coef, intercept)
 
-    @arrow_udf(_RESULT_TYPE)
-    def score(features):
+    def scores(features):
         return _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col, feature_map, platt,
                        kernel_block, fingerprint, device)
+
+    score = vectorized_udf(scores, _RESULT_TYPE)
 
     tmp = "__sparkml_scores"
     out = dataset.withColumn(tmp, score(vector_to_array(F.col(features_col), "float64")))

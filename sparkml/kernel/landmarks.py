@@ -3,6 +3,7 @@ and optionally the k-means centres of a larger sample (``sparkml.gpu.kmeans``)."
 import numpy as np
 from pyspark.sql import functions as F
 
+from sparkml.compat import to_arrow
 from sparkml.gpu.kmeans import kmeans
 
 LANDMARK_SELECTIONS = ("kmeans", "random")
@@ -49,7 +50,7 @@ def sample_landmarks(dataset, features_col, label_col, summary, quota, seed, wei
             bound = F.when(F.col("label") == c, F.lit(fraction)).otherwise(bound)
         rows = rows.where(F.col("u") < bound)
     # through Arrow: several times faster than collecting Rows of vectors
-    table = rows.toArrow()
+    table = to_arrow(rows)
     labels, keys, weights = (table.column(c).to_numpy() for c in ("label", "u", "w"))
     order = np.lexsort((labels, keys))  # key order, ties by label
     if not everything:
