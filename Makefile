@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-full test-compat test-wheel dist bench clean java
+.PHONY: demo test test-full test-compat compat-venvs test-compat-run wheel-demo dist bench clean java
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(MAKE) --no-print-directory java
@@ -20,7 +20,7 @@ java:
 
 # Train LogisticRegression on generated data in local Spark; prints metrics and the model path.
 demo: $(STAMP)
-	$(PY) -m sparkml.jobs.train --config conf/logistic_demo.yaml
+	$(VENV)/bin/sparkml-train --config conf/logistic_demo.yaml
 
 # The test suite (the covering subset of the parity grid; the full grid is `make test-full`).
 test: $(STAMP)
@@ -36,12 +36,22 @@ dist: $(STAMP)
 	@ls dist
 
 # The compatibility run: for each supported Spark line, a virtual environment with that pyspark and the built
-# wheel (not this checkout), the tests marked `compat`, and the example job run from the installed wheel.
+# wheel (not this checkout); the tests marked `compat` on the lines `make test` does not run (COMPAT_PYSPARK),
+# and on every line (WHEEL_PYSPARK) the example job from the installed wheel and the import-time version check.
 COMPAT_PYSPARK ?= 3.5.9 4.0.5
+WHEEL_PYSPARK ?= $(COMPAT_PYSPARK) 4.3.0
 COMPAT_VENV = .venv-pyspark-$(1)
 
 test-compat: dist
-	@for v in $(COMPAT_PYSPARK); do $(MAKE) --no-print-directory compat-venv-$$v compat-run-$$v || exit 1; done
+	@$(MAKE) --no-print-directory compat-venvs test-compat-run
+
+compat-venvs:
+	@for v in $(WHEEL_PYSPARK); do $(MAKE) --no-print-directory compat-venv-$$v || exit 1; done
+
+test-compat-run:
+	@for v in $(COMPAT_PYSPARK); do $(MAKE) --no-print-directory compat-run-$$v || exit 1; done
+	@for v in $(WHEEL_PYSPARK); do $(MAKE) --no-print-directory wheel-demo PYTHON_BIN=$(CURDIR)/.venv-pyspark-$$v/bin \
+	  || exit 1; done
 
 compat-venv-%:
 	rm -rf $(call COMPAT_VENV,$*)
@@ -50,20 +60,23 @@ compat-venv-%:
 	echo 'pyspark==$*' >> $(call COMPAT_VENV,$*)/constraints.txt
 	$(call COMPAT_VENV,$*)/bin/python -m pip install --quiet --upgrade pip
 	$(call COMPAT_VENV,$*)/bin/python -m pip install --quiet -c $(call COMPAT_VENV,$*)/constraints.txt \
-	  "$$(ls dist/*.whl)[spark,connect,jobs]" pytest hypothesis scikit-learn
+	  "$$(ls dist/*.whl)[spark,connect,jobs,plot]" pytest hypothesis scikit-learn
 
 compat-run-%:
-	cd /tmp && $(CURDIR)/$(call COMPAT_VENV,$*)/bin/python -c \
-	  "import sparkml, pyspark; print('pyspark', pyspark.__version__, 'sparkml from', sparkml.__file__)"
-	$(call COMPAT_VENV,$*)/bin/python -m pytest -q -p no:cacheprovider -m compat --durations=10 tests
-	$(MAKE) --no-print-directory wheel-demo PYTHON_BIN=$(CURDIR)/$(call COMPAT_VENV,$*)/bin
+	SPARKML_TESTS_INSTALLED=1 $(call COMPAT_VENV,$*)/bin/pytest -q -p no:cacheprovider -m compat --durations=10 tests
 
-# The example job from an installed package: its console script, its bundled config, run outside the checkout.
+# The example job from an installed package (PYTHON_BIN: its venv's bin/): its console script and bundled config,
+# run outside the checkout; then the same package under a pyspark outside the supported range must refuse to import.
+WHEEL_DEMO := /tmp/sparkml-wheel-demo
 wheel-demo:
-	rm -rf /tmp/sparkml-wheel-demo && mkdir -p /tmp/sparkml-wheel-demo
-	cd /tmp/sparkml-wheel-demo && PATH=$(PYTHON_BIN):$$PATH $(PYTHON_BIN)/sparkml-train --config logistic_demo.yaml \
-	  --set output.dir=/tmp/sparkml-wheel-demo/model
-	test -f /tmp/sparkml-wheel-demo/model/metrics.json
+	rm -rf $(WHEEL_DEMO) && mkdir -p $(WHEEL_DEMO)/old/pyspark
+	cd $(WHEEL_DEMO) && $(PYTHON_BIN)/python -c "import pyspark, sparkml; print('pyspark', pyspark.__version__, sparkml.__file__)"
+	cd $(WHEEL_DEMO) && PATH=$(PYTHON_BIN):$$PATH $(PYTHON_BIN)/sparkml-train --config logistic_demo.yaml \
+	  --set output.dir=$(WHEEL_DEMO)/model
+	test -f $(WHEEL_DEMO)/model/metrics.json
+	echo "__version__ = '3.4.1'" > $(WHEEL_DEMO)/old/pyspark/__init__.py
+	cd $(WHEEL_DEMO) && ! PYTHONPATH=old $(PYTHON_BIN)/python -c "import sparkml.classification" 2> import-error.txt
+	grep -q "supports pyspark >=3.5, <5.*3.4.1" $(WHEEL_DEMO)/import-error.txt && tail -1 $(WHEEL_DEMO)/import-error.txt
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_linear.py

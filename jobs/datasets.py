@@ -51,12 +51,14 @@ def generate(spark, kind, rows, features, classes=3, seed=0, window=None):
     import pyarrow as pa
     from pyspark.ml.functions import array_to_vector
 
+    from sparkml.compat import from_arrow
+
     X, y = generate_arrays(kind, rows, features, classes, seed, window)
     table = pa.table({
         GENERATED_FEATURES_COL: pa.FixedSizeListArray.from_arrays(pa.array(X.ravel()), features),
         "label": pa.array(y),
     })
-    df = spark.createDataFrame(table)
+    df = from_arrow(spark, table)
     return df.withColumn(GENERATED_FEATURES_COL, array_to_vector(GENERATED_FEATURES_COL))
 
 

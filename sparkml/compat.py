@@ -8,6 +8,8 @@ comparing version strings; only the supported range itself is a version check:
   ``pandas_udf`` that hands the same Arrow array to the same scoring function (``vectorized_udf``).
 - ``DataFrame.toArrow()`` is new in 4.0; a 3.5 classic session collects the same Arrow batches
   through ``_collect_as_arrow`` (``to_arrow``).
+- ``SparkSession.createDataFrame`` takes a ``pyarrow.Table`` since 4.0, the release that added
+  ``toArrow``; on 3.5 the table goes through pandas with its Arrow schema (``from_arrow``).
 - Connect ML (pyspark.ml estimators and models fitted and loaded through a Spark Connect server) is new
   in 4.0; a Connect session on 3.5 is refused with one error that names the version
   (``require_connect_ml``).
@@ -100,6 +102,21 @@ def to_arrow(df):
 
     batches = df._collect_as_arrow()
     return pa.Table.from_batches(batches, schema=None if batches else to_arrow_schema(df.schema))
+
+
+def from_arrow(spark, table):
+    """A DataFrame of the ``pyarrow.Table`` ``table`` (fixed-size list columns become arrays)."""
+    from pyspark.sql import DataFrame
+
+    if hasattr(DataFrame, "toArrow"):  # 4.0 brought both directions
+        return spark.createDataFrame(table)
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    fields = [pa.field(f.name, pa.list_(f.type.value_type), f.nullable) if pa.types.is_fixed_size_list(f.type) else f
+              for f in table.schema]
+    table = table.cast(pa.schema(fields))
+    return spark.createDataFrame(table.to_pandas(), schema=from_arrow_schema(table.schema))
 
 
 def has_connect_ml():

@@ -12,7 +12,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def use_this_checkout():
-    """Put the repository root first on sys.path, so that ``sparkml`` imports from this checkout."""
+    """Put the repository root first on sys.path, so that ``sparkml`` imports from this checkout; with
+    ``$SPARKML_TESTS_INSTALLED`` set (``make test-compat``), leave it out: the installed package is tested."""
+    if os.environ.get("SPARKML_TESTS_INSTALLED"):
+        return
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
 

@@ -3,6 +3,8 @@
 output columns of their transform. conftest.py's ``fitted`` fixture fits them."""
 from collections import namedtuple
 
+import pytest
+
 from pyspark.ml import classification as stock_classification
 from pyspark.ml import regression as stock_regression
 
@@ -34,3 +36,10 @@ STRATEGY_CASES = [
                                                                            elasticNetParam=0.3, **k)),
     ("linear svc", lambda **k: LinearSVC(regParam=0.01, maxIter=30, **k)),
 ]
+
+
+def compat_cases(cases, marked=1):
+    """``cases`` (name, make) as pytest params by name, the first ``marked`` of them in the compatibility run
+    (``make test-compat``: each strategy on one or two problems there, every problem here)."""
+    return [pytest.param(*case, id=case[0], marks=[pytest.mark.compat] if i < marked else [])
+            for i, case in enumerate(cases)]

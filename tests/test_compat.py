@@ -1,5 +1,9 @@
 """The Spark lines this library supports (sparkml/compat.py): the version gate at import, and each
-feature's fallback run on this pyspark against the path it replaces (the same numbers)."""
+feature's fallback run on this pyspark against the path it replaces (the same numbers).
+
+The tests marked ``compat`` also run on 3.5 and 4.0 (``make test-compat``). The two that force the ``pandas_udf``
+scoring path do not: before 4.1 it is the only path, and test_model_outputs and test_kernel_svc score through it
+there."""
 import os
 import subprocess
 import sys
@@ -11,9 +15,24 @@ import pytest
 from helpers import ROOT
 from sparkml import compat
 
-pytestmark = pytest.mark.compat
+INSTALLED = bool(os.environ.get("SPARKML_TESTS_INSTALLED"))  # make test-compat: the built wheel, not this checkout
 
 
+@pytest.mark.compat
+@pytest.mark.skipif(not INSTALLED, reason="make test-compat tests the wheel installed in its own environment")
+def test_the_compatibility_run_tests_the_installed_wheel(spark):
+    import sparkml
+
+    def where(_):
+        import sparkml
+
+        yield sparkml.__file__
+
+    for path in [sparkml.__file__, *spark.sparkContext.parallelize(range(2), 2).mapPartitions(where).collect()]:
+        assert os.sep + "site-packages" + os.sep in path and not path.startswith(ROOT + os.sep + "sparkml"), path
+
+
+@pytest.mark.compat
 @pytest.mark.parametrize("version,supported", [
     ("3.4.4", False), ("3.5.0", True), ("3.5.9", True), ("3.5.2+databricks", True), ("4.0.0.dev2", True),
     ("4.1.0", True), ("4.3.0", True), ("5.0.0", False), ("2.4.8", False),
@@ -28,7 +47,7 @@ def test_supported_range(version, supported):
 def _python(code, tmp_path, fake_pyspark=None):
     """Run ``code`` in a fresh interpreter importing this checkout; ``fake_pyspark``: the __init__.py of a
     pyspark package put first on the path (None: hide pyspark entirely)."""
-    path = [ROOT]
+    path = [] if INSTALLED else [ROOT]
     if fake_pyspark is not None:
         (tmp_path / "pyspark").mkdir()
         (tmp_path / "pyspark" / "__init__.py").write_text(fake_pyspark)
@@ -48,6 +67,7 @@ def _python(code, tmp_path, fake_pyspark=None):
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.compat
 def test_an_unsupported_pyspark_is_refused_at_import_naming_the_range(tmp_path):
     out = _python("import sparkml.classification", tmp_path, fake_pyspark="__version__ = '3.4.1'\n")
     assert out.returncode != 0
@@ -55,6 +75,7 @@ def test_an_unsupported_pyspark_is_refused_at_import_naming_the_range(tmp_path):
     assert last.startswith("ImportError") and "3.4.1" in last and ">=3.5, <5" in last, out.stderr[-2000:]
 
 
+@pytest.mark.compat
 def test_without_pyspark_the_torch_code_imports_and_the_estimators_say_what_to_install(tmp_path):
     out = _python("""
         import sparkml.gpu.losses, sparkml.gpu.kernels
@@ -66,10 +87,12 @@ def test_without_pyspark_the_torch_code_imports_and_the_estimators_say_what_to_i
     assert last.startswith("ImportError") and "sparkml-torch[spark]" in last and ">=3.5, <5" in last, last
 
 
+@pytest.mark.compat
 def test_connect_ml_is_detected_by_feature_on_the_lines_that_have_it():
     assert compat.has_connect_ml() == (compat.pyspark_version() >= (4, 0, 0))
 
 
+@pytest.mark.compat
 def test_a_connect_session_without_connect_ml_is_refused_naming_the_version(monkeypatch):
     import pyspark
 
@@ -133,6 +156,7 @@ def test_pandas_udf_scoring_of_a_kernel_model_equals_its_row_by_row_scores(spark
         assert r.prediction == model.predict(r.features)
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("rows", [0, 57])
 def test_to_arrow_without_dataframe_to_arrow_collects_the_same_table(spark, monkeypatch, rows):
     from pyspark.sql import DataFrame
@@ -148,3 +172,23 @@ def test_to_arrow_without_dataframe_to_arrow_collects_the_same_table(spark, monk
     if want is not None:
         assert got.schema.equals(want.schema)
         assert got.sort_by("id").equals(want.sort_by("id"))
+
+
+@pytest.mark.compat
+def test_from_arrow_without_dataframe_to_arrow_builds_the_same_frame(spark, monkeypatch):
+    """A ``pyarrow.Table`` with a fixed-size list column (the jobs' generated data) as a DataFrame: through
+    ``createDataFrame(table)`` (4.0+) and through pandas (3.5), the same schema and rows."""
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+    x = np.arange(15.0).reshape(5, 3)
+    table = pa.table({"features": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), 3),
+                      "label": pa.array([0.0, 1.0, 0.0, 1.0, 1.0])})
+    frames = [compat.from_arrow(spark, table)] if hasattr(DataFrame, "toArrow") else []
+    monkeypatch.delattr(DataFrame, "toArrow", raising=False)
+    frames.append(compat.from_arrow(spark, table))
+    for df in frames:
+        assert df.schema.simpleString() == "struct<features:array<double>,label:double>"
+        rows = df.collect()
+        np.testing.assert_array_equal([r.features for r in rows], x)
+        assert [r.label for r in rows] == [0.0, 1.0, 0.0, 1.0, 1.0]

@@ -6,7 +6,7 @@ import pytest
 
 from data_helpers import linear_frame
 from helpers import coefficient_vector
-from model_kinds import STRATEGY_CASES
+from model_kinds import STRATEGY_CASES, compat_cases
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression
 
@@ -34,11 +34,22 @@ def _gap(make, model, optimum, frame):
 
 @pytest.fixture(scope="module")
 def optima(frame):
-    return {name: make(strategy="sync", maxIter=1000, tol=1e-12).fit(frame) for name, make in CASES}
+    return _Optima(frame)
 
 
-@pytest.mark.compat
-@pytest.mark.parametrize("name,make", CASES, ids=[c[0] for c in CASES])
+class _Optima(dict):
+    """name -> sync's tight fit of that case on ``frame``, fitted when a test first asks for it."""
+
+    def __init__(self, frame):
+        super().__init__()
+        self.frame = frame
+
+    def __missing__(self, name):
+        self[name] = dict(CASES)[name](strategy="sync", maxIter=1000, tol=1e-12).fit(self.frame)
+        return self[name]
+
+
+@pytest.mark.parametrize("name,make", compat_cases(CASES))
 def test_gossip_reaches_the_sync_optimum(frame, optima, name, make):
     model = make(strategy="gossip", maxIter=5000, tol=1e-10).fit(frame)
     assert model.summary.converged and model.summary.totalIterations > 1
@@ -48,9 +59,8 @@ def test_gossip_reaches_the_sync_optimum(frame, optima, name, make):
     np.testing.assert_allclose(coefficient_vector(model), ref, rtol=0, atol=1e-4 * np.linalg.norm(ref))
 
 
-@pytest.mark.compat
 @pytest.mark.parametrize("staleness", [0, 3])
-@pytest.mark.parametrize("name,make", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("name,make", compat_cases(CASES))
 def test_ssp_reaches_the_sync_optimum(frame, optima, name, make, staleness):
     model = make(strategy="ssp", staleness=staleness, maxIter=5000, tol=1e-8).fit(frame)
     assert model.summary.converged

@@ -208,3 +208,19 @@ def test_publish_all_or_nothing(tmp_path):
     third.publish(["model", "metrics.json"], overwrite=True)
     third.cleanup()
     assert (out / "model" / "f").read_text() == "v3" and sorted(os.listdir(out)) == ["metrics.json", "model"]
+
+
+def test_an_example_config_is_found_by_its_name(tmp_path, monkeypatch):
+    """``--config logistic_demo.yaml`` from any directory is the bundled example (an installed package has no
+    conf/ beside the working directory); a path that exists wins; an unknown name lists the examples."""
+    monkeypatch.chdir(tmp_path)
+    names = config.example_names()
+    assert {"logistic_demo.yaml", "kernel_svc.yaml", "retrain_demo.yaml"} <= set(names)
+    for given in ("logistic_demo.yaml", "logistic_demo", "conf/logistic_demo.yaml"):
+        assert config.resolve_path(given) == os.path.join(config.examples_dir(), "logistic_demo.yaml")
+        assert config.load(given)["model"]["estimator"] == "LogisticRegression"
+    (tmp_path / "logistic_demo.yaml").write_text("model: {estimator: LinearSVC}\ndata: {train: generated:binary}\n"
+                                                 "output: {dir: out}\n")
+    assert config.load("logistic_demo.yaml")["model"]["estimator"] == "LinearSVC"
+    with pytest.raises(config.ConfigError, match=r"cannot read nope\.yaml.*the example configs: .*logistic_demo\.yaml"):
+        config.load("nope.yaml")

@@ -25,8 +25,19 @@ def test_the_wheel_claims_only_sparkml(tmp_path):
     (wheel,) = [f for f in os.listdir(tmp_path) if f.endswith(".whl")]
     names = zipfile.ZipFile(tmp_path / wheel).namelist()
     assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"sparkml"}
-    for module in ("sparkml/gpu/kernels.py", "sparkml/jobs/train.py", "sparkml/base/estimator.py"):
+    for module in ("sparkml/gpu/kernels.py", "sparkml/jobs/train.py", "sparkml/base/estimator.py", "sparkml/py.typed",
+                   "sparkml/conf/logistic_demo.yaml", "sparkml/conf/retrain_demo.yaml"):
         assert module in names
+    wheel_zip = zipfile.ZipFile(tmp_path / wheel)
+    info = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    requires = [ln for ln in wheel_zip.read(info).decode().splitlines() if ln.startswith("Requires-Dist: ")]
+    pyspark = [ln for ln in requires if ln.split()[1].startswith("pyspark")]
+    assert pyspark and all("extra ==" in ln for ln in pyspark), pyspark  # never forced onto a platform's Spark
+    assert any(ln.startswith("Requires-Dist: torch") and "==" not in ln and "extra" not in ln for ln in requires)
+    scripts = wheel_zip.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
+    for script in ("sparkml-train = sparkml.jobs.train:main", "sparkml-retrain = sparkml.jobs.retrain:main",
+                   "sparkml-predict = sparkml.jobs.predict:main"):
+        assert script in scripts
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
                     str(tmp_path / wheel)], check=True, capture_output=True, timeout=300)

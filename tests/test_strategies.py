@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from data_helpers import linear_frame
-from model_kinds import STRATEGY_CASES
+from model_kinds import STRATEGY_CASES, compat_cases
 from helpers import coefficient_vector, training_summary
 from sparkml.classification import LogisticRegression
 from sparkml.strategies.barrier import assign_blocks, plan_workers
@@ -28,8 +28,7 @@ def _objective(model):
 CASES = STRATEGY_CASES
 
 
-@pytest.mark.compat
-@pytest.mark.parametrize("name,make", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("name,make", compat_cases(CASES, marked=2))
 def test_allreduce_reaches_the_sync_optimum(frame, name, make):
     sync = make(strategy="sync").fit(frame)
     allreduce = make(strategy="allreduce").fit(frame)
@@ -116,9 +115,8 @@ def test_assign_blocks_names_a_store_without_tasks():
 SMOOTH = CASES[:3]
 
 
-@pytest.mark.compat
 @pytest.mark.parametrize("strategy", ["averaging", "allreduce-averaging"])
-@pytest.mark.parametrize("name,make", SMOOTH, ids=[c[0] for c in SMOOTH])
+@pytest.mark.parametrize("name,make", compat_cases(SMOOTH))
 def test_averaging_reaches_the_sync_optimum(frame, name, make, strategy):
     """Model averaging with DANE's correction: 5 rounds of 5 local iterations land on the optimum,
     with per-round jobs (one local problem per partition) and inside one barrier stage (one per task)."""
