@@ -62,8 +62,13 @@ compat-venv-%:
 	$(call COMPAT_VENV,$*)/bin/python -m pip install --quiet -c $(call COMPAT_VENV,$*)/constraints.txt \
 	  "$$(ls dist/*.whl)[spark,connect,jobs,plot]" pytest hypothesis scikit-learn
 
+# run from a scratch directory: Spark's Python workers start in the driver's working directory and would import
+# sparkml from the checkout there
+COMPAT_CWD := /tmp/sparkml-compat-run
 compat-run-%:
-	SPARKML_TESTS_INSTALLED=1 $(call COMPAT_VENV,$*)/bin/pytest -q -p no:cacheprovider -m compat --durations=10 tests
+	mkdir -p $(COMPAT_CWD)
+	cd $(COMPAT_CWD) && SPARKML_TESTS_INSTALLED=1 $(CURDIR)/$(call COMPAT_VENV,$*)/bin/pytest -q -p no:cacheprovider \
+	  -W ignore::DeprecationWarning -m compat --durations=10 $(CURDIR)/tests
 
 # The example job from an installed package (PYTHON_BIN: its venv's bin/): its console script and bundled config,
 # run outside the checkout; then the same package under a pyspark outside the supported range must refuse to import.

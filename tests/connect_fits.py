@@ -125,6 +125,13 @@ def main(out_dir):
     loaded = type(est).load(os.path.join(out_dir, "connect_estimator"))
     results["estimator_loaded"] = [loaded.uid == est.uid, loaded.getRegParam(), loaded.getStrategy()]
     results["summaries"] = summary_walks(df)
+    shared = os.path.join(out_dir, "shared-temp")  # a directory the server can read: the stock model goes there
+    os.makedirs(shared)
+    os.environ["SPARKML_TEMP_DFS_PATH"] = shared
+    stock = model.toSpark()
+    results["shared_temp"] = {"class": type(stock).__name__, "coef": coefficient_vector(stock).tolist(),
+                              "left": os.listdir(shared)}
+    del os.environ["SPARKML_TEMP_DFS_PATH"]
     print("RESULTS " + json.dumps(results))
     spark.stop()
 

@@ -67,6 +67,14 @@ def test_connect_save_and_load(connect_results):
     assert connect_results["second_save"] != "overwrote"
 
 
+def test_connect_to_spark_through_a_shared_directory_leaves_it_empty(connect_results):
+    """With ``$SPARKML_TEMP_DFS_PATH`` set, ``toSpark`` writes the stock model there, the server loads it, and
+    the server deletes it (``compat.remove_dfs_dir``: pyspark's own call on 4.1+, the ML helper's on 4.0)."""
+    shared = connect_results["shared_temp"]
+    assert shared["class"] == "LogisticRegressionModel" and shared["left"] == []
+    np.testing.assert_allclose(shared["coef"], connect_results["saved_and_loaded"], rtol=0, atol=0)
+
+
 def test_connect_estimator_save_and_load(connect_results):
     assert connect_results["estimator_loaded"] == [True, 0.05, "allreduce"]
     assert connect_results["model_uid_is_estimator_uid"] is True
