@@ -116,7 +116,15 @@ def from_arrow(spark, table):
     fields = [pa.field(f.name, pa.list_(f.type.value_type), f.nullable) if pa.types.is_fixed_size_list(f.type) else f
               for f in table.schema]
     table = table.cast(pa.schema(fields))
-    return spark.createDataFrame(table.to_pandas(), schema=from_arrow_schema(table.schema))
+    # through Arrow whatever the session's setting (restored after): without it pyspark converts and checks
+    # every value of every row in Python, and refuses numpy scalars inside the arrays
+    key = "spark.sql.execution.arrow.pyspark.enabled"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "true")
+    try:
+        return spark.createDataFrame(table.to_pandas(), schema=from_arrow_schema(table.schema))
+    finally:
+        spark.conf.set(key, before)
 
 
 def has_connect_ml():

@@ -186,7 +186,12 @@ def test_from_arrow_without_dataframe_to_arrow_builds_the_same_frame(spark, monk
                       "label": pa.array([0.0, 1.0, 0.0, 1.0, 1.0])})
     frames = [compat.from_arrow(spark, table)] if hasattr(DataFrame, "toArrow") else []
     monkeypatch.delattr(DataFrame, "toArrow", raising=False)
-    frames.append(compat.from_arrow(spark, table))
+    arrow = "spark.sql.execution.arrow.pyspark.enabled"
+    for setting in ("true", "false"):  # the session's Arrow setting must not matter (nor change)
+        spark.conf.set(arrow, setting)
+        frames.append(compat.from_arrow(spark, table))
+        assert spark.conf.get(arrow) == setting
+    spark.conf.set(arrow, "true")  # the tests' session default
     for df in frames:
         assert df.schema.simpleString() == "struct<features:array<double>,label:double>"
         rows = df.collect()
