@@ -53,7 +53,6 @@ def submit(scratch, archive):
     spark_submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")}
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    env["SPARK_WORKER_DIR"] = os.path.join(scratch, "work")  # the executors unpack the archive here
     seconds, out = _run([spark_submit, "--master", "local-cluster[2,1,1024]",
                          "--archives", f"{archive}#environment",
                          "--conf", "spark.pyspark.python=./environment/bin/python",
@@ -120,9 +119,25 @@ def job():
     spark.stop()
 
 
+def _worker_dir():
+    """Where local-cluster's workers put each executor's directory, and the archive unpacked in it (Spark's
+    ``LocalSparkCluster`` fixes it to ``$SPARK_HOME/work``: the pip-installed pyspark's folder)."""
+    import pyspark
+
+    return os.path.join(os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__), "work")
+
+
 def main(scratch):
+    import shutil
+
     archive, timings = build(scratch)
-    timings["spark_submit"], result = submit(scratch, archive)
+    work = _worker_dir()
+    before = set(os.listdir(work)) if os.path.isdir(work) else set()
+    try:
+        timings["spark_submit"], result = submit(scratch, archive)
+    finally:  # each executor unpacked the 1.2 GB environment there
+        for app in set(os.listdir(work)) - before if os.path.isdir(work) else ():
+            shutil.rmtree(os.path.join(work, app), ignore_errors=True)
     result["timings"] = {k: round(v, 1) for k, v in timings.items()}
     result["base_python"] = os.path.realpath(os.path.join(scratch, "env", "bin", "python"))
     print("RESULTS " + json.dumps(result), flush=True)
