@@ -87,6 +87,16 @@ def result(name, runs=None):
     return run.outcome
 
 
+def json_results(name, runs=None):
+    """The ``RESULTS {json}`` line that run ``name`` printed last, parsed; the run must have succeeded."""
+    import json
+
+    done = result(name, runs)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULTS ")]
+    assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-5000:]
+    return json.loads(lines[-1][len("RESULTS "):])
+
+
 def stop_all():
     for run in _RUNS.values():
         if run.proc is not None and run.proc.poll() is None:

@@ -2,7 +2,6 @@
 on ``local-cluster`` (two executor JVMs) whose default Python has neither sparkml nor torch, a fit with
 ``allreduce`` and with ``sync`` and a KernelSVC transform run in the unpacked archive's Python and give
 MLlib's model and the model's own scores."""
-import json
 import os
 import subprocess
 import sys
@@ -25,10 +24,7 @@ def background_runs():
 
 @pytest.fixture(scope="module")
 def shipped():
-    done = background.result("archives", background_runs())
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULTS ")]
-    assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-5000:]
-    return json.loads(lines[-1][len("RESULTS "):])
+    return background.json_results("archives", background_runs())
 
 
 def test_the_executors_python_lacks_the_library_without_the_archive(shipped, tmp_path):

@@ -3,7 +3,6 @@
 The Connect session runs in a subprocess (tests/connect_fits.py: a local Connect server is its
 own JVM); its coefficients and predictions are compared with the same fits in the classic session.
 """
-import json
 import sys
 
 import numpy as np
@@ -31,10 +30,7 @@ def background_runs():
 
 @pytest.fixture(scope="module")
 def connect_results():
-    done = background.result("connect", background_runs())
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULTS ")]
-    assert done.returncode == 0 and lines, done.stdout[-2000:] + done.stderr[-4000:]
-    return json.loads(lines[-1][len("RESULTS "):])
+    return background.json_results("connect", background_runs())
 
 
 @pytest.fixture(scope="module")
