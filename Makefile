@@ -4,13 +4,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-full test-compat compat-venvs test-compat-run wheel-demo dist bench clean java
+.PHONY: demo test test-full docs docs-serve test-compat compat-venvs test-compat-run wheel-demo dist bench clean java
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(MAKE) --no-print-directory java
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[spark,test,plot,jobs]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[spark,test,plot,jobs,docs]"
 	@touch $(STAMP)
 
 java:
@@ -28,6 +28,14 @@ test: $(STAMP)
 
 test-full: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m "" tests
+
+# The documentation site: docs/ and mkdocs.yml into site/ (strict: a broken link or reference fails the build);
+# docs-serve browses it at http://127.0.0.1:8000 with live reload.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
 
 # The wheel and the sdist, built from this checkout into dist/.
 dist: $(STAMP)
@@ -83,8 +91,18 @@ wheel-demo:
 	cd $(WHEEL_DEMO) && ! PYTHONPATH=old $(PYTHON_BIN)/python -c "import sparkml.classification" 2> import-error.txt
 	grep -q "supports pyspark >=3.5, <5.*3.4.1" $(WHEEL_DEMO)/import-error.txt && tail -1 $(WHEEL_DEMO)/import-error.txt
 
+# Every results file the docs' performance page shows (benchmarks/results/*.json); about 40 minutes on 2 cores.
+R := benchmarks/results
 bench: $(STAMP)
-	$(PY) benchmarks/bench_linear.py
+	$(PY) benchmarks/bench_linear.py --repeats 3 --configs allreduce:float32,sync:float32
+	$(PY) benchmarks/bench_linear.py --model svc --repeats 3 --configs allreduce:float32,sync:float32
+	$(PY) benchmarks/bench_refit.py
+	$(PY) benchmarks/bench_refit.py --rows 16000 --features 20 --out $(R)/refit_16k.json
+	$(PY) benchmarks/bench_transform.py --repeats 3
+	$(PY) benchmarks/bench_cv.py
+	$(PY) benchmarks/bench_kernel_svc.py --sizes 100000 --landmarks auto --strategy auto --no-bundled
+	$(PY) benchmarks/bench_kernel_svc.py --sizes "" --landmarks auto --strategy auto --out $(R)/kernel_svc_bundled.json
+	$(PY) benchmarks/bench_blocks.py --rows 250000 --features 100
 
 clean:
 	rm -rf $(VENV) .venv-pyspark-* runs build dist *.egg-info

@@ -15,7 +15,6 @@ of every iteration. Prints a table and writes JSON.
     python benchmarks/bench_blocks.py [--rows 500000] [--features 100] [--threads 1] [--device cpu]
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -24,6 +23,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402
 from sparkml.gpu import DenseBlock, LogisticLoss, resolve_device  # noqa: E402
 from sparkml.gpu.blocks import _PASS_CHUNK_ROWS  # noqa: E402
 from sparkml.optim.history import InverseHessian  # noqa: E402
@@ -105,18 +106,15 @@ def main(argv=None):
                      "pointwise_ms": best_ms(lambda: pointwise(block), args.reps, sync),
                      "read_ms": read_ms, "read_gbs": args.rows * bytes_per_row / read_ms / 1e6,
                      "bytes_per_row": bytes_per_row})
-    print(f"{args.rows} x {args.features} on {dev}, {args.threads} thread(s); best of {args.reps}, ms")
-    print(f"{'storage':8s} {'compute':8s} {'X @ w':>8s} {'X^T r':>8s} {'logistic':>9s} {'L-BFGS':>8s} "
-          f"{'iter':>8s} {'read X':>8s} {'GB/s':>7s} {'upcast':>8s} {'pointwise':>9s} {'pass/read':>9s}")
-    for row in rows:
-        print(f"{row['storage']:8s} {row['compute']:8s} {row['matmul_ms']:8.2f} {row['rmatmul_ms']:8.2f} "
-              f"{row['logistic_pass_ms']:9.2f} {row['lbfgs_step_ms']:8.3f} {row['iteration_ms']:8.2f} "
-              f"{row['read_ms']:8.2f} {row['read_gbs']:7.0f} {row['upcast_ms']:8.2f} {row['pointwise_ms']:9.2f} "
-              f"{row['logistic_pass_ms'] / row['read_ms']:9.2f}")
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump({"args": vars(args), "device": str(dev), "results": rows}, f, indent=2)
-    print(f"-> {args.out}")
+    table = ("| storage | compute | X @ w | X^T r | logistic pass | L-BFGS step | iteration | read X | GB/s | upcast "
+             "| pointwise | pass / read |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(
+                 f"| {r['storage']} | {r['compute']} | {r['matmul_ms']:.2f} | {r['rmatmul_ms']:.2f} | "
+                 f"{r['logistic_pass_ms']:.2f} | {r['lbfgs_step_ms']:.3f} | {r['iteration_ms']:.2f} | {r['read_ms']:.2f} | "
+                 f"{r['read_gbs']:.0f} | {r['upcast_ms']:.2f} | {r['pointwise_ms']:.2f} | "
+                 f"{r['logistic_pass_ms'] / r['read_ms']:.2f} |" for r in rows))
+    title = (f"One pass over a {args.rows:,} x {args.features} block on {dev.type}, {args.threads} thread(s), "
+             f"milliseconds, best of {args.reps}")
+    report.write(args.out, title, table, {"args": vars(args), "device": str(dev), "results": rows})
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ in one session after a warm-up pass of each, best of ``--repeats``.
 Writes benchmarks/results/conversion.json (or ``--out``).
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -34,6 +33,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench_linear import add_data_args, start  # noqa: E402
+import report  # noqa: E402
 
 BATCH_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
@@ -125,16 +125,12 @@ def main(argv=None):
                          "mb_per_s": args.rows * args.features * 8 / 1e6 / min(seconds)})
     spark.conf.unset(BATCH_KEY)
     spark.stop()
-    print(f"\nConversion input of a cached {args.rows:,} x {args.features} DataFrame ({args.partitions} partitions), "
-          f"best of {args.repeats}; generation {gen_s:.1f} s\n")
-    print("| Arrow batch rows | variant | seconds | MB/s (float64 features) |\n|---|---|---|---|")
-    for row in rows:
-        print(f"| {row['batch_rows']:,} | {row['variant']} | {row['best_s']:.2f} | {row['mb_per_s']:.0f} |")
-    out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "conversion.json")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    with open(out, "w") as f:
-        json.dump({"environment": env, "generation_s": gen_s, "rows": rows}, f, indent=1)
-    print(f"\nwrote {out}")
+    title = (f"Conversion input of a cached {args.rows:,} x {args.features} DataFrame ({args.partitions} partitions), "
+             f"best of {args.repeats}")
+    table = "| Arrow batch rows | variant | seconds | MB/s (float64 features) |\n|---|---|---|---|\n" + "\n".join(
+        f"| {row['batch_rows']:,} | {row['variant']} | {row['best_s']:.2f} | {row['mb_per_s']:.0f} |" for row in rows)
+    out = args.out or os.path.join(report.RESULTS, "conversion.json")
+    report.write(out, title, table, {"environment": env, "generation_s": gen_s, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ Prints a table and writes JSON (default ``benchmarks/results/cv_<model>.json``).
 ``bench_linear``'s (generated on the executors, cached ``VectorUDT`` column).
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -21,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench_linear  # noqa: E402
+import report  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -105,19 +105,16 @@ def main(argv=None):
         r["ratio_vs_mllib"] = r["seconds"] / rows[0]["seconds"]
         r["max_metric_diff_vs_mllib"] = float(np.max(np.abs(np.subtract(r["avg_metrics"], rows[0]["avg_metrics"]))))
     env["load_avg_at_end"] = os.getloadavg()
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump({"environment": env, "summary": rows, "runs": runs}, f, indent=1)
-    print()
-    print(table(rows, args.repeats))
-    print(f"\nwrote {args.out}")
+    title = (f"CrossValidator, {args.model}, {args.rows:,} x {args.features}: {args.folds} folds x regParam "
+             f"{args.grid}, median of {args.repeats}")
+    report.write(args.out, title, table(rows, args.repeats), {"environment": env, "summary": rows, "runs": runs})
     df.unpersist()
     spark.stop()
 
 
 def table(rows, repeats):
     head = ["impl", "strategy", "conversions", "CV s" + (" (median)" if repeats > 1 else ""), "ratio",
-            "best regParam", "max |AUC - MLlib's|"]
+            "best regParam", "max AUC difference from MLlib"]
     body = [[r["impl"], r["strategy"], str(r["conversions"]) if r["impl"] != "pyspark.ml" else "-",
              f"{r['seconds']:.2f}", f"{r['ratio_vs_mllib']:.2f}", f"{r['best_reg_param']:g}",
              f"{r['max_metric_diff_vs_mllib']:.1e}"] for r in rows]

@@ -27,13 +27,15 @@ Prints a table and writes JSON (default ``benchmarks/results/kernel_svc.json``).
 """
 import argparse
 import logging
-import json
 import os
 import platform
 import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402
 
 SVC_CACHE_MB = 2000
 
@@ -225,18 +227,18 @@ def main(argv=None):
     if not args.no_bundled:
         for name, xtr, xte, ytr, yte in bundled():
             rows += run(args, spark, name, xtr, xte, ytr, yte)
-            save(args.out, env, rows)
-    print()
-    print(table(rows))
-    print(f"\nwrote {args.out}")
+            save(args.out, env, rows, args, echo=False)
+    save(args.out, env, rows, args)
     spark.stop()
 
 
-def save(path, env, rows):
+def save(path, env, rows, args, echo=True):
     env["load_avg_at_end"] = os.getloadavg()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump({"environment": env, "svc_cache_mb": SVC_CACHE_MB, "results": rows}, f, indent=1)
+    title = (f"KernelSVC against scikit-learn's SVC: kernel {args.kernel}, C {args.c}, landmarks {args.landmarks}, "
+             f"strategy {args.strategy}, {args.master}")
+    report.write(path, title, table(rows), {"environment": env, "svc_cache_mb": SVC_CACHE_MB, "results": rows},
+                 "Same kernel, gamma, C and train/test split for both; speedup: SVC's fit time over KernelSVC's.",
+                 echo=echo)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ The constants mirror ``sparkml.kernel.kernel_svc`` (which imports pyspark, so th
 Prints a table and writes JSON (default ``benchmarks/results/kernel_torch.json``).
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -37,6 +36,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from bench_blocks import best_ms  # noqa: E402
 from bench_kernel_svc import synthetic  # noqa: E402
+import report  # noqa: E402
 from sparkml.gpu import DenseBlock, OneVsRestProblems, SmoothedHingeLoss, SquaredHingeLoss, resolve_device  # noqa: E402
 from sparkml.gpu.factored import FactoredBlock  # noqa: E402
 from sparkml.gpu.kernels import kernel_matmul, kernel_matrix  # noqa: E402
@@ -173,15 +173,13 @@ def main(argv=None):
           f"{score['kernel_matmul_ms']:.1f} ms ({score['kernel_matmul_rows_per_s']:,.0f} rows/s)")
     fits = [fit(dev, sync, n, args.landmarks, args.features) for n in sizes]
     names = ["to_device", "kmeans", "nystroem", "kernel_block", "newton"]
-    print(f"{'rows':>8s} {'fit s':>7s} " + " ".join(f"{k:>12s}" for k in names) + f" {'rounds':>6s} {'accuracy':>8s}")
-    for f in fits:
-        print(f"{f['n']:8d} {f['seconds']:7.2f} " + " ".join(f"{f[k + '_s']:12.3f}" for k in names)
-              + f" {f['rounds']:6d} {f['accuracy']:8.4f}")
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump({"args": vars(args), "device": str(dev), "torch": torch.__version__, "peaks": peak,
-                   "kernels": kernels, "scoring": score, "fits": fits}, fh, indent=2)
-    print(f"-> {args.out}")
+    table = ("| rows | fit s | " + " | ".join(f"{k} s" for k in names) + " | Newton rounds | accuracy |\n|"
+             + "---|" * (len(names) + 4) + "\n" + "\n".join(
+                 f"| {f['n']:,} | {f['seconds']:.2f} | " + " | ".join(f"{f[k + '_s']:.3f}" for k in names)
+                 + f" | {f['rounds']} | {f['accuracy']:.4f} |" for f in fits))
+    title = f"KernelSVC's fit phases through torch alone on {dev.type}, {args.landmarks} landmarks, {args.features} features"
+    report.write(args.out, title, table, {"args": vars(args), "device": str(dev), "torch": torch.__version__,
+                                          "peaks": peak, "kernels": kernels, "scoring": score, "fits": fits})
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402
 from memory import PeakMemory  # noqa: E402
 
 REL_TOL = 1e-9
@@ -215,7 +216,7 @@ def median_run(runs):
 
 def table(rows, mllib_fit):
     head = ["impl", "strategy", "dtype", "iters", "fit s", "s/iter", "setup s", "iter s", "t->MLlib obj s",
-            "ratio", "final objective", "|coef diff| rel", "JVM GB", "workers GB", "blocks GB"]
+            "ratio", "final objective", "coef rel. diff", "JVM GB", "workers GB", "blocks GB"]
 
     def fmt(r):
         t = r.get("time_to_mllib_objective_s")
@@ -314,22 +315,18 @@ def main(argv=None):
             runs[(impl, strategy, dtype)].append(r)
             print(f"  repeat {rep}: {impl} {strategy} {dtype}: fit {r['fit_s']:.2f} s, "
                   f"{r['iterations']} iterations", flush=True)
-            rows = save(args.out, env, gen_s, true_beta, true_b, configs, runs, memory)  # after every fit
+            save(args.out, env, gen_s, true_beta, true_b, configs, runs, memory, args, echo=False)  # after every fit
     for impl, strategy, dtype in configs:
         memory[(impl, strategy, dtype)] = peak_memory(df, make_estimator(args.model, args.reg_param, strategy, dtype))
         print(f"  memory: {impl} {strategy} {dtype}: {memory[(impl, strategy, dtype)]}", flush=True)
-    rows = save(args.out, env, gen_s, true_beta, true_b, configs, runs, memory)
-    print(f"\ngeneration (not in any fit): {gen_s:.2f} s; MLlib target objective "
-          f"{rows[0]['final_objective']:.12f} * (1 + {REL_TOL:g}); * = never reached (whole fit)\n")
-    print(table(rows, rows[0]["fit_s"]))
-    print(f"\nwrote {args.out}")
+    save(args.out, env, gen_s, true_beta, true_b, configs, runs, memory, args)
     df.unpersist()
     spark.stop()
 
 
-def save(path, env, gen_s, true_beta, true_b, configs, runs, memory):
-    """Write the JSON (every run so far, and a summary of each config's median run, with the config's
-    peak memory once measured); the summary rows. ``runs``, ``memory``: by config."""
+def save(path, env, gen_s, true_beta, true_b, configs, runs, memory, args, echo=True):
+    """Write the results file (every run so far, and a summary of each config's median run, with the config's
+    peak memory once measured); the table printed when ``echo``. ``runs``, ``memory``: by config."""
     rows = [dict(median_run(runs[c]), **({"peak_memory": memory[c]} if c in memory else {}))
             for c in configs if runs[c]]
     rows[0]["time_to_mllib_objective_s"] = rows[0]["fit_s"]
@@ -342,10 +339,13 @@ def save(path, env, gen_s, true_beta, true_b, configs, runs, memory):
                           for r in rows],
               "runs": {f"{rs[0]['impl']}/{rs[0]['strategy']}/{rs[0]['dtype']}": rs
                        for rs in (runs[c] for c in configs) if rs}}
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-    return rows
+    name = "LogisticRegression" if args.model == "logistic" else "LinearSVC"
+    title = (f"{name}(regParam={args.reg_param:g}), {args.rows:,} x {args.features} dense, {args.partitions} "
+             f"partitions, {args.master}: pyspark.ml against sparkml, median of {args.repeats}")
+    notes = ("ratio: time for sparkml to reach MLlib's final objective (relative 1e-9) over MLlib's fit time; "
+             "* never reached (whole fit). Setup: conversion and statistics (allreduce: also the barrier stage's "
+             "start). Data generation and caching are in no fit.")
+    report.write(path, title, table(rows, rows[0]["fit_s"]), result, notes, echo=echo)
 
 
 if __name__ == "__main__":

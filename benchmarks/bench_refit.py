@@ -20,7 +20,6 @@ ratio to MLlib's fit at the same position, and the largest relative coefficient 
 Writes benchmarks/results/refit.json (or ``--out``).
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -29,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_linear import add_data_args, start  # noqa: E402
+import report  # noqa: E402
 
 REUSE_KEY = "spark.sparkml.conversionCache.enabled"
 
@@ -85,17 +85,14 @@ def main(argv=None):
             diff = float(np.linalg.norm(rounds[0][name][i][1] - ref) / np.linalg.norm(ref))
             rows.append({"fit": i + 1, "regParam": r, "library": name, "median_s": float(np.median(seconds)),
                          "runs_s": seconds, "ratio": float(np.median(seconds)) / mllib, "coef_rel_diff": diff})
-    print(f"\nLogisticRegression refits of one cached {args.rows:,} x {args.features} DataFrame, defaults, "
-          f"median of {args.repeats} rounds; generation {gen_s:.1f} s\n")
-    print("| fit | regParam | library | seconds | / MLlib | coef rel. diff |\n|---|---|---|---|---|---|")
-    for row in rows:
-        print(f"| {row['fit']} | {row['regParam']} | {row['library']} | {row['median_s']:.2f} | {row['ratio']:.2f} | "
-              f"{row['coef_rel_diff']:.1e} |")
-    out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "refit.json")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    with open(out, "w") as f:
-        json.dump({"environment": env, "generation_s": gen_s, "rows": rows}, f, indent=1)
-    print(f"\nwrote {out}")
+    title = (f"LogisticRegression refits of one cached {args.rows:,} x {args.features} DataFrame, defaults, "
+             f"median of {args.repeats} rounds")
+    table = "| fit | regParam | library | seconds | / MLlib | coef rel. diff |\n|---|---|---|---|---|---|\n" + "\n".join(
+        f"| {row['fit']} | {row['regParam']} | {row['library']} | {row['median_s']:.2f} | {row['ratio']:.2f} | "
+        f"{row['coef_rel_diff']:.1e} |" for row in rows)
+    out = args.out or os.path.join(report.RESULTS, "refit.json")
+    report.write(out, title, table, {"environment": env, "generation_s": gen_s, "rows": rows},
+                 "sparkml: the default estimator; \"no reuse\" converts the DataFrame again on every fit.")
 
 
 if __name__ == "__main__":

@@ -22,13 +22,13 @@ iterations later (the graph's diameter), which the times include. "-" = not reac
 Prints a table and writes benchmarks/results/strategies.json (or ``--out``).
 """
 import argparse
-import json
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_linear import environment, generate  # noqa: E402
+import report  # noqa: E402
 
 GAPS = (1e-4, 1e-6)
 STRATEGIES = {  # name: Params
@@ -134,11 +134,9 @@ def main(argv=None):
     from pyspark.sql import SparkSession
 
     env = environment(SparkSession.builder.master("local[1]").getOrCreate(), args)
-    print(f"\nLogisticRegression {args.rows} x {args.features}, regParam {args.reg_param}; F* = {optimum:.12f}\n")
-    print(table(rows))
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump({"environment": env, "optimum": optimum, "rows": rows}, f, indent=1)
+    title = f"Every strategy, LogisticRegression {args.rows:,} x {args.features}, regParam {args.reg_param}"
+    report.write(args.out, title, table(rows), {"environment": env, "optimum": optimum, "rows": rows},
+                 f"Wall seconds until the objective is within a relative gap of F* = {optimum:.12f}; - never.")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ column of all rows summed per run, as above; rows per second.
 Writes benchmarks/results/transform.json (or ``--out``).
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -28,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_linear import add_data_args, start  # noqa: E402
+import report  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -96,13 +96,11 @@ def kernel_svc(spark, df, args, env, gen_s):
     med = float(np.median(seconds))
     row = {"case": f"KernelSVC, {model.numLandmarksUsed} landmarks", "scorer": "sparkml python workers",
            "median_s": med, "runs_s": seconds, "rows_per_s": args.rows / med, "fit_s_on_20k_rows": fit_s}
-    print(f"\nKernelSVC transform of {args.rows:,} x {args.features} (every output column summed), median of "
-          f"{args.repeats}; generation {gen_s:.1f} s, fit on 20k rows {fit_s:.1f} s\n")
-    print(f"| case | seconds | rows/s |\n|---|---|---|\n| {row['case']} | {med:.2f} | {row['rows_per_s']:,.0f} |")
-    out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "transform_kernel_svc.json")
-    with open(out, "w") as f:
-        json.dump({"environment": env, "generation_s": gen_s, "rows": [row]}, f, indent=1)
-    print(f"\nwrote {out}")
+    title = (f"KernelSVC transform of {args.rows:,} x {args.features} (every output column summed), median of "
+             f"{args.repeats}")
+    table = f"| case | seconds | rows/s |\n|---|---|---|\n| {row['case']} | {med:.2f} | {row['rows_per_s']:,.0f} |"
+    out = args.out or os.path.join(report.RESULTS, "transform_kernel_svc.json")
+    report.write(out, title, table, {"environment": env, "generation_s": gen_s, "rows": [row]})
 
 
 def main(argv=None):
@@ -130,16 +128,14 @@ def main(argv=None):
             agree = float(np.max(np.abs(np.array(sums[case, name]) - np.array(sums[case, "MLlib"]))))
             rows.append({"case": case, "scorer": name, "median_s": med, "runs_s": seconds, "ratio": med / mllib,
                          "rows_per_s": args.rows / med, "sums_difference_from_mllib": agree})
-    print(f"\ntransform of {args.rows:,} x {args.features} (every output column summed), median of {args.repeats}; "
-          f"generation {gen_s:.1f} s\n")
-    print("| case | scorer | seconds | ours / MLlib | rows/s | max diff of column sums |\n|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['case']} | {r['scorer']} | {r['median_s']:.2f} | {r['ratio']:.2f} | {r['rows_per_s']:,.0f} | "
-              f"{r['sums_difference_from_mllib']:.1e} |")
-    out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "transform.json")
-    with open(out, "w") as f:
-        json.dump({"environment": env, "generation_s": gen_s, "rows": rows}, f, indent=1)
-    print(f"\nwrote {out}")
+    title = f"transform of {args.rows:,} x {args.features} (every output column summed), median of {args.repeats}"
+    table = ("| case | scorer | seconds | ours / MLlib | rows/s | max diff of column sums |\n|---|---|---|---|---|---|\n"
+             + "\n".join(f"| {r['case']} | {r['scorer']} | {r['median_s']:.2f} | {r['ratio']:.2f} | "
+                         f"{r['rows_per_s']:,.0f} | {r['sums_difference_from_mllib']:.1e} |" for r in rows))
+    out = args.out or os.path.join(report.RESULTS, "transform.json")
+    report.write(out, title, table, {"environment": env, "generation_s": gen_s, "rows": rows},
+                 "sparkml default: what a user gets (the stock model's transform, in the JVM); python workers: the "
+                 "Python scoring path KernelSVC uses.")
 
 
 if __name__ == "__main__":
