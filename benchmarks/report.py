@@ -16,6 +16,9 @@ import platform
 import sys
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+# the page's order: the headline comparisons with pyspark.ml and scikit-learn first, then the rest by name
+ORDER = ["logistic", "svc", "refit", "refit_16k", "cv_logistic", "transform", "kernel_svc", "kernel_svc_bundled",
+         "transform_kernel_svc", "strategies"]
 
 
 def machine():
@@ -78,12 +81,14 @@ def markdown(report):
 
 
 def page(results_dir=RESULTS):
-    """Every results file's report in ``results_dir``, in file-name order, as Markdown."""
+    """Every results file's report in ``results_dir`` as Markdown: those named in ``ORDER`` first, then the rest
+    by name."""
     sections = []
-    for name in sorted(os.listdir(results_dir)):
-        if name.endswith(".json"):
-            with open(os.path.join(results_dir, name)) as f:
-                result = json.load(f)
-            if "report" in result:
-                sections.append(markdown(result["report"]))
+    names = [n for n in os.listdir(results_dir) if n.endswith(".json")]
+    rank = {name: i for i, name in enumerate(ORDER)}
+    for name in sorted(names, key=lambda n: (rank.get(n[:-5], len(ORDER)), n)):
+        with open(os.path.join(results_dir, name)) as f:
+            result = json.load(f)
+        if "report" in result:
+            sections.append(markdown(result["report"]))
     return "\n".join(sections)

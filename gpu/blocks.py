@@ -150,7 +150,7 @@ class DenseBlock(_Block):
         """(start, rows start..start+rows in the compute dtype), through one reused buffer. On a GPU
         the chunks hold up to _CHUNK_ELEMENTS values: each chunk costs a few kernel launches, and
         1024-row chunks made a float64 pass over float32 rows many times slower than the float32
-        one (``benchmarks/README.md``)."""
+        one (``benchmarks/bench_blocks.py --device cuda``)."""
         if self.device.type != "cpu":
             rows = max(rows, _CHUNK_ELEMENTS // max(1, self.n_features))
         buf = torch.empty((min(rows, self.n_rows), self.n_features), dtype=self.dtype, device=self.device)

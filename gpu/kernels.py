@@ -99,7 +99,7 @@ def _tiles(kind, a, b, budget_bytes, cpu_elements):
     """(columns, rows) of a tile: the temporaries under ``budget_bytes``; on a CPU at most ``cpu_elements``
     pairs, so that the elementwise steps run in cache (large tiles were about 3x slower). On a GPU the tiles
     are as large as the budget allows, since each costs a few kernel launches (small tiles were about 7x
-    slower; ``benchmarks/README.md``)."""
+    slower; ``benchmarks/bench_kernel_torch.py``)."""
     m = b.shape[0]
     pair = _pair_bytes(kind, a.shape[1], a.element_size())
     col_tile = max(1, m) if m * pair <= budget_bytes else max(1, budget_bytes // pair)
@@ -151,7 +151,7 @@ def kernel_matmul(kind, A, B, C, *, gamma=None, degree=3, coef0=1.0, budget_byte
 
     This is scoring's product: the margins of a Nystroem model are K(X, L) (P theta^T). On a CPU the
     tiles are small enough to stay in cache, so the kernel is never written to memory and read back:
-    about 4x faster than ``kernel_matrix(...) @ C`` at m = 1000 (``benchmarks/README.md``).
+    about 4x faster than ``kernel_matrix(...) @ C`` at m = 1000 (``benchmarks/bench_kernel_torch.py``'s scoring line).
     """
     a, b, gamma = _operands(kind, A, B, gamma, degree, device)
     n, m = a.shape[0], b.shape[0]

@@ -38,7 +38,7 @@ _F64 = torch.float64
 
 def _eigh(a):
     """(lambda ascending, V) of a symmetric matrix, as ``torch.linalg.eigh``. On CPU through numpy's
-    LAPACK, which was faster than torch's on the AMD CPUs measured (``benchmarks/README.md``): the
+    LAPACK, which was faster than torch's on the AMD CPUs measured (``benchmarks/bench_kernel_torch.py``): the
     m x m eigendecomposition is a large share of a mid-sized KernelSVC fit."""
     if a.device.type == "cpu":
         lam, v = np.linalg.eigh(a.numpy())

@@ -2,7 +2,7 @@
 
 Every error is a `ConfigError` naming the full dotted key, e.g.
 ``model.params.regParm: unknown parameter of LogisticRegression (did you mean regParam?)``.
-`conf/README.md` documents each key.
+The documentation's "Batch jobs" page documents each key.
 """
 import copy
 import difflib
@@ -65,7 +65,7 @@ SCHEMA = {
     },
 }
 
-# jobs.retrain: jobs.train's keys plus the window, the registry and the gate (conf/README.md).
+# jobs.retrain: jobs.train's keys plus the window, the registry and the gate (documented on the "Batch jobs" page).
 RETRAIN_SCHEMA = copy.deepcopy(SCHEMA)
 RETRAIN_SCHEMA["spark"]["app_name"] = ((str,), "sparkml-retrain")
 RETRAIN_SCHEMA["data"]["window_column"] = ((str,), "window")

@@ -1,6 +1,6 @@
 """``mlflow.pyspark.ml.autolog()`` with this library's estimators (mlflow 3.17, mlflow-skinny is enough).
 
-What the tests pin down (README, "MLflow autologging"):
+What the tests pin down (docs/mlflow.md, "Autologging"):
 
 - autolog patches ``pyspark.ml.base.Estimator.fit``; our estimators subclass pyspark.ml's, so a fit is an
   autologged run: every Param (ours too: strategy, device, dtype, ...) as ``str(value)``, and the tags

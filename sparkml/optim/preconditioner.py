@@ -18,7 +18,7 @@ over the m landmarks, which is FALKON's preconditioner (Rudi, Carratino and Rosa
 active rows of a squared hinge it is an approximation. In K_LL's eigenbasis (``sparkml.gpu.nystroem`` with
 ``rcond``) Phi_L^T Phi_L = diag(lambda): V is None. (k-means centres as landmarks sit closer together
 than rows: KernelSVC then takes diag(s) from the features of a sample of rows.) Against Jacobi it
-takes fewer CG iterations per round (``benchmarks/README.md``).
+takes fewer CG iterations per round (measured with ``benchmarks/bench_kernel_svc.py``).
 """
 import numpy as np
 
