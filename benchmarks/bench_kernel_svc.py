@@ -223,7 +223,7 @@ def main(argv=None):
                  *synthetic(args.test_rows, args.features, args.seed + 1)) for n in args.sizes]
     for name, xtr, ytr, xte, yte in datasets:
         rows += run(args, spark, name, xtr, xte, ytr, yte)
-        save(args.out, env, rows)
+        save(args.out, env, rows, args, echo=False)
     if not args.no_bundled:
         for name, xtr, xte, ytr, yte in bundled():
             rows += run(args, spark, name, xtr, xte, ytr, yte)

@@ -11,13 +11,10 @@ import os
 
 import yaml
 
-# Shipped estimators: config name -> ("module:Class", task). Tests may point these elsewhere.
-ESTIMATORS = {
-    "LogisticRegression": ("sparkml.classification:LogisticRegression", "classification"),
-    "LinearSVC": ("sparkml.classification:LinearSVC", "classification"),
-    "KernelSVC": ("sparkml.classification:KernelSVC", "classification"),
-    "LinearRegression": ("sparkml.regression:LinearRegression", "regression"),
-}
+from sparkml import catalog
+
+# Shipped estimators (sparkml.catalog): config name -> ("module:Class", task). Tests may point these elsewhere.
+ESTIMATORS = {e.name: (e.estimator_path(), e.task) for e in catalog.ENTRIES}
 FORMATS = ("parquet", "csv", "libsvm")
 GENERATED_KINDS = ("binary", "regression", "multiclass")
 # Column params come from the data section, so a config cannot set them twice.

@@ -24,7 +24,6 @@ mlflow is imported lazily (the ``jobs`` extra).
 """
 import contextlib
 import glob
-import importlib
 import json
 import os
 import pathlib
@@ -33,6 +32,7 @@ import shutil
 import tempfile
 import uuid
 
+from sparkml import catalog
 from sparkml.jobs.config import is_local_path
 
 ALIAS = "champion"  # the alias of the version in service
@@ -41,15 +41,7 @@ TEMP_DFS_ENV = "SPARKML_TEMP_DFS_PATH"
 FLAVORS = ("sparkml", "pyspark")
 
 # metadata "class" -> ("module:our class", "module:stock class" or None). Fixed: never extended from a file.
-MODEL_CLASSES = {
-    "org.apache.spark.ml.classification.LogisticRegressionModel":
-        ("sparkml.classification:LogisticRegressionModel", "pyspark.ml.classification:LogisticRegressionModel"),
-    "org.apache.spark.ml.classification.LinearSVCModel":
-        ("sparkml.classification:LinearSVCModel", "pyspark.ml.classification:LinearSVCModel"),
-    "org.apache.spark.ml.regression.LinearRegressionModel":
-        ("sparkml.regression:LinearRegressionModel", "pyspark.ml.regression:LinearRegressionModel"),
-    "sparkml.classification.KernelSVCModel": ("sparkml.classification:KernelSVCModel", None),
-}
+MODEL_CLASSES = {e.saved_class: (e.model_path(), e.stock_model) for e in catalog.ENTRIES}
 
 _URI = re.compile(r"models:/(?P<name>[^/@]+)(?:@(?P<alias>[^/@]+)|/(?P<version>[^/@]+))")
 
@@ -137,8 +129,7 @@ def model_class(metadata, flavor="sparkml"):
     if target is None:
         raise ModelError(f"{metadata['class']} has no stock pyspark.ml twin (MLlib has no such model): "
                          "load it with flavor 'sparkml'")
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return catalog.import_path(target)
 
 
 def load_dir(model_dir, flavor="sparkml", spark=None):
@@ -161,7 +152,7 @@ def placement(spark, env=None):
     the Hadoop FileSystem (classic session, cluster master), ``("copy", root)`` copied under `root` with
     file operations (Spark Connect, a directory the server mounts). ModelError when a copy is needed and
     impossible."""
-    from sparkml.base.session_kind import is_connect
+    from sparkml.session_kind import is_connect
 
     env = os.environ if env is None else env
     root = env.get(TEMP_DFS_ENV, "").strip() or None

@@ -13,7 +13,9 @@ from sparkml.base.params import HasTorchTrainingParams
 from sparkml.data.training_data import TrainingData
 from sparkml.gpu import SquaredLoss
 from sparkml.linear.objective import LinearObjective
-from sparkml.strategies import AllReduceStrategy, AveragingStrategy, SyncStrategy
+from sparkml.strategies.allreduce import AllReduceStrategy
+from sparkml.strategies.averaging import AveragingStrategy
+from sparkml.strategies.sync import SyncStrategy
 from helpers import executor_datasets
 
 STRATEGY_CLASSES = {"sync": SyncStrategy, "allreduce": AllReduceStrategy, "averaging": AveragingStrategy}

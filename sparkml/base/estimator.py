@@ -29,6 +29,7 @@ from pyspark.ml.util import DefaultParamsReadable, MLWritable
 from sparkml.base.fit_multiple import SharedConversionFits
 from sparkml.base.persistence import EstimatorReader, EstimatorWriter
 from sparkml.base.validation import check_params
+from sparkml.catalog import public_class_name
 from sparkml.compat import require_connect_ml
 from sparkml.data.training_data import TrainingData
 from sparkml.optim.checkpoint import check_params as check_checkpoint_params
@@ -36,17 +37,6 @@ from sparkml.optim.checkpoint import Checkpoint, checkpoint_dir, fingerprint
 from sparkml.optim.progress import Progress
 
 logger = logging.getLogger("sparkml")
-
-
-def public_class_name(cls):
-    """``sparkml.classification.X`` or ``sparkml.regression.X`` when that module exports ``cls``."""
-    import sparkml.classification
-    import sparkml.regression
-
-    for module in (sparkml.classification, sparkml.regression):
-        if getattr(module, cls.__name__, None) is cls:
-            return f"{module.__name__}.{cls.__name__}"
-    return f"{cls.__module__}.{cls.__name__}"
 
 
 class TorchEstimator(DefaultParamsReadable, MLWritable):
@@ -121,25 +111,26 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
         """``TrainingData.prepare``'s arguments for this estimator's Params and ``strategy`` (default: the
         one ``_strategy_name`` picks): at most how many blocks (``strategies.block_partitions``), and
         whether a barrier stage reads the handles."""
-        from sparkml.strategies import BARRIER_STRATEGIES, block_partitions
+        from sparkml.strategies import block_partitions, table
 
         strategy = strategy or self._strategy_name(dataset.sparkSession)
         return {"features_col": self.getFeaturesCol(), "label_col": self.getLabelCol(),
                 "weight_col": self._weight_col(),
                 "dtype": self.getDtype(), "compute_dtype": self._compute_dtype,
                 "max_partitions": block_partitions(strategy, dataset.sparkSession, self.getNumWorkers()),
-                "barrier": strategy in BARRIER_STRATEGIES}
+                "barrier": table.get(strategy).barrier}
 
     def _make_strategy(self, data, loss):
         """The strategy over ``data`` for the ``sparkml.gpu`` loss ``loss``: the ``strategy`` Param's, or for
         ``auto`` the one ``data`` was converted for (``_conversion``)."""
-        from sparkml.strategies import make_strategy
+        from sparkml.strategies import StrategyOptions, make_strategy
 
         name = self.getStrategy()
         if name == "auto":
             name = "allreduce" if data.barrier else "sync"
-        return make_strategy(name, data, loss, self.getDevice(), self.getAggregationDepth(),
-                             self.getNumWorkers(), self.getLocalIter(), self.getStaleness(), self.getTopology())
+        return make_strategy(name, data, loss, StrategyOptions(
+            device=self.getDevice(), aggregation_depth=self.getAggregationDepth(), num_workers=self.getNumWorkers(),
+            local_iter=self.getLocalIter(), staleness=self.getStaleness(), topology=self.getTopology()))
 
     def _add_iteration_callback(self, callback):
         """Call ``callback(iteration)`` (an ``optim.progress.Iteration``) at the end of every

@@ -112,7 +112,7 @@ class ConvertsToStock:
         return cached[2].transform(dataset) if cached[2] is not None else fallback()
 
     def _stock_for(self, spark):
-        from sparkml.base.session_kind import is_connect
+        from sparkml.session_kind import is_connect
 
         if not is_connect(spark):
             return self._stock_in_jvm()
@@ -144,7 +144,7 @@ class ConvertsToStock:
         """
         from pyspark.sql import SparkSession
 
-        from sparkml.base.session_kind import is_connect
+        from sparkml.session_kind import is_connect
 
         spark = SparkSession.getActiveSession()
         if spark is not None and is_connect(spark):

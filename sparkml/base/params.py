@@ -6,7 +6,9 @@ pyspark.ml's own Param mixins, so names, defaults and documentation match MLlib 
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasCheckpointInterval
 
-STRATEGIES = ("auto", "sync", "allreduce", "averaging", "allreduce-averaging", "ssp", "gossip")
+from sparkml.strategies import table as strategy_table
+
+STRATEGIES = strategy_table.names()
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
 TOPOLOGIES = ("ring", "complete")
@@ -16,11 +18,13 @@ TORCH_PARAM_NAMES = ("strategy", "device", "dtype", "numWorkers", "localIter", "
 
 
 def one_of(name, allowed):
-    """A Param type converter: the value as a string, or ValueError naming the Param and the choices."""
+    """A Param type converter: the value as a string, or ValueError naming the Param and the choices
+    (``allowed``: a tuple, or a function returning one, read at each conversion)."""
     def convert(value):
         value = TypeConverters.toString(value)
-        if value not in allowed and not (name == "device" and value.startswith("cuda:")):
-            raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+        choices = allowed() if callable(allowed) else allowed
+        if value not in choices and not (name == "device" and value.startswith("cuda:")):
+            raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
         return value
 
     return convert
@@ -77,7 +81,7 @@ class HasTorchTrainingParams(HasCheckpointInterval):
         "neighbours on 'topology' (gradient tracking). Both are first-order methods for the linear models: "
         "maxIter counts their rounds / iterations, and they need many more than L-BFGS. "
         "Supported: " + ", ".join(STRATEGIES),
-        typeConverter=one_of("strategy", STRATEGIES),
+        typeConverter=one_of("strategy", strategy_table.names),
     )
     device = Param(
         Params._dummy(),

@@ -19,7 +19,8 @@ from pyspark.ml.util import DefaultParamsReader, MLReader, MLWriter
 from pyspark.sql import SparkSession
 
 from sparkml.base.params import TORCH_PARAM_NAMES
-from sparkml.base.session_kind import is_connect
+from sparkml.session_kind import is_connect
+from sparkml.catalog import public_class_name
 
 
 def _numbers(values):
@@ -316,8 +317,6 @@ class EstimatorReader(DefaultParamsReader):
     Matrix and Vector Params (bounds) as MLlib writes them."""
 
     def load(self, path):
-        from sparkml.base.estimator import public_class_name
-
         classes = list(dict.fromkeys([public_class_name(self.cls), f"{self.cls.__module__}.{self.cls.__name__}"]))
         spark = self.sparkSession or SparkSession.active()
         metadata, file = ModelFiles(spark, path).metadata(classes)

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from sparkml.base import faults
+from sparkml import fault_injection
 from sparkml.data import block_store
 from sparkml.data.statistics import PartitionStats
 
@@ -150,7 +150,7 @@ def convert_partition(batches, dataset_id, sparse, dtype):
     info, moments = stats.info()
     info.update(partition=partition, store=block_store.store_key(), bytes=writer.nbytes)
     try:
-        faults.inject("convert", partition)
+        fault_injection.inject("convert", partition)
         yield stats_batch(partition, info["rows"], json.dumps(info), moments)
     except BaseException:  # the attempt failed after its commit: its retry may run on another executor
         block_store.drop_partitions(dataset_id, [partition])

@@ -29,7 +29,7 @@ import re
 import threading
 import time
 
-from sparkml.base.session_kind import conf_value, is_connect
+from sparkml.session_kind import conf_value, is_connect
 
 logger = logging.getLogger("sparkml")
 

@@ -2,7 +2,7 @@
 
 Executor side: ``PartitionStats`` accumulates one partition's weighted moments, label range and
 histogram, and the counts of input problems, batch by batch. Driver side: ``summarize`` adds the
-partitions' rows into one ``DatasetSummary`` (after ``base.validation.check_conversion`` has
+partitions' rows into one ``DatasetSummary`` (after ``data.checks.check_conversion`` has
 refused bad input).
 """
 from dataclasses import dataclass

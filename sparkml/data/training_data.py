@@ -2,7 +2,7 @@
 
 ``TrainingData.prepare`` runs one Spark job that converts every partition (see ``convert.py``),
 reduces the per-partition statistics into a ``DatasetSummary`` (``statistics.py``) and checks the
-generic input problems (``base.validation.check_conversion``: null, NaN or infinite values, ragged
+generic input problems (``data.checks.check_conversion``: null, NaN or infinite values, ragged
 vectors, negative weights, an empty dataset). On any problem the blocks already written are
 deleted and a ``ValueError`` naming the column is raised, so nothing is left behind and no
 iteration has run. ``TrainingData`` owns the blocks' lifecycle: derive, barrier handles, release.
@@ -17,8 +17,8 @@ from pyspark.ml.functions import vector_to_array
 from pyspark.ml.linalg import SparseVector
 from pyspark.sql import functions as F
 
-from sparkml.base.session_kind import is_connect, task_slots
-from sparkml.base.validation import check_conversion, check_schema, invalid_sparse_message
+from sparkml.session_kind import is_connect, task_slots
+from sparkml.data.checks import check_conversion, check_schema, invalid_sparse_message
 from sparkml.data import block_store
 from sparkml.data.convert import STATS_SCHEMA, convert_partition, handle_rows, stats_batch
 from sparkml.data.statistics import PROBLEM_KEYS, summarize

@@ -53,12 +53,12 @@ from sparkml.gpu.fourier import FOURIER_KERNELS
 from sparkml.kernel.feature_map import block_features, checkpointed_feature_map, fit_feature_map
 from sparkml.kernel.model import KernelSVCModel
 from sparkml.kernel.params import _KernelSVCParams, resolve_gamma
+from sparkml.strategies import table as strategy_table
 
 # loss="hinge": the hinge smoothed over |1 - t| <= this (sparkml.gpu.SmoothedHingeLoss: at most this / 4 above the
 # hinge per row), solved from this many Newton rounds of the squared hinge (its minimizer's
 # neighbourhood, where the smoothed hinge's band is populated)
 _HINGE_WIDTH, _HINGE_WARM_START_ROUNDS = 0.1, 2
-NEWTON_STRATEGIES = ("auto", "sync", "allreduce")  # the Newton passes are exact sums: no model averaging
 _PLATT_MAX_ITER, _PLATT_TOL = 100, 1e-14
 # Up to this many features a Newton round forms H (n_active p^2 flops, one pass); beyond, truncated
 # Newton-CG (2 n p flops per CG pass, about 40 passes per round) is cheaper. Inside a barrier stage a
@@ -103,7 +103,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         if self.getMethod() == "rff" and self.getKernel() not in FOURIER_KERNELS:
             raise ValueError(f"method='rff' needs a shift-invariant kernel ({', '.join(FOURIER_KERNELS)}); "
                              f"kernel is {self.getKernel()!r}: use method='nystroem'")
-        check_choice("strategy", self.getStrategy(), NEWTON_STRATEGIES,
+        check_choice("strategy", self.getStrategy(), (strategy_table.AUTO, *strategy_table.names_where(kernel_svc=True)),
                      " (KernelSVC solves by Newton's method, whose passes are exact sums: no model averaging, parameter "
                      "server or gossip)")
 

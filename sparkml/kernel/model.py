@@ -131,7 +131,7 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, HasTraining
         return jvm_classification_summary(self, dataset)
 
     def _training_summary(self, record, dataset):
-        from sparkml.base.session_kind import is_connect
+        from sparkml.session_kind import is_connect
 
         if is_connect(dataset):  # a Connect server summarizes its own models only: the optimizer's record
             return record

@@ -20,7 +20,7 @@ import numpy as np
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.model import HasInitialModel
 from sparkml.linear.objective import LinearObjective
-from sparkml.strategies import FIRST_ORDER_STRATEGIES
+from sparkml.strategies import table
 
 
 @dataclass
@@ -99,7 +99,7 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
 
     def _check_params(self):
         super()._check_params()
-        why = self._first_order_refusal() if self.getStrategy() in FIRST_ORDER_STRATEGIES else None
+        why = self._first_order_refusal() if _row(self.getStrategy()).first_order else None
         if why:
             raise ValueError(f"strategy={self.getStrategy()!r} cannot fit this {type(self).__name__}: {why}; use "
                              f"strategy='allreduce' or 'sync'")
@@ -109,10 +109,21 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
         return None
 
     def _checkpoint_refusal(self):
-        if self.getStrategy() in FIRST_ORDER_STRATEGIES:
+        row = _row(self.getStrategy())
+        if not row.checkpoints:
             return f"strategy={self.getStrategy()!r} writes no checkpoints (its state lives in the barrier tasks)"
-        return None  # L-BFGS / OWL-QN and the averaging rounds all checkpoint
+        return None if row.bounded_checkpoints else self._bounded_checkpoint_refusal()
+
+    def _bounded_checkpoint_refusal(self):
+        """Why this fit, solved by L-BFGS-B (bounds, huber's scale), writes no checkpoints with a strategy whose
+        solver is L-BFGS-B itself; None when it is not bound-constrained."""
+        return None
 
     def _restrict(self, objective, theta0, s):
         """The objective the optimizer sees and its start (LinearRegression holds its intercept)."""
         return objective, theta0
+
+
+def _row(name):
+    """The strategy table's row of ``name``; for ``auto``, the row of what it can run (both exact: ``sync``)."""
+    return table.get("sync" if name == table.AUTO else name)

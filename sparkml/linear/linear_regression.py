@@ -70,9 +70,12 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
         check_choice("solver", self.getSolver(), ("auto", "normal", "l-bfgs"))
         check_huber_params(self)
 
-    def _checkpoint_refusal(self):
-        if self._huber() and not self.getStrategy().endswith("averaging"):
+    def _bounded_checkpoint_refusal(self):
+        if self._huber():
             return "loss='huber' (L-BFGS-B over the scale) writes no checkpoints (its averaging rounds do)"
+        return None
+
+    def _checkpoint_refusal(self):
         if self.getSolver() == "normal":
             return "solver='normal' runs no iterations to checkpoint (use solver='l-bfgs')"
         return super()._checkpoint_refusal()

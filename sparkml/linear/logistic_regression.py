@@ -75,10 +75,10 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
         super()._check_params()
         check_bounds_params(self)
 
-    def _checkpoint_refusal(self):
-        if any(self.isSet(name) for name in BOUND_PARAMS) and not self.getStrategy().endswith("averaging"):
+    def _bounded_checkpoint_refusal(self):
+        if any(self.isSet(name) for name in BOUND_PARAMS):
             return "bound-constrained fits (L-BFGS-B) write no checkpoints (their averaging rounds do)"
-        return super()._checkpoint_refusal()
+        return None
 
     def _problem(self, s):
         family = self.getFamily()

@@ -1,26 +1,14 @@
-"""How the data term of a fit is distributed.
+"""How the data term of a fit is distributed: the strategies of ``strategies.table``, and ``auto``.
 
 * ``auto`` (the default): ``allreduce`` where Spark can run it, else ``sync`` (``auto_strategy``).
-* ``sync``: one Spark job per evaluation, the optimizer on the driver.
-* ``allreduce``: one barrier stage for the whole fit, the optimizer on every task.
-* ``averaging``: model averaging, one Spark job per round of local solves.
-* ``allreduce-averaging``: the same rounds inside one barrier stage.
-* ``ssp``: a parameter server with bounded staleness inside one barrier stage (``strategies.ssp``).
-* ``gossip``: decentralized gradient tracking between neighbours inside one barrier stage (``strategies.gossip``).
+* every other value is one row of ``strategies.table`` (a transport crossed with a solver), built by
+  ``make_strategy``.
 """
-from sparkml.base.params import STRATEGIES
-from sparkml.base.session_kind import conf_value, is_connect, task_slots
-from sparkml.strategies.allreduce import AllReduceAveragingStrategy, AllReduceStrategy
-from sparkml.strategies.averaging import AveragingStrategy
-from sparkml.strategies.gossip import GossipStrategy
-from sparkml.strategies.ssp import SSPStrategy
-from sparkml.strategies.sync import SyncStrategy
+from sparkml.session_kind import conf_value, is_connect, task_slots
+from sparkml.strategies import table
+from sparkml.strategies.table import StrategyOptions
 
-__all__ = ["AllReduceAveragingStrategy", "AllReduceStrategy", "AveragingStrategy", "BARRIER_STRATEGIES",
-           "FIRST_ORDER_STRATEGIES", "GossipStrategy", "SSPStrategy", "SyncStrategy", "auto_strategy",
-           "block_partitions", "make_strategy"]
-BARRIER_STRATEGIES = ("allreduce", "allreduce-averaging", "ssp", "gossip")  # one barrier stage per fit
-FIRST_ORDER_STRATEGIES = ("ssp", "gossip")  # the linear models' smooth + proximal objectives only
+__all__ = ["StrategyOptions", "auto_strategy", "block_partitions", "make_strategy"]
 
 
 def auto_strategy(spark, checkpointing=False):
@@ -55,29 +43,20 @@ def block_partitions(name, spark, num_workers=0):
     """At most how many blocks a fit with strategy ``name`` converts its input into, or None (as many
     as the input has partitions).
 
-    ``sync`` and ``allreduce`` sum exact passes, whatever the partitioning: one block per task slot
-    (``allreduce``: per ``numWorkers`` when set), so the conversion runs in one wave and each
-    barrier task reads one block; ``ssp`` and ``gossip`` likewise (a rank's share is its blocks). Model
-    averaging keeps the input's partitions: they are its local problems.
+    The strategies whose passes are exact sums whatever the partitioning (``Strategy.block_per_slot``) take
+    one block per task slot, so the conversion runs in one wave and each barrier task reads one block; a
+    barrier stage sized by ``numWorkers`` takes that many. Model averaging keeps the input's partitions:
+    they are its local problems.
     """
-    one_per_slot = ("allreduce", *FIRST_ORDER_STRATEGIES)  # barrier stages sized by numWorkers
-    if name in one_per_slot and num_workers > 0:
+    row = table.get(name)
+    if not row.block_per_slot:
+        return None
+    if row.barrier and num_workers > 0:
         return num_workers
-    return task_slots(spark) if name in ("sync", *one_per_slot) else None
+    return task_slots(spark)
 
 
-def make_strategy(name, data, loss, device, aggregation_depth=2, num_workers=0, local_iter=10, staleness=3,
-                  topology="ring"):
-    if name == "sync":
-        return SyncStrategy(data, loss, device, aggregation_depth)
-    if name == "allreduce":
-        return AllReduceStrategy(data, loss, device, aggregation_depth, num_workers)
-    if name == "averaging":
-        return AveragingStrategy(data, loss, device, aggregation_depth, local_iter)
-    if name == "allreduce-averaging":
-        return AllReduceAveragingStrategy(data, loss, device, aggregation_depth, num_workers, local_iter)
-    if name == "ssp":
-        return SSPStrategy(data, loss, device, aggregation_depth, num_workers, staleness)
-    if name == "gossip":
-        return GossipStrategy(data, loss, device, aggregation_depth, num_workers, topology)
-    raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {name!r}")
+def make_strategy(name, data, loss, options):
+    """The strategy object of row ``name`` over ``data`` for the ``sparkml.gpu`` loss ``loss`` (None:
+    KernelSVC's Newton problems), built with ``options`` (a ``StrategyOptions``)."""
+    return table.get(name).load()(data, loss, options)

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from sparkml.base.session_kind import task_slots
+from sparkml.session_kind import task_slots
 from sparkml.optim.newton import newton_warm_started
 from sparkml.optim.progress import Progress, TrainingSummary, run_optimizer
 from sparkml.strategies.averaging import clip, local_solve, run_rounds
@@ -129,8 +129,9 @@ class AllReduceStrategy(SyncStrategy):
     name = "allreduce"
     local_iter = None  # exact optimization; model averaging in ``AllReduceAveragingStrategy``
 
-    def __init__(self, data, loss, device, aggregation_depth=2, num_workers=0):
-        super().__init__(data, loss, device, aggregation_depth)
+    def __init__(self, data, loss, options):
+        super().__init__(data, loss, options)
+        num_workers = options.num_workers
         slots = task_slots(data.spark)
         # by default one task per partition, placed where the partition's blocks are (module docstring)
         self.on_handles = num_workers in (0, data.n_partitions) and (slots is None or data.n_partitions <= slots)
@@ -187,6 +188,6 @@ class AllReduceAveragingStrategy(AllReduceStrategy):
 
     name = "allreduce-averaging"
 
-    def __init__(self, data, loss, device, aggregation_depth=2, num_workers=0, local_iter=10):
-        super().__init__(data, loss, device, aggregation_depth, num_workers)
-        self.local_iter = int(local_iter)
+    def __init__(self, data, loss, options):
+        super().__init__(data, loss, options)
+        self.local_iter = int(options.local_iter)

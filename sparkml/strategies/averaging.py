@@ -118,9 +118,11 @@ class AveragingStrategy(SyncStrategy):
 
     name = "averaging"
 
-    def __init__(self, data, loss, device, aggregation_depth=2, local_iter=10, corrected=True):
-        super().__init__(data, loss, device, aggregation_depth)
-        self.local_iter, self.corrected = int(local_iter), corrected
+    corrected = True  # DANE's correction (module docstring); False: plain iterative parameter mixing
+
+    def __init__(self, data, loss, options):
+        super().__init__(data, loss, options)
+        self.local_iter = int(options.local_iter)
 
     def _round(self, objective, theta, global_grad, method, bounds=None):
         theta_bc = self.transport.share((np.ascontiguousarray(theta, dtype=np.float64), global_grad))

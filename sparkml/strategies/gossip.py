@@ -141,9 +141,9 @@ class GossipStrategy(FirstOrderStrategy):
 
     name = "gossip"
 
-    def __init__(self, data, loss, device, aggregation_depth=2, num_workers=0, topology="ring"):
-        super().__init__(data, loss, device, aggregation_depth, num_workers)
-        self.topology = topology
+    def __init__(self, data, loss, options):
+        super().__init__(data, loss, options)
+        self.topology = options.topology
 
     def _body(self, objective, theta0, options, progress):
         return gossip_body(objective, theta0, options, self.topology, progress)

@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 
-from sparkml.base import faults
+from sparkml import fault_injection
 from sparkml.data import block_store
 
 _THREADS_SET = False
@@ -34,7 +34,7 @@ class PartitionSums:
         set_torch_threads(torch)
         handles = list(handles)  # drained always, so Spark can reuse this Python worker
         if handles:
-            faults.inject("pass", handles[0][0])
+            fault_injection.inject("pass", handles[0][0])
         self.partition = handles[0][0] if handles else None
         self.torch, self.loss = torch, loss
         self.device = resolve_device(device)
@@ -98,7 +98,7 @@ class PartitionSums:
         for part in self._part_sums(self._coef(coef), loss, kind):
             part = tuple(_numpy(t) for t in part)
             total = part if total is None else tuple(a + b for a, b in zip(total, part))
-        faults.straggle(self.partition, time.perf_counter() - start)
+        fault_injection.straggle(self.partition, time.perf_counter() - start)
         return total
 
 

@@ -198,9 +198,9 @@ class SSPStrategy(FirstOrderStrategy):
 
     name = "ssp"
 
-    def __init__(self, data, loss, device, aggregation_depth=2, num_workers=0, staleness=3):
-        super().__init__(data, loss, device, aggregation_depth, num_workers)
-        self.staleness = int(staleness)
+    def __init__(self, data, loss, options):
+        super().__init__(data, loss, options)
+        self.staleness = int(options.staleness)
 
     def _body(self, objective, theta0, options, progress):
         return ssp_body(objective, theta0, options, self.staleness, progress)

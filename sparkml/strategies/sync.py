@@ -42,9 +42,9 @@ class SyncStrategy:
 
     name = "sync"
 
-    def __init__(self, data, loss, device, aggregation_depth=2):
-        self.data, self.loss, self.device = data, loss, device
-        self.transport = Transport(data, aggregation_depth)
+    def __init__(self, data, loss, options):
+        self.data, self.loss, self.device = data, loss, options.device
+        self.transport = Transport(data, options.aggregation_depth)
         self.evaluations = 0
 
     def _run(self, coef, kind, loss=None):
