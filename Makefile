@@ -4,13 +4,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-full docs docs-serve test-compat compat-venvs test-compat-run wheel-demo dist bench clean java
+.PHONY: demo test test-full docs docs-serve lint test-compat compat-venvs test-compat-run wheel-demo dist bench clean java
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(MAKE) --no-print-directory java
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[spark,test,plot,jobs,docs]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[spark,test,plot,jobs,docs,lint]"
 	@touch $(STAMP)
 
 java:
@@ -36,6 +36,17 @@ docs: $(STAMP)
 
 docs-serve: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
+
+# Style, formatting and the package's floors (pyproject.toml: [tool.ruff], [tool.importlinter]). The import
+# contracts run on the installed layout: sparkml/ with gpu/ and jobs/ inside it, as the wheel lays them out.
+LINT_PATHS := sparkml gpu jobs tests benchmarks docs/hooks
+IMPORT_LAYOUT := build/import-layout
+lint: $(STAMP)
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
+	rm -rf $(IMPORT_LAYOUT) && mkdir -p $(IMPORT_LAYOUT)
+	cp -r sparkml $(IMPORT_LAYOUT)/sparkml && cp -r gpu $(IMPORT_LAYOUT)/sparkml/gpu && cp -r jobs $(IMPORT_LAYOUT)/sparkml/jobs
+	cd $(IMPORT_LAYOUT) && PYTHONPATH=$(CURDIR)/$(IMPORT_LAYOUT) $(CURDIR)/$(VENV)/bin/lint-imports --no-cache $(CURDIR)/pyproject.toml
 
 # The wheel and the sdist, built from this checkout into dist/.
 dist: $(STAMP)

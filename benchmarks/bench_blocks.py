@@ -14,6 +14,7 @@ of every iteration. Prints a table and writes JSON.
 
     python benchmarks/bench_blocks.py [--rows 500000] [--features 100] [--threads 1] [--device cpu]
 """
+
 import argparse
 import os
 import sys
@@ -24,10 +25,11 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import report  # noqa: E402
-from sparkml.gpu import DenseBlock, LogisticLoss, resolve_device  # noqa: E402
-from sparkml.gpu.blocks import _PASS_CHUNK_ROWS  # noqa: E402
-from sparkml.optim.history import InverseHessian  # noqa: E402
+import report
+
+from sparkml.gpu import DenseBlock, LogisticLoss, resolve_device
+from sparkml.gpu.blocks import _PASS_CHUNK_ROWS
+from sparkml.optim.history import InverseHessian
 
 
 def best_ms(f, reps, sync):
@@ -59,9 +61,11 @@ def main(argv=None):
     r = torch.randn(args.rows, dtype=torch.float64, device=dev)
     y = (torch.rand(args.rows, device=dev) < 0.5).to(torch.float64)
     loss, coef = LogisticLoss(fit_intercept=True), torch.randn(args.features + 1, dtype=torch.float64) * 0.1
-    blocks = [("float32", "float32", DenseBlock(x32)),
-              ("float32", "float64", DenseBlock(x32, compute_dtype=torch.float64)),
-              ("float64", "float64", DenseBlock(x32.double()))]
+    blocks = [
+        ("float32", "float32", DenseBlock(x32)),
+        ("float32", "float64", DenseBlock(x32, compute_dtype=torch.float64)),
+        ("float64", "float64", DenseBlock(x32.double())),
+    ]
     memory = InverseHessian(10)
     rng = np.random.default_rng(0)
     for _ in range(10):
@@ -95,25 +99,39 @@ def main(argv=None):
     for storage, compute, block in blocks:
         read_ms = best_ms(lambda: block.x.sum(), args.reps, sync)
         bytes_per_row = args.features * (4 if storage == "float32" else 8)
-        rows.append({"storage": storage, "compute": compute,
-                     "matmul_ms": best_ms(lambda: block.matmul(w), args.reps, sync),
-                     "rmatmul_ms": best_ms(lambda: block.rmatmul(r), args.reps, sync),
-                     "logistic_pass_ms": best_ms(lambda: loss.loss_gradient(coef, block, y), args.reps, sync),
-                     "lbfgs_step_ms": best_ms(lambda: lbfgs_step(g0), args.reps, sync),
-                     "iteration_ms": best_ms(lambda: iteration(block), args.reps, sync),
-                     "upcast_ms": (best_ms(lambda: upcast(block), args.reps, sync)
-                                   if block.storage_dtype != block.dtype else 0.0),
-                     "pointwise_ms": best_ms(lambda: pointwise(block), args.reps, sync),
-                     "read_ms": read_ms, "read_gbs": args.rows * bytes_per_row / read_ms / 1e6,
-                     "bytes_per_row": bytes_per_row})
-    table = ("| storage | compute | X @ w | X^T r | logistic pass | L-BFGS step | iteration | read X | GB/s | upcast "
-             "| pointwise | pass / read |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(
-                 f"| {r['storage']} | {r['compute']} | {r['matmul_ms']:.2f} | {r['rmatmul_ms']:.2f} | "
-                 f"{r['logistic_pass_ms']:.2f} | {r['lbfgs_step_ms']:.3f} | {r['iteration_ms']:.2f} | {r['read_ms']:.2f} | "
-                 f"{r['read_gbs']:.0f} | {r['upcast_ms']:.2f} | {r['pointwise_ms']:.2f} | "
-                 f"{r['logistic_pass_ms'] / r['read_ms']:.2f} |" for r in rows))
-    title = (f"One pass over a {args.rows:,} x {args.features} block on {dev.type}, {args.threads} thread(s), "
-             f"milliseconds, best of {args.reps}")
+        rows.append(
+            {
+                "storage": storage,
+                "compute": compute,
+                "matmul_ms": best_ms(lambda: block.matmul(w), args.reps, sync),
+                "rmatmul_ms": best_ms(lambda: block.rmatmul(r), args.reps, sync),
+                "logistic_pass_ms": best_ms(lambda: loss.loss_gradient(coef, block, y), args.reps, sync),
+                "lbfgs_step_ms": best_ms(lambda: lbfgs_step(g0), args.reps, sync),
+                "iteration_ms": best_ms(lambda: iteration(block), args.reps, sync),
+                "upcast_ms": (
+                    best_ms(lambda: upcast(block), args.reps, sync) if block.storage_dtype != block.dtype else 0.0
+                ),
+                "pointwise_ms": best_ms(lambda: pointwise(block), args.reps, sync),
+                "read_ms": read_ms,
+                "read_gbs": args.rows * bytes_per_row / read_ms / 1e6,
+                "bytes_per_row": bytes_per_row,
+            }
+        )
+    table = (
+        "| storage | compute | X @ w | X^T r | logistic pass | L-BFGS step | iteration | read X | GB/s | upcast "
+        "| pointwise | pass / read |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        + "\n".join(
+            f"| {r['storage']} | {r['compute']} | {r['matmul_ms']:.2f} | {r['rmatmul_ms']:.2f} | "
+            f"{r['logistic_pass_ms']:.2f} | {r['lbfgs_step_ms']:.3f} | {r['iteration_ms']:.2f} | {r['read_ms']:.2f} | "
+            f"{r['read_gbs']:.0f} | {r['upcast_ms']:.2f} | {r['pointwise_ms']:.2f} | "
+            f"{r['logistic_pass_ms'] / r['read_ms']:.2f} |"
+            for r in rows
+        )
+    )
+    title = (
+        f"One pass over a {args.rows:,} x {args.features} block on {dev.type}, {args.threads} thread(s), "
+        f"milliseconds, best of {args.reps}"
+    )
     report.write(args.out, title, table, {"args": vars(args), "device": str(dev), "results": rows})
 
 

@@ -23,6 +23,7 @@ in one session after a warm-up pass of each, best of ``--repeats``.
 
 Writes benchmarks/results/conversion.json (or ``--out``).
 """
+
 import argparse
 import os
 import sys
@@ -32,8 +33,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bench_linear import add_data_args, start  # noqa: E402
-import report  # noqa: E402
+import report
+from bench_linear import add_data_args, start
 
 BATCH_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
@@ -89,7 +90,9 @@ def variants(df):
 
     def fields():
         u = F.unwrap_udt(feats)
-        selected = df.select(u["type"].alias("t"), u["size"].alias("s"), u["indices"].alias("i"), u["values"].alias("x"))
+        selected = df.select(
+            u["type"].alias("t"), u["size"].alias("s"), u["indices"].alias("i"), u["values"].alias("x")
+        )
         return lambda: sum(r[0] for r in selected.mapInArrow(_blocks_from_lists, "rows long").collect())
 
     def library():
@@ -99,12 +102,14 @@ def variants(df):
         return rows
 
     feats = F.col("features")
-    return {"label only": bare(F.col("label"), _count),
-            "vector_to_array": bare(vector_to_array(feats, "float32"), _blocks_from_lists),
-            "raw struct": bare(feats, _blocks_from_structs),
-            "unwrapped values": bare(F.unwrap_udt(feats)["values"].cast("array<float>"), _blocks_from_lists),
-            "unwrapped fields": fields(),
-            "library (TrainingData.prepare)": library}
+    return {
+        "label only": bare(F.col("label"), _count),
+        "vector_to_array": bare(vector_to_array(feats, "float32"), _blocks_from_lists),
+        "raw struct": bare(feats, _blocks_from_structs),
+        "unwrapped values": bare(F.unwrap_udt(feats)["values"].cast("array<float>"), _blocks_from_lists),
+        "unwrapped fields": fields(),
+        "library (TrainingData.prepare)": library,
+    }
 
 
 def main(argv=None):
@@ -121,14 +126,24 @@ def main(argv=None):
                 t = time.perf_counter()
                 run()
                 seconds.append(time.perf_counter() - t)
-            rows.append({"batch_rows": batch, "variant": name, "best_s": min(seconds), "runs_s": seconds,
-                         "mb_per_s": args.rows * args.features * 8 / 1e6 / min(seconds)})
+            rows.append(
+                {
+                    "batch_rows": batch,
+                    "variant": name,
+                    "best_s": min(seconds),
+                    "runs_s": seconds,
+                    "mb_per_s": args.rows * args.features * 8 / 1e6 / min(seconds),
+                }
+            )
     spark.conf.unset(BATCH_KEY)
     spark.stop()
-    title = (f"Conversion input of a cached {args.rows:,} x {args.features} DataFrame ({args.partitions} partitions), "
-             f"best of {args.repeats}")
+    title = (
+        f"Conversion input of a cached {args.rows:,} x {args.features} DataFrame ({args.partitions} partitions), "
+        f"best of {args.repeats}"
+    )
     table = "| Arrow batch rows | variant | seconds | MB/s (float64 features) |\n|---|---|---|---|\n" + "\n".join(
-        f"| {row['batch_rows']:,} | {row['variant']} | {row['best_s']:.2f} | {row['mb_per_s']:.0f} |" for row in rows)
+        f"| {row['batch_rows']:,} | {row['variant']} | {row['best_s']:.2f} | {row['mb_per_s']:.0f} |" for row in rows
+    )
     out = args.out or os.path.join(report.RESULTS, "conversion.json")
     report.write(out, title, table, {"environment": env, "generation_s": gen_s, "rows": rows})
 

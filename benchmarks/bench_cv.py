@@ -8,6 +8,7 @@ each training fold once for the whole grid, and against sparkml fitting the grid
 Prints a table and writes JSON (default ``benchmarks/results/cv_<model>.json``). The data is
 ``bench_linear``'s (generated on the executors, cached ``VectorUDT`` column).
 """
+
 import argparse
 import os
 import sys
@@ -19,8 +20,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import bench_linear  # noqa: E402
-import report  # noqa: E402
+import bench_linear
+import report
 
 
 def parse_args(argv=None):
@@ -73,14 +74,25 @@ def cross_validate(df, args, impl, counter):
     if impl == "sparkml, one map at a time":
         estimator.fitMultiple = types.MethodType(Estimator.fitMultiple, estimator)
     grid = ParamGridBuilder().addGrid(estimator.regParam, args.grid).build()
-    cv = CrossValidator(estimator=estimator, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator(),
-                        numFolds=args.folds, seed=args.seed)
+    cv = CrossValidator(
+        estimator=estimator,
+        estimatorParamMaps=grid,
+        evaluator=BinaryClassificationEvaluator(),
+        numFolds=args.folds,
+        seed=args.seed,
+    )
     before = counter.count
     t0 = time.perf_counter()
     model = cv.fit(df)
     seconds = time.perf_counter() - t0
-    return {"impl": impl, "strategy": strategy, "seconds": seconds, "conversions": counter.count - before,
-            "avg_metrics": list(model.avgMetrics), "best_reg_param": model.bestModel.getRegParam()}
+    return {
+        "impl": impl,
+        "strategy": strategy,
+        "seconds": seconds,
+        "conversions": counter.count - before,
+        "avg_metrics": list(model.avgMetrics),
+        "best_reg_param": model.bestModel.getRegParam(),
+    }
 
 
 def main(argv=None):
@@ -88,8 +100,11 @@ def main(argv=None):
     spark = bench_linear.make_session(args)
     env = bench_linear.environment(spark, argparse.Namespace(**{**vars(args), "reg_param": args.grid}))
     env.update(folds=args.folds, grid=args.grid, model=args.model)
-    print(f"CrossValidator, {args.model}: {args.rows} x {args.features}, {args.partitions} partitions, "
-          f"{args.master}, {args.folds} folds x regParam {args.grid}, load {env['load_avg_at_start'][0]:.2f}", flush=True)
+    print(
+        f"CrossValidator, {args.model}: {args.rows} x {args.features}, {args.partitions} partitions, "
+        f"{args.master}, {args.folds} folds x regParam {args.grid}, load {env['load_avg_at_start'][0]:.2f}",
+        flush=True,
+    )
     df, _, _ = bench_linear.generate(spark, args.rows, args.features, args.partitions, args.seed)
     counter = ConversionCounter()
     impls = ["pyspark.ml", "sparkml", "sparkml, one map at a time"]
@@ -105,19 +120,37 @@ def main(argv=None):
         r["ratio_vs_mllib"] = r["seconds"] / rows[0]["seconds"]
         r["max_metric_diff_vs_mllib"] = float(np.max(np.abs(np.subtract(r["avg_metrics"], rows[0]["avg_metrics"]))))
     env["load_avg_at_end"] = os.getloadavg()
-    title = (f"CrossValidator, {args.model}, {args.rows:,} x {args.features}: {args.folds} folds x regParam "
-             f"{args.grid}, median of {args.repeats}")
+    title = (
+        f"CrossValidator, {args.model}, {args.rows:,} x {args.features}: {args.folds} folds x regParam "
+        f"{args.grid}, median of {args.repeats}"
+    )
     report.write(args.out, title, table(rows, args.repeats), {"environment": env, "summary": rows, "runs": runs})
     df.unpersist()
     spark.stop()
 
 
 def table(rows, repeats):
-    head = ["impl", "strategy", "conversions", "CV s" + (" (median)" if repeats > 1 else ""), "ratio",
-            "best regParam", "max AUC difference from MLlib"]
-    body = [[r["impl"], r["strategy"], str(r["conversions"]) if r["impl"] != "pyspark.ml" else "-",
-             f"{r['seconds']:.2f}", f"{r['ratio_vs_mllib']:.2f}", f"{r['best_reg_param']:g}",
-             f"{r['max_metric_diff_vs_mllib']:.1e}"] for r in rows]
+    head = [
+        "impl",
+        "strategy",
+        "conversions",
+        "CV s" + (" (median)" if repeats > 1 else ""),
+        "ratio",
+        "best regParam",
+        "max AUC difference from MLlib",
+    ]
+    body = [
+        [
+            r["impl"],
+            r["strategy"],
+            str(r["conversions"]) if r["impl"] != "pyspark.ml" else "-",
+            f"{r['seconds']:.2f}",
+            f"{r['ratio_vs_mllib']:.2f}",
+            f"{r['best_reg_param']:g}",
+            f"{r['max_metric_diff_vs_mllib']:.1e}",
+        ]
+        for r in rows
+    ]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
     return "\n".join([line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(b) for b in body])

@@ -25,6 +25,7 @@ otherwise land on whichever fit comes first.
 
 Prints a table and writes JSON (default ``benchmarks/results/kernel_svc.json``).
 """
+
 import argparse
 import logging
 import os
@@ -35,7 +36,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import report  # noqa: E402
+import report
 
 SVC_CACHE_MB = 2000
 
@@ -47,8 +48,11 @@ def parse_args(argv=None):
     p.add_argument("--test-rows", type=int, default=10000)
     p.add_argument("--c", type=float, default=1.0, help="SVC's C; KernelSVC regParam = 1 / (n C)")
     p.add_argument("--kernel", default="rbf")
-    p.add_argument("--landmarks", default="1000,3000",
-                   help="numLandmarks values, one KernelSVC fit each; 'auto': numLandmarks unset (chosen by the fit)")
+    p.add_argument(
+        "--landmarks",
+        default="1000,3000",
+        help="numLandmarks values, one KernelSVC fit each; 'auto': numLandmarks unset (chosen by the fit)",
+    )
     p.add_argument("--selection", default="kmeans", help="landmarkSelection values (kmeans, random), one fit each")
     p.add_argument("--loss", default="hinge", help="KernelSVC loss values (hinge, squared_hinge), one fit each")
     p.add_argument("--strategy", default="allreduce")
@@ -94,11 +98,14 @@ def make_session(args):
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(args.master).appName("bench_kernel_svc")
-             .config("spark.driver.memory", args.driver_memory)
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master(args.master)
+        .appName("bench_kernel_svc")
+        .config("spark.driver.memory", args.driver_memory)
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("WARN")
     return spark
 
@@ -110,8 +117,12 @@ def frame(spark, x, y, partitions):
     from pyspark.sql import functions as F
 
     pdf = pd.DataFrame({"label": y, "features": list(x)})
-    df = (spark.createDataFrame(pdf, "label double, features array<double>").repartition(partitions)
-          .select("label", array_to_vector(F.col("features")).alias("features")).cache())
+    df = (
+        spark.createDataFrame(pdf, "label double, features array<double>")
+        .repartition(partitions)
+        .select("label", array_to_vector(F.col("features")).alias("features"))
+        .cache()
+    )
     df.count()
     return df
 
@@ -122,16 +133,27 @@ def fit_sklearn(args, xtr, xte, ytr, yte):
     t0 = time.perf_counter()
     svc = SVC(C=args.c, kernel=args.kernel, gamma="scale", cache_size=SVC_CACHE_MB).fit(xtr, ytr)
     fit_s = time.perf_counter() - t0
-    return {"fit_s": fit_s, "accuracy": float(np.mean(svc.predict(xte) == yte)),
-            "support_vectors": int(svc.support_vectors_.shape[0])}
+    return {
+        "fit_s": fit_s,
+        "accuracy": float(np.mean(svc.predict(xte) == yte)),
+        "support_vectors": int(svc.support_vectors_.shape[0]),
+    }
 
 
 def fit_ours(args, train, test, n, m, selection, loss):
     from sparkml.classification import KernelSVC
 
-    est = KernelSVC(regParam=1.0 / (n * args.c), kernel=args.kernel, gamma="scale",
-                    landmarkSelection=selection, loss=loss, strategy=args.strategy, dtype=args.dtype, seed=args.seed,
-                    **({} if m == "auto" else {"numLandmarks": m}))
+    est = KernelSVC(
+        regParam=1.0 / (n * args.c),
+        kernel=args.kernel,
+        gamma="scale",
+        landmarkSelection=selection,
+        loss=loss,
+        strategy=args.strategy,
+        dtype=args.dtype,
+        seed=args.seed,
+        **({} if m == "auto" else {"numLandmarks": m}),
+    )
     search, logger = LandmarkSearch(), logging.getLogger("sparkml")
     level = logger.level
     logger.setLevel(logging.INFO)
@@ -144,9 +166,16 @@ def fit_ours(args, train, test, n, m, selection, loss):
         logger.removeHandler(search)
         logger.setLevel(level)
     out = model.transform(test).select("label", "prediction").toPandas()
-    return {"fit_s": fit_s, "accuracy": float(np.mean(out["label"].to_numpy() == out["prediction"].to_numpy())),
-            "landmarks": model.numLandmarksUsed, "selection": selection, "loss": loss, "gamma": model.gammaValue,
-            "newton_rounds": [s.totalIterations for s in model.summaries], "landmark_search": search.lines}
+    return {
+        "fit_s": fit_s,
+        "accuracy": float(np.mean(out["label"].to_numpy() == out["prediction"].to_numpy())),
+        "landmarks": model.numLandmarksUsed,
+        "selection": selection,
+        "loss": loss,
+        "gamma": model.gammaValue,
+        "newton_rounds": [s.totalIterations for s in model.summaries],
+        "landmark_search": search.lines,
+    }
 
 
 class LandmarkSearch(logging.Handler):
@@ -163,21 +192,33 @@ class LandmarkSearch(logging.Handler):
 
 def run(args, spark, name, xtr, xte, ytr, yte):
     """One row per numLandmarks value, each against the same SVC fit."""
-    base = {"dataset": name, "train_rows": len(ytr), "test_rows": len(yte), "features": xtr.shape[1],
-            "classes": int(len(np.unique(ytr)))}
+    base = {
+        "dataset": name,
+        "train_rows": len(ytr),
+        "test_rows": len(yte),
+        "features": xtr.shape[1],
+        "classes": int(len(np.unique(ytr))),
+    }
     svc = None
     if len(ytr) <= args.sklearn_max_rows:
         svc = fit_sklearn(args, xtr, xte, ytr, yte)
         print(f"  {name}: SVC fit {svc['fit_s']:.2f} s, accuracy {svc['accuracy']:.4f}", flush=True)
     train, test = frame(spark, xtr, ytr, args.partitions), frame(spark, xte, yte, args.partitions)
     rows = []
-    for m, selection, loss in [(m, s, l) for m in args.landmarks for s in args.selection for l in args.loss]:
+    for m, selection, loss in [(m, s, lo) for m in args.landmarks for s in args.selection for lo in args.loss]:
         row = dict(base, kernel_svc=fit_ours(args, train, test, len(ytr), m, selection, loss))
-        print(f"  {name}: KernelSVC ({m} landmarks, {selection}, {loss}) fit {row['kernel_svc']['fit_s']:.2f} s, "
-              f"accuracy {row['kernel_svc']['accuracy']:.4f}", *row["kernel_svc"]["landmark_search"], flush=True)
+        print(
+            f"  {name}: KernelSVC ({m} landmarks, {selection}, {loss}) fit {row['kernel_svc']['fit_s']:.2f} s, "
+            f"accuracy {row['kernel_svc']['accuracy']:.4f}",
+            *row["kernel_svc"]["landmark_search"],
+            flush=True,
+        )
         if svc is not None:
-            row.update(svc=svc, speedup=svc["fit_s"] / row["kernel_svc"]["fit_s"],
-                       accuracy_diff_points=100 * (row["kernel_svc"]["accuracy"] - svc["accuracy"]))
+            row.update(
+                svc=svc,
+                speedup=svc["fit_s"] / row["kernel_svc"]["fit_s"],
+                accuracy_diff_points=100 * (row["kernel_svc"]["accuracy"] - svc["accuracy"]),
+            )
         rows.append(row)
     train.unpersist()
     test.unpersist()
@@ -185,17 +226,41 @@ def run(args, spark, name, xtr, xte, ytr, yte):
 
 
 def table(rows):
-    head = ["dataset", "train x d", "classes", "landmarks", "selection", "loss", "SVC fit s", "SVC acc", "KernelSVC fit s",
-            "KernelSVC acc", "speedup", "acc diff pts", "Newton rounds"]
+    head = [
+        "dataset",
+        "train x d",
+        "classes",
+        "landmarks",
+        "selection",
+        "loss",
+        "SVC fit s",
+        "SVC acc",
+        "KernelSVC fit s",
+        "KernelSVC acc",
+        "speedup",
+        "acc diff pts",
+        "Newton rounds",
+    ]
     lines = [head]
     for r in rows:
         ours, svc = r["kernel_svc"], r.get("svc")
-        lines.append([r["dataset"], f"{r['train_rows']} x {r['features']}", str(r["classes"]), str(ours["landmarks"]),
-                      ours["selection"], ours["loss"],
-                      f"{svc['fit_s']:.2f}" if svc else "-", f"{svc['accuracy']:.4f}" if svc else "-",
-                      f"{ours['fit_s']:.2f}", f"{ours['accuracy']:.4f}",
-                      f"{r['speedup']:.1f}x" if svc else "-", f"{r['accuracy_diff_points']:+.2f}" if svc else "-",
-                      ",".join(map(str, ours["newton_rounds"]))])
+        lines.append(
+            [
+                r["dataset"],
+                f"{r['train_rows']} x {r['features']}",
+                str(r["classes"]),
+                str(ours["landmarks"]),
+                ours["selection"],
+                ours["loss"],
+                f"{svc['fit_s']:.2f}" if svc else "-",
+                f"{svc['accuracy']:.4f}" if svc else "-",
+                f"{ours['fit_s']:.2f}",
+                f"{ours['accuracy']:.4f}",
+                f"{r['speedup']:.1f}x" if svc else "-",
+                f"{r['accuracy_diff_points']:+.2f}" if svc else "-",
+                ",".join(map(str, ours["newton_rounds"])),
+            ]
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = ["| " + " | ".join(c.ljust(w) for c, w in zip(line, widths)) + " |" for line in lines]
     out.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
@@ -209,18 +274,33 @@ def main(argv=None):
     import sklearn
     import torch
 
-    env = {"python": platform.python_version(), "cores": os.cpu_count(), "load_avg_at_start": os.getloadavg(),
-           "spark": pyspark.__version__, "torch": torch.__version__, "sklearn": sklearn.__version__,
-           **{k: v for k, v in vars(args).items() if k != "out"}}
-    print(f"KernelSVC vs SVC: kernel {args.kernel}, C {args.c}, landmarks {args.landmarks}, {args.strategy}, "
-          f"{args.dtype}, {args.master}, load {env['load_avg_at_start'][0]:.2f}", flush=True)
+    env = {
+        "python": platform.python_version(),
+        "cores": os.cpu_count(),
+        "load_avg_at_start": os.getloadavg(),
+        "spark": pyspark.__version__,
+        "torch": torch.__version__,
+        "sklearn": sklearn.__version__,
+        **{k: v for k, v in vars(args).items() if k != "out"},
+    }
+    print(
+        f"KernelSVC vs SVC: kernel {args.kernel}, C {args.c}, landmarks {args.landmarks}, {args.strategy}, "
+        f"{args.dtype}, {args.master}, load {env['load_avg_at_start'][0]:.2f}",
+        flush=True,
+    )
     warm_x, warm_y = synthetic(200, args.features, args.seed)
     warm = frame(spark, warm_x, warm_y, args.partitions)
     fit_ours(args, warm, warm, 200, 50, args.selection[0], args.loss[0])  # untimed: starts the Python workers
     warm.unpersist()
     rows = []
-    datasets = [(f"synthetic {n // 1000}k", *synthetic(n, args.features, args.seed),
-                 *synthetic(args.test_rows, args.features, args.seed + 1)) for n in args.sizes]
+    datasets = [
+        (
+            f"synthetic {n // 1000}k",
+            *synthetic(n, args.features, args.seed),
+            *synthetic(args.test_rows, args.features, args.seed + 1),
+        )
+        for n in args.sizes
+    ]
     for name, xtr, ytr, xte, yte in datasets:
         rows += run(args, spark, name, xtr, xte, ytr, yte)
         save(args.out, env, rows, args, echo=False)
@@ -234,11 +314,18 @@ def main(argv=None):
 
 def save(path, env, rows, args, echo=True):
     env["load_avg_at_end"] = os.getloadavg()
-    title = (f"KernelSVC against scikit-learn's SVC: kernel {args.kernel}, C {args.c}, landmarks {args.landmarks}, "
-             f"strategy {args.strategy}, {args.master}")
-    report.write(path, title, table(rows), {"environment": env, "svc_cache_mb": SVC_CACHE_MB, "results": rows},
-                 "Same kernel, gamma, C and train/test split for both; speedup: SVC's fit time over KernelSVC's.",
-                 echo=echo)
+    title = (
+        f"KernelSVC against scikit-learn's SVC: kernel {args.kernel}, C {args.c}, landmarks {args.landmarks}, "
+        f"strategy {args.strategy}, {args.master}"
+    )
+    report.write(
+        path,
+        title,
+        table(rows),
+        {"environment": env, "svc_cache_mb": SVC_CACHE_MB, "results": rows},
+        "Same kernel, gamma, C and train/test split for both; speedup: SVC's fit time over KernelSVC's.",
+        echo=echo,
+    )
 
 
 if __name__ == "__main__":

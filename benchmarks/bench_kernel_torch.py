@@ -23,6 +23,7 @@ The constants mirror ``sparkml.kernel.kernel_svc`` (which imports pyspark, so th
 
 Prints a table and writes JSON (default ``benchmarks/results/kernel_torch.json``).
 """
+
 import argparse
 import os
 import sys
@@ -34,9 +35,10 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+import report  # noqa: E402
 from bench_blocks import best_ms  # noqa: E402
 from bench_kernel_svc import synthetic  # noqa: E402
-import report  # noqa: E402
+
 from sparkml.gpu import DenseBlock, OneVsRestProblems, SmoothedHingeLoss, SquaredHingeLoss, resolve_device  # noqa: E402
 from sparkml.gpu.factored import FactoredBlock  # noqa: E402
 from sparkml.gpu.kernels import kernel_matmul, kernel_matrix  # noqa: E402
@@ -54,15 +56,23 @@ def peaks(dev, sync):
     mm = best_ms(lambda: a @ a, 5, sync) / 1e3
     big = torch.empty(elements, device=dev)
     copy = best_ms(lambda: big.clone(), 5, sync) / 1e3
-    return {"matmul_fp32_tflops": 2 * size ** 3 / mm / 1e12, "copy_gbs": 2 * elements * 4 / copy / 1e9}
+    return {"matmul_fp32_tflops": 2 * size**3 / mm / 1e12, "copy_gbs": 2 * elements * 4 / copy / 1e9}
 
 
 def kernel_throughput(dev, sync, n, m, d, peak):
     x, lm = torch.randn(n, d, device=dev), torch.randn(m, d, device=dev)
     t = best_ms(lambda: kernel_matrix("rbf", x, lm, gamma=1.0 / d), 3, sync) / 1e3
     tflops, gbs = 2 * n * m * d / t / 1e12, n * m * 4 / t / 1e9
-    return {"n": n, "m": m, "d": d, "ms": t * 1e3, "tflops": tflops, "of_matmul_peak": tflops / peak["matmul_fp32_tflops"],
-            "write_gbs": gbs, "of_copy_rate": gbs / peak["copy_gbs"]}
+    return {
+        "n": n,
+        "m": m,
+        "d": d,
+        "ms": t * 1e3,
+        "tflops": tflops,
+        "of_matmul_peak": tflops / peak["matmul_fp32_tflops"],
+        "write_gbs": gbs,
+        "of_copy_rate": gbs / peak["copy_gbs"],
+    }
 
 
 def scoring(dev, sync, n, m, d):
@@ -72,8 +82,15 @@ def scoring(dev, sync, n, m, d):
     ny = NystroemMap("rbf", lm, gamma=1.0 / d, projection=torch.eye(m, dtype=torch.float64, device=dev))
     block = best_ms(lambda: ny.kernel_block(x) @ c, 5, sync) / 1e3
     tiled = best_ms(lambda: kernel_matmul("rbf", x, lm, c, gamma=1.0 / d), 5, sync) / 1e3
-    return {"n": n, "m": m, "d": d, "block_then_product_ms": block * 1e3, "kernel_matmul_ms": tiled * 1e3,
-            "block_rows_per_s": n / block, "kernel_matmul_rows_per_s": n / tiled}
+    return {
+        "n": n,
+        "m": m,
+        "d": d,
+        "block_then_product_ms": block * 1e3,
+        "kernel_matmul_ms": tiled * 1e3,
+        "block_rows_per_s": n / block,
+        "kernel_matmul_rows_per_s": n / tiled,
+    }
 
 
 def kmeans_landmarks(x, y, m, dev):
@@ -82,7 +99,7 @@ def kmeans_landmarks(x, y, m, dev):
     for c in np.unique(y):
         rows = x[y == c]
         q = max(1, int(round(m * len(rows) / len(x))))
-        sample = torch.from_numpy(rows[rng.permutation(len(rows))[:OVERSAMPLE * q]]).to(dev)
+        sample = torch.from_numpy(rows[rng.permutation(len(rows))[: OVERSAMPLE * q]]).to(dev)
         centres.append(kmeans(sample, q, iters=LLOYD_ITERS, seed=0))
     return torch.cat(centres), sample
 
@@ -101,6 +118,7 @@ def evaluate_for(block, y, w):
                     cache["key"], cache["op"] = key, pr.hessp_operator(c[0], block, y, w)
                 return (cache["op"](c[1]).double().cpu().numpy(),)
             return tuple(t.double().cpu().numpy() for t in getattr(pr, kind)(c, block, y, w))
+
         return evaluate
 
     return make
@@ -131,15 +149,36 @@ def fit(dev, sync, n, m, d):
     def problems(loss):
         return lambda idx: OneVsRestProblems(loss, [1.0])
 
-    theta, summary = phase("newton", lambda: newton_warm_started(
-        evaluate_for(block, yd, wd), problems(SmoothedHingeLoss(True, width=HINGE_WIDTH)), np.zeros((1, r + 1)),
-        warm_start=(problems(SquaredHingeLoss(True)), WARM_START_ROUNDS), solver="cg", preconditioner=(None, scale),
-        reg=1.0 / n, weight_sum=float(n), fit_intercept=True, max_iter=100, tol=1e-6, names=["KernelSVC"]))
+    theta, summary = phase(
+        "newton",
+        lambda: newton_warm_started(
+            evaluate_for(block, yd, wd),
+            problems(SmoothedHingeLoss(True, width=HINGE_WIDTH)),
+            np.zeros((1, r + 1)),
+            warm_start=(problems(SquaredHingeLoss(True)), WARM_START_ROUNDS),
+            solver="cg",
+            preconditioner=(None, scale),
+            reg=1.0 / n,
+            weight_sum=float(n),
+            fit_intercept=True,
+            max_iter=100,
+            tol=1e-6,
+            names=["KernelSVC"],
+        ),
+    )
     total = time.perf_counter() - start
     phi = ny.transform(torch.from_numpy(xt).to(dev, torch.float32)).double().cpu().numpy()
     accuracy = float(((phi @ theta[0, :r] + theta[0, r] > 0) == (yt > 0)).mean())
-    return {"n": n, "m": m, "d": d, "components": r, "seconds": total, "accuracy": accuracy,
-            "rounds": int(summary[0].totalIterations), **{f"{k}_s": v for k, v in phases.items()}}
+    return {
+        "n": n,
+        "m": m,
+        "d": d,
+        "components": r,
+        "seconds": total,
+        "accuracy": accuracy,
+        "rounds": int(summary[0].totalIterations),
+        **{f"{k}_s": v for k, v in phases.items()},
+    }
 
 
 def main(argv=None):
@@ -159,27 +198,60 @@ def main(argv=None):
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     peak = peaks(dev, sync)
-    print(f"{dev} ({torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'cpu'}): float32 matmul "
-          f"{peak['matmul_fp32_tflops']:.1f} TFLOP/s, copy {peak['copy_gbs']:.0f} GB/s")
-    kernels = [kernel_throughput(dev, sync, max(sizes), args.landmarks, int(k), peak)
-               for k in args.kernel_features.split(",") if k]
+    print(
+        f"{dev} ({torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'cpu'}): float32 matmul "
+        f"{peak['matmul_fp32_tflops']:.1f} TFLOP/s, copy {peak['copy_gbs']:.0f} GB/s"
+    )
+    kernels = [
+        kernel_throughput(dev, sync, max(sizes), args.landmarks, int(k), peak)
+        for k in args.kernel_features.split(",")
+        if k
+    ]
     print(f"{'K(X, L)':12s} {'ms':>9s} {'TFLOP/s':>8s} {'of peak':>8s} {'GB/s K':>8s} {'of copy':>8s}")
     for k in kernels:
-        print(f"{k['n']}x{k['m']} d={k['d']:<4d} {k['ms']:9.2f} {k['tflops']:8.2f} {k['of_matmul_peak']:8.1%} "
-              f"{k['write_gbs']:8.0f} {k['of_copy_rate']:8.1%}")
+        print(
+            f"{k['n']}x{k['m']} d={k['d']:<4d} {k['ms']:9.2f} {k['tflops']:8.2f} {k['of_matmul_peak']:8.1%} "
+            f"{k['write_gbs']:8.0f} {k['of_copy_rate']:8.1%}"
+        )
     score = scoring(dev, sync, args.score_rows, args.score_landmarks, args.features)
-    print(f"scoring {score['n']} x {score['d']} rows, {score['m']} landmarks, float64: kernel_block(X) @ c "
-          f"{score['block_then_product_ms']:.1f} ms ({score['block_rows_per_s']:,.0f} rows/s), kernel_matmul "
-          f"{score['kernel_matmul_ms']:.1f} ms ({score['kernel_matmul_rows_per_s']:,.0f} rows/s)")
+    print(
+        f"scoring {score['n']} x {score['d']} rows, {score['m']} landmarks, float64: kernel_block(X) @ c "
+        f"{score['block_then_product_ms']:.1f} ms ({score['block_rows_per_s']:,.0f} rows/s), kernel_matmul "
+        f"{score['kernel_matmul_ms']:.1f} ms ({score['kernel_matmul_rows_per_s']:,.0f} rows/s)"
+    )
     fits = [fit(dev, sync, n, args.landmarks, args.features) for n in sizes]
     names = ["to_device", "kmeans", "nystroem", "kernel_block", "newton"]
-    table = ("| rows | fit s | " + " | ".join(f"{k} s" for k in names) + " | Newton rounds | accuracy |\n|"
-             + "---|" * (len(names) + 4) + "\n" + "\n".join(
-                 f"| {f['n']:,} | {f['seconds']:.2f} | " + " | ".join(f"{f[k + '_s']:.3f}" for k in names)
-                 + f" | {f['rounds']} | {f['accuracy']:.4f} |" for f in fits))
-    title = f"KernelSVC's fit phases through torch alone on {dev.type}, {args.landmarks} landmarks, {args.features} features"
-    report.write(args.out, title, table, {"args": vars(args), "device": str(dev), "torch": torch.__version__,
-                                          "peaks": peak, "kernels": kernels, "scoring": score, "fits": fits})
+    table = (
+        "| rows | fit s | "
+        + " | ".join(f"{k} s" for k in names)
+        + " | Newton rounds | accuracy |\n|"
+        + "---|" * (len(names) + 4)
+        + "\n"
+        + "\n".join(
+            f"| {f['n']:,} | {f['seconds']:.2f} | "
+            + " | ".join(f"{f[k + '_s']:.3f}" for k in names)
+            + f" | {f['rounds']} | {f['accuracy']:.4f} |"
+            for f in fits
+        )
+    )
+    title = (
+        f"KernelSVC's fit phases through torch alone on {dev.type}, {args.landmarks} landmarks, "
+        f"{args.features} features"
+    )
+    report.write(
+        args.out,
+        title,
+        table,
+        {
+            "args": vars(args),
+            "device": str(dev),
+            "torch": torch.__version__,
+            "peaks": peak,
+            "kernels": kernels,
+            "scoring": score,
+            "fits": fits,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ fits N times in rotation and tabulates the median-time run of each. Usage:
     .venv/bin/python benchmarks/bench_linear.py                          # LogisticRegression 1M x 100
     .venv/bin/python benchmarks/bench_linear.py --model svc              # LinearSVC at MLlib's defaults
 """
+
 import argparse
 import json
 import os
@@ -41,8 +42,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import report  # noqa: E402
-from memory import PeakMemory  # noqa: E402
+import report
+from memory import PeakMemory
 
 REL_TOL = 1e-9
 DEFAULT_CONFIGS = "sync:float64,allreduce:float64,allreduce:float32,sync:float32"
@@ -54,8 +55,9 @@ def parse_args(argv=None):
     p.add_argument("--features", type=int, default=100)
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--model", default="logistic", choices=["logistic", "svc"])
-    p.add_argument("--reg-param", type=float, default=None,
-                   help="default 0.01 for logistic, MLlib's default 0.0 for svc")
+    p.add_argument(
+        "--reg-param", type=float, default=None, help="default 0.01 for logistic, MLlib's default 0.0 for svc"
+    )
     p.add_argument("--master", default="local[2]")
     p.add_argument("--driver-memory", default="8g")
     p.add_argument("--repeats", type=int, default=1)
@@ -78,13 +80,16 @@ def make_session(args):
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(args.master).appName("bench_linear")
-             .config("spark.driver.memory", args.driver_memory)
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", str(args.partitions))
-             # every fit converts, as a first fit does (bench_refit.py measures refits, which reuse it)
-             .config("spark.sparkml.conversionCache.enabled", "false")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master(args.master)
+        .appName("bench_linear")
+        .config("spark.driver.memory", args.driver_memory)
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(args.partitions))
+        # every fit converts, as a first fit does (bench_refit.py measures refits, which reuse it)
+        .config("spark.sparkml.conversionCache.enabled", "false")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("WARN")
     return spark
 
@@ -113,13 +118,16 @@ def generate(spark, rows, d, partitions, seed):
             x = mu + sigma * rng.standard_normal((len(ids), d))
             y = (rng.random(len(ids)) < 1 / (1 + np.exp(-(x @ beta + b)))).astype(np.float64)
             offsets = pa.array(np.arange(0, len(ids) * d + 1, d, dtype=np.int32))
-            yield pa.RecordBatch.from_arrays([pa.array(y), pa.ListArray.from_arrays(offsets, pa.array(x.ravel()))],
-                                             names=["label", "features"])
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(y), pa.ListArray.from_arrays(offsets, pa.array(x.ravel()))], names=["label", "features"]
+            )
 
-    df = (spark.range(0, rows, numPartitions=partitions)
-          .mapInArrow(make, "label double, features array<double>")
-          .select("label", array_to_vector(F.col("features")).alias("features"))
-          .cache())
+    df = (
+        spark.range(0, rows, numPartitions=partitions)
+        .mapInArrow(make, "label double, features array<double>")
+        .select("label", array_to_vector(F.col("features")).alias("features"))
+        .cache()
+    )
     n = df.count()
     assert n == rows, (n, rows)
     return df, beta, b
@@ -140,13 +148,19 @@ def spark_jobs(spark, epoch0):
     sc = spark.sparkContext
     try:
         with urllib.request.urlopen(f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/jobs", timeout=10) as f:
-            jobs = [(j["name"], epoch(j["submissionTime"]), epoch(j["completionTime"])) for j in json.load(f)
-                    if "completionTime" in j]
+            jobs = [
+                (j["name"], epoch(j["submissionTime"]), epoch(j["completionTime"]))
+                for j in json.load(f)
+                if "completionTime" in j
+            ]
     except (OSError, ValueError, KeyError) as exc:  # UI disabled or unreachable: no job split
         print(f"  (no Spark job timings: {exc})", flush=True)
         return []
-    return [{"name": n, "start_s": a - epoch0, "seconds": b - a} for n, a, b in sorted(jobs, key=lambda j: j[1])
-            if a >= epoch0 - 0.01]
+    return [
+        {"name": n, "start_s": a - epoch0, "seconds": b - a}
+        for n, a, b in sorted(jobs, key=lambda j: j[1])
+        if a >= epoch0 - 0.01
+    ]
 
 
 def summary_of(model):
@@ -160,9 +174,21 @@ def fit(spark, df, estimator, impl, strategy, dtype):
     fit_s = time.perf_counter() - t0
     summary = summary_of(model)
     it, hist = summary.totalIterations, list(summary.objectiveHistory)
-    return {"impl": impl, "strategy": strategy, "dtype": dtype, "fit_s": fit_s,
-            "iterations": it, "s_per_iter": fit_s / max(it, 1), "final_objective": hist[-1],
-            "objective_history": hist, "jobs": spark_jobs(spark, epoch0)}, coef_vector(model), summary
+    return (
+        {
+            "impl": impl,
+            "strategy": strategy,
+            "dtype": dtype,
+            "fit_s": fit_s,
+            "iterations": it,
+            "s_per_iter": fit_s / max(it, 1),
+            "final_objective": hist[-1],
+            "objective_history": hist,
+            "jobs": spark_jobs(spark, epoch0),
+        },
+        coef_vector(model),
+        summary,
+    )
 
 
 def peak_memory(df, estimator):
@@ -191,8 +217,9 @@ def fit_mllib(spark, df, model, reg):
     if loss:
         r["setup_s"] = loss[0]["start_s"]  # summarizer pass + standardized, cached blocks
         r["evaluations"] = len(loss)
-        r["iteration_s"] = (loss[-1]["start_s"] + loss[-1]["seconds"] - loss[0]["start_s"] - loss[0]["seconds"]) \
-            / max(r["iterations"], 1)
+        r["iteration_s"] = (loss[-1]["start_s"] + loss[-1]["seconds"] - loss[0]["start_s"] - loss[0]["seconds"]) / max(
+            r["iterations"], 1
+        )
     return r, coef
 
 
@@ -215,20 +242,45 @@ def median_run(runs):
 
 
 def table(rows, mllib_fit):
-    head = ["impl", "strategy", "dtype", "iters", "fit s", "s/iter", "setup s", "iter s", "t->MLlib obj s",
-            "ratio", "final objective", "coef rel. diff", "JVM GB", "workers GB", "blocks GB"]
+    head = [
+        "impl",
+        "strategy",
+        "dtype",
+        "iters",
+        "fit s",
+        "s/iter",
+        "setup s",
+        "iter s",
+        "t->MLlib obj s",
+        "ratio",
+        "final objective",
+        "coef rel. diff",
+        "JVM GB",
+        "workers GB",
+        "blocks GB",
+    ]
 
     def fmt(r):
         t = r.get("time_to_mllib_objective_s")
         flag = "" if r.get("reached_mllib_objective", True) else "*"
-        return [r["impl"], r["strategy"], r["dtype"], str(r["iterations"]), f"{r['fit_s']:.2f}",
-                f"{r['s_per_iter']:.3f}", f"{r['setup_s']:.2f}" if "setup_s" in r else "-",
-                f"{r['iteration_s']:.3f}" if "iteration_s" in r else "-",
-                f"{t:.2f}{flag}" if t is not None else "-",
-                f"{t / mllib_fit:.2f}{flag}" if t is not None else "-",
-                f"{r['final_objective']:.12f}", f"{r['coef_rel_diff']:.2e}" if "coef_rel_diff" in r else "-",
-                *(f"{r['peak_memory'][k]:.2f}" if "peak_memory" in r else "-"
-                  for k in ("jvm_gb", "python_workers_gb", "blocks_gb"))]
+        return [
+            r["impl"],
+            r["strategy"],
+            r["dtype"],
+            str(r["iterations"]),
+            f"{r['fit_s']:.2f}",
+            f"{r['s_per_iter']:.3f}",
+            f"{r['setup_s']:.2f}" if "setup_s" in r else "-",
+            f"{r['iteration_s']:.3f}" if "iteration_s" in r else "-",
+            f"{t:.2f}{flag}" if t is not None else "-",
+            f"{t / mllib_fit:.2f}{flag}" if t is not None else "-",
+            f"{r['final_objective']:.12f}",
+            f"{r['coef_rel_diff']:.2e}" if "coef_rel_diff" in r else "-",
+            *(
+                f"{r['peak_memory'][k]:.2f}" if "peak_memory" in r else "-"
+                for k in ("jvm_gb", "python_workers_gb", "blocks_gb")
+            ),
+        ]
 
     cells = [head] + [fmt(r) for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
@@ -263,11 +315,24 @@ def environment(spark, args):
     import pyspark
     import torch
 
-    return {"python": platform.python_version(), "platform": platform.platform(), "cores": os.cpu_count(),
-            "load_avg_at_start": os.getloadavg(), "spark": pyspark.__version__, "torch": torch.__version__,
-            "numpy": np.__version__, "master": args.master, "default_parallelism": spark.sparkContext.defaultParallelism,
-            "driver_memory": args.driver_memory, "rows": args.rows, "features": args.features,
-            "partitions": args.partitions, "reg_param": args.reg_param, "repeats": args.repeats, "seed": args.seed}
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cores": os.cpu_count(),
+        "load_avg_at_start": os.getloadavg(),
+        "spark": pyspark.__version__,
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "master": args.master,
+        "default_parallelism": spark.sparkContext.defaultParallelism,
+        "driver_memory": args.driver_memory,
+        "rows": args.rows,
+        "features": args.features,
+        "partitions": args.partitions,
+        "reg_param": args.reg_param,
+        "repeats": args.repeats,
+        "seed": args.seed,
+    }
 
 
 def time_conversion(df, rows, features):
@@ -290,16 +355,22 @@ def main(argv=None):
     args = parse_args(argv)
     spark = make_session(args)
     env = environment(spark, args)
-    print(f"{args.model}: {args.rows} x {args.features}, {args.partitions} partitions, {args.master}, "
-          f"regParam={args.reg_param}, "
-          f"load {env['load_avg_at_start'][0]:.2f}", flush=True)
+    print(
+        f"{args.model}: {args.rows} x {args.features}, {args.partitions} partitions, {args.master}, "
+        f"regParam={args.reg_param}, "
+        f"load {env['load_avg_at_start'][0]:.2f}",
+        flush=True,
+    )
     t0 = time.perf_counter()
     df, true_beta, true_b = generate(spark, args.rows, args.features, args.partitions, args.seed)
     gen_s = time.perf_counter() - t0
     print(f"generated and cached in {gen_s:.2f} s", flush=True)
     env["conversion"] = conversion = time_conversion(df, args.rows, args.features)
-    print("one-off DataFrame -> executor blocks (TrainingData.prepare, then release): "
-          + ", ".join(f"{k} {v['seconds']:.2f} s = {v['mb_per_s']:.0f} MB/s" for k, v in conversion.items()), flush=True)
+    print(
+        "one-off DataFrame -> executor blocks (TrainingData.prepare, then release): "
+        + ", ".join(f"{k} {v['seconds']:.2f} s = {v['mb_per_s']:.0f} MB/s" for k, v in conversion.items()),
+        flush=True,
+    )
 
     configs = [("mllib", "-", "float64")] + [("sparkml", st, dt) for st, dt in args.configs]
     runs, memory = {c: [] for c in configs}, {}
@@ -313,8 +384,10 @@ def main(argv=None):
             r["coef_rel_diff"] = float(np.linalg.norm(coef - mllib_coef) / np.linalg.norm(mllib_coef))
             r.update(coef=coef.tolist(), repeat=rep)
             runs[(impl, strategy, dtype)].append(r)
-            print(f"  repeat {rep}: {impl} {strategy} {dtype}: fit {r['fit_s']:.2f} s, "
-                  f"{r['iterations']} iterations", flush=True)
+            print(
+                f"  repeat {rep}: {impl} {strategy} {dtype}: fit {r['fit_s']:.2f} s, {r['iterations']} iterations",
+                flush=True,
+            )
             save(args.out, env, gen_s, true_beta, true_b, configs, runs, memory, args, echo=False)  # after every fit
     for impl, strategy, dtype in configs:
         memory[(impl, strategy, dtype)] = peak_memory(df, make_estimator(args.model, args.reg_param, strategy, dtype))
@@ -327,24 +400,37 @@ def main(argv=None):
 def save(path, env, gen_s, true_beta, true_b, configs, runs, memory, args, echo=True):
     """Write the results file (every run so far, and a summary of each config's median run, with the config's
     peak memory once measured); the table printed when ``echo``. ``runs``, ``memory``: by config."""
-    rows = [dict(median_run(runs[c]), **({"peak_memory": memory[c]} if c in memory else {}))
-            for c in configs if runs[c]]
+    rows = [
+        dict(median_run(runs[c]), **({"peak_memory": memory[c]} if c in memory else {})) for c in configs if runs[c]
+    ]
     rows[0]["time_to_mllib_objective_s"] = rows[0]["fit_s"]
     for r in rows:
         r["ratio_vs_mllib"] = r["time_to_mllib_objective_s"] / rows[0]["fit_s"]
     env["load_avg_at_end"] = os.getloadavg()
-    result = {"environment": env, "generation_s": gen_s, "rel_tol": REL_TOL,
-              "true_coef": true_beta.tolist(), "true_intercept": true_b,
-              "summary": [{k: v for k, v in r.items() if k not in ("coef", "objective_history", "iteration_ends_s", "jobs")}
-                          for r in rows],
-              "runs": {f"{rs[0]['impl']}/{rs[0]['strategy']}/{rs[0]['dtype']}": rs
-                       for rs in (runs[c] for c in configs) if rs}}
+    result = {
+        "environment": env,
+        "generation_s": gen_s,
+        "rel_tol": REL_TOL,
+        "true_coef": true_beta.tolist(),
+        "true_intercept": true_b,
+        "summary": [
+            {k: v for k, v in r.items() if k not in ("coef", "objective_history", "iteration_ends_s", "jobs")}
+            for r in rows
+        ],
+        "runs": {
+            f"{rs[0]['impl']}/{rs[0]['strategy']}/{rs[0]['dtype']}": rs for rs in (runs[c] for c in configs) if rs
+        },
+    }
     name = "LogisticRegression" if args.model == "logistic" else "LinearSVC"
-    title = (f"{name}(regParam={args.reg_param:g}), {args.rows:,} x {args.features} dense, {args.partitions} "
-             f"partitions, {args.master}: pyspark.ml against sparkml, median of {args.repeats}")
-    notes = ("ratio: time for sparkml to reach MLlib's final objective (relative 1e-9) over MLlib's fit time; "
-             "* never reached (whole fit). Setup: conversion and statistics (allreduce: also the barrier stage's "
-             "start). Data generation and caching are in no fit.")
+    title = (
+        f"{name}(regParam={args.reg_param:g}), {args.rows:,} x {args.features} dense, {args.partitions} "
+        f"partitions, {args.master}: pyspark.ml against sparkml, median of {args.repeats}"
+    )
+    notes = (
+        "ratio: time for sparkml to reach MLlib's final objective (relative 1e-9) over MLlib's fit time; "
+        "* never reached (whole fit). Setup: conversion and statistics (allreduce: also the barrier stage's "
+        "start). Data generation and caching are in no fit."
+    )
     report.write(path, title, table(rows, rows[0]["fit_s"]), result, notes, echo=echo)
 
 

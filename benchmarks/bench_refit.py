@@ -19,6 +19,7 @@ ratio to MLlib's fit at the same position, and the largest relative coefficient 
 
 Writes benchmarks/results/refit.json (or ``--out``).
 """
+
 import argparse
 import os
 import sys
@@ -27,8 +28,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_linear import add_data_args, start  # noqa: E402
-import report  # noqa: E402
+import report
+from bench_linear import add_data_args, start
 
 REUSE_KEY = "spark.sparkml.conversionCache.enabled"
 
@@ -49,9 +50,9 @@ def coefficients(model):
 
 def one_round(spark, df, reg_params):
     """{library: [(seconds, coefficients) per regParam]}."""
-    import sparkml
     from pyspark.ml.classification import LogisticRegression as MLlibLR
 
+    import sparkml
     from sparkml.classification import LogisticRegression
 
     out = {}
@@ -83,16 +84,37 @@ def main(argv=None):
         for name in rounds[0]:
             seconds = [rd[name][i][0] for rd in rounds]
             diff = float(np.linalg.norm(rounds[0][name][i][1] - ref) / np.linalg.norm(ref))
-            rows.append({"fit": i + 1, "regParam": r, "library": name, "median_s": float(np.median(seconds)),
-                         "runs_s": seconds, "ratio": float(np.median(seconds)) / mllib, "coef_rel_diff": diff})
-    title = (f"LogisticRegression refits of one cached {args.rows:,} x {args.features} DataFrame, defaults, "
-             f"median of {args.repeats} rounds")
-    table = "| fit | regParam | library | seconds | / MLlib | coef rel. diff |\n|---|---|---|---|---|---|\n" + "\n".join(
-        f"| {row['fit']} | {row['regParam']} | {row['library']} | {row['median_s']:.2f} | {row['ratio']:.2f} | "
-        f"{row['coef_rel_diff']:.1e} |" for row in rows)
+            rows.append(
+                {
+                    "fit": i + 1,
+                    "regParam": r,
+                    "library": name,
+                    "median_s": float(np.median(seconds)),
+                    "runs_s": seconds,
+                    "ratio": float(np.median(seconds)) / mllib,
+                    "coef_rel_diff": diff,
+                }
+            )
+    title = (
+        f"LogisticRegression refits of one cached {args.rows:,} x {args.features} DataFrame, defaults, "
+        f"median of {args.repeats} rounds"
+    )
+    table = (
+        "| fit | regParam | library | seconds | / MLlib | coef rel. diff |\n|---|---|---|---|---|---|\n"
+        + "\n".join(
+            f"| {row['fit']} | {row['regParam']} | {row['library']} | {row['median_s']:.2f} | {row['ratio']:.2f} | "
+            f"{row['coef_rel_diff']:.1e} |"
+            for row in rows
+        )
+    )
     out = args.out or os.path.join(report.RESULTS, "refit.json")
-    report.write(out, title, table, {"environment": env, "generation_s": gen_s, "rows": rows},
-                 "sparkml: the default estimator; \"no reuse\" converts the DataFrame again on every fit.")
+    report.write(
+        out,
+        title,
+        table,
+        {"environment": env, "generation_s": gen_s, "rows": rows},
+        'sparkml: the default estimator; "no reuse" converts the DataFrame again on every fit.',
+    )
 
 
 if __name__ == "__main__":

@@ -21,14 +21,15 @@ iterations later (the graph's diameter), which the times include. "-" = not reac
 
 Prints a table and writes benchmarks/results/strategies.json (or ``--out``).
 """
+
 import argparse
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_linear import environment, generate  # noqa: E402
-import report  # noqa: E402
+import report
+from bench_linear import environment, generate
 
 GAPS = (1e-4, 1e-6)
 STRATEGIES = {  # name: Params
@@ -66,9 +67,13 @@ def session(workers, slow, args):
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    builder = (SparkSession.builder.master(f"local[{workers}]").appName("bench_strategies")
-               .config("spark.driver.memory", args.driver_memory).config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sparkml.conversionCache.enabled", "false"))
+    builder = (
+        SparkSession.builder.master(f"local[{workers}]")
+        .appName("bench_strategies")
+        .config("spark.driver.memory", args.driver_memory)
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sparkml.conversionCache.enabled", "false")
+    )
     if slow > 1:
         builder = builder.config("spark.executorEnv.SPARKML_TEST_STRAGGLER", f"0:{slow:g}")
     spark = builder.getOrCreate()
@@ -92,8 +97,11 @@ def run_scenario(workers, slow, args, optimum):
     spark = session(workers, slow, args)
     df, _, _ = generate(spark, args.rows, args.features, workers, args.seed)
     if optimum is None:
-        optimum = LogisticRegression(regParam=args.reg_param, strategy="allreduce", maxIter=500,
-                                     tol=1e-14).fit(df).summary.objectiveHistory[-1]
+        optimum = (
+            LogisticRegression(regParam=args.reg_param, strategy="allreduce", maxIter=500, tol=1e-14)
+            .fit(df)
+            .summary.objectiveHistory[-1]
+        )
     LogisticRegression(regParam=args.reg_param, strategy="allreduce", maxIter=3).fit(df)  # warm the workers
     rows = []
     for name in args.strategies:
@@ -103,24 +111,44 @@ def run_scenario(workers, slow, args, optimum):
         s = model.summary
         gaps = time_to_gaps(s, wall, optimum)
         final_gap = (s.objectiveHistory[-1] - optimum) / abs(optimum)
-        rows.append({"workers": workers, "slow": slow, "strategy": name, "wall_s": wall,
-                     "iterations": s.totalIterations, "seconds_per_iteration": s.seconds / max(s.totalIterations, 1),
-                     "final_gap": final_gap, "time_to_gap": {f"{g:g}": t for g, t in gaps.items()}})
-        print(f"  {workers} workers, slow {slow:g}: {name}: {wall:.1f} s, {s.totalIterations} it, final gap "
-              f"{final_gap:.1e}, to 1e-4 {gaps[1e-4]}, to 1e-6 {gaps[1e-6]}", flush=True)
+        rows.append(
+            {
+                "workers": workers,
+                "slow": slow,
+                "strategy": name,
+                "wall_s": wall,
+                "iterations": s.totalIterations,
+                "seconds_per_iteration": s.seconds / max(s.totalIterations, 1),
+                "final_gap": final_gap,
+                "time_to_gap": {f"{g:g}": t for g, t in gaps.items()},
+            }
+        )
+        print(
+            f"  {workers} workers, slow {slow:g}: {name}: {wall:.1f} s, {s.totalIterations} it, final gap "
+            f"{final_gap:.1e}, to 1e-4 {gaps[1e-4]}, to 1e-6 {gaps[1e-6]}",
+            flush=True,
+        )
     df.unpersist()
     spark.stop()
     return rows, optimum
 
 
+def straggler(slow):
+    return f"rank 0 x{slow:g}" if slow > 1 else "none"
+
+
 def table(rows):
     cell = lambda t: "-" if t is None else f"{t:.1f}"  # noqa: E731
-    lines = ["| workers | straggler | strategy | to gap 1e-4 (s) | to gap 1e-6 (s) | iterations | s / iteration "
-             "| fit (s) |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| workers | straggler | strategy | to gap 1e-4 (s) | to gap 1e-6 (s) | iterations | s / iteration | fit (s) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['workers']} | {'rank 0 x%g' % r['slow'] if r['slow'] > 1 else 'none'} | {r['strategy']} | "
-                     f"{cell(r['time_to_gap']['0.0001'])} | {cell(r['time_to_gap']['1e-06'])} | {r['iterations']} | "
-                     f"{r['seconds_per_iteration']:.3f} | {r['wall_s']:.1f} |")
+        lines.append(
+            f"| {r['workers']} | {straggler(r['slow'])} | {r['strategy']} | "
+            f"{cell(r['time_to_gap']['0.0001'])} | {cell(r['time_to_gap']['1e-06'])} | {r['iterations']} | "
+            f"{r['seconds_per_iteration']:.3f} | {r['wall_s']:.1f} |"
+        )
     return "\n".join(lines)
 
 
@@ -128,15 +156,20 @@ def main(argv=None):
     args = parse_args(argv)
     rows, optimum, env = [], None, None
     for workers in args.workers:
-        for slow in ([1.0, args.slow] if args.slow > 1 else [1.0]):
+        for slow in [1.0, args.slow] if args.slow > 1 else [1.0]:
             scenario, optimum = run_scenario(workers, slow, args, optimum)
             rows += scenario
     from pyspark.sql import SparkSession
 
     env = environment(SparkSession.builder.master("local[1]").getOrCreate(), args)
     title = f"Every strategy, LogisticRegression {args.rows:,} x {args.features}, regParam {args.reg_param}"
-    report.write(args.out, title, table(rows), {"environment": env, "optimum": optimum, "rows": rows},
-                 f"Wall seconds until the objective is within a relative gap of F* = {optimum:.12f}; - never.")
+    report.write(
+        args.out,
+        title,
+        table(rows),
+        {"environment": env, "optimum": optimum, "rows": rows},
+        f"Wall seconds until the objective is within a relative gap of F* = {optimum:.12f}; - never.",
+    )
 
 
 if __name__ == "__main__":

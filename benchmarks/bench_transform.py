@@ -18,6 +18,7 @@ column of all rows summed per run, as above; rows per second.
 
 Writes benchmarks/results/transform.json (or ``--out``).
 """
+
 import argparse
 import os
 import sys
@@ -26,16 +27,21 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_linear import add_data_args, start  # noqa: E402
-import report  # noqa: E402
+import report
+from bench_linear import add_data_args, start
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_data_args(p, "transform", repeats=5)
     p.add_argument("--quick", action="store_true", help="100k rows, 3 repeats")
-    p.add_argument("--kernel-svc", type=int, default=0, metavar="M",
-                   help="time KernelSVC's transform with M landmarks instead (module docstring)")
+    p.add_argument(
+        "--kernel-svc",
+        type=int,
+        default=0,
+        metavar="M",
+        help="time KernelSVC's transform with M landmarks instead (module docstring)",
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.rows, args.repeats = 100_000, 3
@@ -53,8 +59,12 @@ def models(d, seed):
     out = {}
     for case, k in (("binary", 1), ("3 classes", 3)):
         coef = rng.normal(0, 1 / np.sqrt(d), (k, d))
-        out[case] = LogisticRegressionModel(DenseMatrix(k, d, coef.ravel(), True), DenseVector(rng.normal(0, 0.5, k)),
-                                            numClasses=max(2, k), isMultinomial=k > 1)
+        out[case] = LogisticRegressionModel(
+            DenseMatrix(k, d, coef.ravel(), True),
+            DenseVector(rng.normal(0, 0.5, k)),
+            numClasses=max(2, k),
+            isMultinomial=k > 1,
+        )
     return out
 
 
@@ -94,10 +104,17 @@ def kernel_svc(spark, df, args, env, gen_s):
         seconds.append(time.perf_counter() - t)
     spark.stop()
     med = float(np.median(seconds))
-    row = {"case": f"KernelSVC, {model.numLandmarksUsed} landmarks", "scorer": "sparkml python workers",
-           "median_s": med, "runs_s": seconds, "rows_per_s": args.rows / med, "fit_s_on_20k_rows": fit_s}
-    title = (f"KernelSVC transform of {args.rows:,} x {args.features} (every output column summed), median of "
-             f"{args.repeats}")
+    row = {
+        "case": f"KernelSVC, {model.numLandmarksUsed} landmarks",
+        "scorer": "sparkml python workers",
+        "median_s": med,
+        "runs_s": seconds,
+        "rows_per_s": args.rows / med,
+        "fit_s_on_20k_rows": fit_s,
+    }
+    title = (
+        f"KernelSVC transform of {args.rows:,} x {args.features} (every output column summed), median of {args.repeats}"
+    )
     table = f"| case | seconds | rows/s |\n|---|---|---|\n| {row['case']} | {med:.2f} | {row['rows_per_s']:,.0f} |"
     out = args.out or os.path.join(report.RESULTS, "transform_kernel_svc.json")
     report.write(out, title, table, {"environment": env, "generation_s": gen_s, "rows": [row]})
@@ -126,16 +143,35 @@ def main(argv=None):
         for name, seconds in by_name.items():
             med = float(np.median(seconds))
             agree = float(np.max(np.abs(np.array(sums[case, name]) - np.array(sums[case, "MLlib"]))))
-            rows.append({"case": case, "scorer": name, "median_s": med, "runs_s": seconds, "ratio": med / mllib,
-                         "rows_per_s": args.rows / med, "sums_difference_from_mllib": agree})
+            rows.append(
+                {
+                    "case": case,
+                    "scorer": name,
+                    "median_s": med,
+                    "runs_s": seconds,
+                    "ratio": med / mllib,
+                    "rows_per_s": args.rows / med,
+                    "sums_difference_from_mllib": agree,
+                }
+            )
     title = f"transform of {args.rows:,} x {args.features} (every output column summed), median of {args.repeats}"
-    table = ("| case | scorer | seconds | ours / MLlib | rows/s | max diff of column sums |\n|---|---|---|---|---|---|\n"
-             + "\n".join(f"| {r['case']} | {r['scorer']} | {r['median_s']:.2f} | {r['ratio']:.2f} | "
-                         f"{r['rows_per_s']:,.0f} | {r['sums_difference_from_mllib']:.1e} |" for r in rows))
+    table = (
+        "| case | scorer | seconds | ours / MLlib | rows/s | max diff of column sums |\n|---|---|---|---|---|---|\n"
+        + "\n".join(
+            f"| {r['case']} | {r['scorer']} | {r['median_s']:.2f} | {r['ratio']:.2f} | "
+            f"{r['rows_per_s']:,.0f} | {r['sums_difference_from_mllib']:.1e} |"
+            for r in rows
+        )
+    )
     out = args.out or os.path.join(report.RESULTS, "transform.json")
-    report.write(out, title, table, {"environment": env, "generation_s": gen_s, "rows": rows},
-                 "sparkml default: what a user gets (the stock model's transform, in the JVM); python workers: the "
-                 "Python scoring path KernelSVC uses.")
+    report.write(
+        out,
+        title,
+        table,
+        {"environment": env, "generation_s": gen_s, "rows": rows},
+        "sparkml default: what a user gets (the stock model's transform, in the JVM); python workers: the "
+        "Python scoring path KernelSVC uses.",
+    )
 
 
 if __name__ == "__main__":

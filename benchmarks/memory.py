@@ -10,12 +10,13 @@ training blocks on disk (``sparkml-blocks`` directories under the temp dir: Spar
         model = estimator.fit(df)
     peak.result()  # {"jvm_gb": ..., "python_workers_gb": ..., "driver_python_gb": ..., "blocks_gb": ...}
 """
+
 import glob
 import os
 import tempfile
 import threading
 
-_GB = 1024 ** 3
+_GB = 1024**3
 
 
 def _children():
@@ -83,8 +84,7 @@ def sample():
     me = os.getpid()
     jvm = [p for p in _descendants(me, tree) if "java" in _cmdline(p).split(" ")[0]]
     workers = [p for j in jvm for p in _descendants(j, tree) if "python" in _cmdline(p)]
-    return (sum(_pss_bytes(p) for p in jvm), sum(_pss_bytes(p) for p in workers), _pss_bytes(me),
-            _blocks_bytes())
+    return (sum(_pss_bytes(p) for p in jvm), sum(_pss_bytes(p) for p in workers), _pss_bytes(me), _blocks_bytes())
 
 
 class PeakMemory:

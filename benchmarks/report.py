@@ -9,6 +9,7 @@ writes ``payload`` (every number the script measured) plus::
 ``page(results_dir)`` renders the reports of a directory's results files as Markdown, one section each; the
 docs' performance page is generated with it, so its tables are always the latest files' numbers.
 """
+
 import datetime
 import json
 import os
@@ -17,8 +18,18 @@ import sys
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 # the page's order: the headline comparisons with pyspark.ml and scikit-learn first, then the rest by name
-ORDER = ["logistic", "svc", "refit", "refit_16k", "cv_logistic", "transform", "kernel_svc", "kernel_svc_bundled",
-         "transform_kernel_svc", "strategies"]
+ORDER = [
+    "logistic",
+    "svc",
+    "refit",
+    "refit_16k",
+    "cv_logistic",
+    "transform",
+    "kernel_svc",
+    "kernel_svc_bundled",
+    "transform_kernel_svc",
+    "strategies",
+]
 
 
 def machine():
@@ -55,9 +66,15 @@ def write(path, title, table, payload, notes="", echo=True):
     """Print ``table`` (``echo``) and write ``payload`` with its report to ``path`` (directories created)."""
     columns, rows = parse_table(table)
     argv = [os.path.join("benchmarks", os.path.basename(sys.argv[0]))] + sys.argv[1:]
-    report = {"title": title, "command": "python " + " ".join(argv),
-              "measured": datetime.date.today().isoformat(), "machine": machine(),
-              "columns": columns, "rows": rows, "notes": notes}
+    report = {
+        "title": title,
+        "command": "python " + " ".join(argv),
+        "measured": datetime.date.today().isoformat(),
+        "machine": machine(),
+        "columns": columns,
+        "rows": rows,
+        "notes": notes,
+    }
     if echo:
         print(f"\n{title}\n\n{table}\n")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -71,8 +88,12 @@ def markdown(report):
     """One report as a Markdown section: title, table, then how and where it was measured."""
     m = report["machine"]
     where = ", ".join(f"{k} {v}" for k, v in m.items() if k not in ("cpu", "cores"))
-    lines = [f"### {report['title']}", "",
-             "| " + " | ".join(report["columns"]) + " |", "|" + "---|" * len(report["columns"])]
+    lines = [
+        f"### {report['title']}",
+        "",
+        "| " + " | ".join(report["columns"]) + " |",
+        "|" + "---|" * len(report["columns"]),
+    ]
     lines += ["| " + " | ".join(row) + " |" for row in report["rows"]]
     lines += ["", f"`{report['command']}` on {report['measured']}: {m['cpu']}, {m['cores']} cores; {where}."]
     if report.get("notes"):

@@ -2,20 +2,21 @@
 
 Plain tensors in, tensors out; nothing here imports pyspark, sparkml or jobs.
 """
+
 from .blocks import CsrBlock, DenseBlock, make_block
 from .device import resolve_device, resolve_dtype
-from .kernels import KERNELS, kernel_diagonal, kernel_matrix
-from .problems import OneVsRestProblems, PlattProblems
 from .huber import HuberLoss
+from .kernels import KERNELS, kernel_diagonal, kernel_matrix
 from .losses import (
     HingeLoss,
     LinearLoss,
     LogisticLoss,
-    SoftmaxLoss,
     SmoothedHingeLoss,
+    SoftmaxLoss,
     SquaredHingeLoss,
     SquaredLoss,
 )
+from .problems import OneVsRestProblems, PlattProblems
 
 __all__ = [
     "KERNELS",

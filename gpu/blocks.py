@@ -25,6 +25,7 @@ run of rows once for both of its products, so a whole logistic loss-and-gradient
 more than the float64 one.
 ``CsrBlock`` uses only gathers and ``index_add_`` (no torch.sparse), so it runs on any device.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -112,7 +113,7 @@ def _chunked_rmatmul(x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
     if d >= _WIDE_FEATURES:
         out = torch.zeros((k, d), dtype=torch.float64, device=x.device)
         for i in range(0, n, _WIDE_SUM_ROWS):
-            out += (r2[i:i + _WIDE_SUM_ROWS].T @ x[i:i + _WIDE_SUM_ROWS]).to(torch.float64)
+            out += (r2[i : i + _WIDE_SUM_ROWS].T @ x[i : i + _WIDE_SUM_ROWS]).to(torch.float64)
         return out.T.reshape((d,) + tuple(r.shape[1:]))
     m = n - n % _SUM_CHUNK_ROWS
     rc = r2[:m].view(-1, _SUM_CHUNK_ROWS, k).transpose(1, 2)  # (chunks, k, rows)
@@ -143,7 +144,7 @@ class DenseBlock(_Block):
     def device(self) -> torch.device:
         return self.x.device
 
-    def to(self, device) -> "DenseBlock":
+    def to(self, device) -> DenseBlock:
         return DenseBlock(self.x.to(device), self._compute)
 
     def _upcast_chunks(self, rows=_SUM_CHUNK_ROWS):
@@ -155,8 +156,8 @@ class DenseBlock(_Block):
             rows = max(rows, _CHUNK_ELEMENTS // max(1, self.n_features))
         buf = torch.empty((min(rows, self.n_rows), self.n_features), dtype=self.dtype, device=self.device)
         for i in range(0, self.n_rows, rows):
-            chunk = buf[:min(rows, self.n_rows - i)]
-            yield i, chunk.copy_(self.x[i:i + rows])
+            chunk = buf[: min(rows, self.n_rows - i)]
+            yield i, chunk.copy_(self.x[i : i + rows])
 
     def margin_pass(self, v: torch.Tensor, fn) -> torch.Tensor:
         if self._compute is None:
@@ -175,13 +176,13 @@ class DenseBlock(_Block):
             return self.x @ v
         out = torch.empty((self.n_rows,) + tuple(v.shape[1:]), dtype=self.dtype, device=self.device)
         for i, xc in self._upcast_chunks():
-            torch.matmul(xc, v, out=out[i:i + len(xc)])
+            torch.matmul(xc, v, out=out[i : i + len(xc)])
         return out
 
     def rows(self, start: int, stop: int) -> torch.Tensor:
         return self.x[start:stop].to(self.dtype)
 
-    def take(self, index: torch.Tensor) -> "DenseBlock":
+    def take(self, index: torch.Tensor) -> DenseBlock:
         return DenseBlock(self.x.index_select(0, self._index(index)), self._compute)
 
     def rmatmul(self, r: torch.Tensor) -> torch.Tensor:
@@ -190,7 +191,7 @@ class DenseBlock(_Block):
         if self._compute is not None:
             out = torch.zeros((self.n_features,) + tuple(r.shape[1:]), dtype=self.dtype, device=self.device)
             for i, xc in self._upcast_chunks():
-                out += xc.T @ r[i:i + len(xc)]
+                out += xc.T @ r[i : i + len(xc)]
             return out
         if self.dtype == torch.float64 or self.n_rows < 2 * _SUM_CHUNK_ROWS:
             return self.x.T @ r
@@ -205,7 +206,7 @@ class DenseBlock(_Block):
         gram = torch.zeros((self.n_features, self.n_features), dtype=torch.float64, device=self.device)
         step = max(1, _CHUNK_ELEMENTS // max(1, self.n_features))
         for i in range(0, len(rows), step):
-            idx = rows[i:i + step]
+            idx = rows[i : i + step]
             xc = self.x[idx].to(self.dtype)
             gram += (xc.T @ (xc * h[idx, None])).to(torch.float64)
         return gram.to(self.dtype)
@@ -216,8 +217,8 @@ class DenseBlock(_Block):
         s2 = torch.zeros_like(s1) if second else None
         step = max(1, _CHUNK_ELEMENTS // max(1, self.n_features))
         for i in range(0, self.n_rows, step):
-            xc = self.x[i:i + step].to(torch.float64)
-            wc = w[i:i + step]
+            xc = self.x[i : i + step].to(torch.float64)
+            wc = w[i : i + step]
             s1 += wc @ xc
             if second:
                 s2 += wc @ (xc * xc)
@@ -257,7 +258,7 @@ class CsrBlock(_Block):
         )
 
     @classmethod
-    def from_scipy(cls, csr, dtype=torch.float64, device="cpu") -> "CsrBlock":
+    def from_scipy(cls, csr, dtype=torch.float64, device="cpu") -> CsrBlock:
         """Build from a ``scipy.sparse`` matrix (converted to CSR)."""
         csr = csr.tocsr()
         return cls(
@@ -279,7 +280,7 @@ class CsrBlock(_Block):
     def nnz(self) -> int:
         return int(self.values.numel())
 
-    def to(self, device) -> "CsrBlock":
+    def to(self, device) -> CsrBlock:
         out = object.__new__(CsrBlock)
         out.n_rows, out.n_features, out._compute = self.n_rows, self.n_features, self._compute
         for name in ("crow_indices", "col_indices", "values", "row_indices"):
@@ -305,7 +306,7 @@ class CsrBlock(_Block):
     def rows(self, start: int, stop: int) -> torch.Tensor:
         return self._dense_rows(start, stop, self.dtype)
 
-    def take(self, index: torch.Tensor) -> "CsrBlock":
+    def take(self, index: torch.Tensor) -> CsrBlock:
         index = self._index(index)
         starts = self.crow_indices.index_select(0, index)
         counts = self.crow_indices.index_select(0, index + 1) - starts
@@ -313,8 +314,9 @@ class CsrBlock(_Block):
         torch.cumsum(counts, 0, out=crow[1:])
         nnz = int(crow[-1])
         # position of each kept nonzero in the old arrays: its row's old start + its offset in the row
-        pos = torch.repeat_interleave(starts - crow[:-1], counts, output_size=nnz) + \
-            torch.arange(nnz, device=self.device)
+        pos = torch.repeat_interleave(starts - crow[:-1], counts, output_size=nnz) + torch.arange(
+            nnz, device=self.device
+        )
         return CsrBlock(crow, self.col_indices[pos], self.values[pos], (len(index), self.n_features), self._compute)
 
     def _dense_rows(self, start: int, stop: int, dtype) -> torch.Tensor:
@@ -335,7 +337,7 @@ class CsrBlock(_Block):
         step = max(1, _CHUNK_ELEMENTS // max(1, self.n_features))
         for i in range(0, self.n_rows, step):
             xc = self._dense_rows(i, min(i + step, self.n_rows), self.dtype)
-            gram += xc.T @ (xc * h[i:i + step, None])
+            gram += xc.T @ (xc * h[i : i + step, None])
         return gram
 
     def _moments(self, w, second):

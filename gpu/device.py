@@ -3,6 +3,7 @@
 Everything here imports and runs on a machine without a GPU; asking for CUDA
 where torch sees none is a clear ``RuntimeError``, not a crash deep in a kernel.
 """
+
 from __future__ import annotations
 
 import torch
@@ -29,9 +30,7 @@ def resolve_device(name: str = "auto") -> torch.device:
     if isinstance(name, torch.device):
         name = str(name)
     if not isinstance(name, str):
-        raise ValueError(
-            f"device must be a string, one of {', '.join(ALLOWED_DEVICES)}; got {name!r}"
-        )
+        raise ValueError(f"device must be a string, one of {', '.join(ALLOWED_DEVICES)}; got {name!r}")
     key = name.strip().lower()
     if key == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -40,7 +39,7 @@ def resolve_device(name: str = "auto") -> torch.device:
     if key == "cuda" or key.startswith("cuda:"):
         index = None
         if key != "cuda":
-            suffix = key[len("cuda:"):]
+            suffix = key[len("cuda:") :]
             if not suffix.isdigit():
                 raise ValueError(
                     f"device={name!r} is not valid; allowed values are "
@@ -49,8 +48,7 @@ def resolve_device(name: str = "auto") -> torch.device:
             index = int(suffix)
         if not torch.cuda.is_available():
             raise RuntimeError(
-                f"device={name!r} was requested but torch sees no CUDA device; "
-                "use device='auto' or 'cpu'"
+                f"device={name!r} was requested but torch sees no CUDA device; use device='auto' or 'cpu'"
             )
         if index is not None and index >= torch.cuda.device_count():
             raise RuntimeError(
@@ -58,9 +56,7 @@ def resolve_device(name: str = "auto") -> torch.device:
                 f"{torch.cuda.device_count()} CUDA device(s); use device='cuda' or 'auto'"
             )
         return torch.device("cuda", index) if index is not None else torch.device("cuda")
-    raise ValueError(
-        f"device={name!r} is not valid; allowed values are {', '.join(ALLOWED_DEVICES)}"
-    )
+    raise ValueError(f"device={name!r} is not valid; allowed values are {', '.join(ALLOWED_DEVICES)}")
 
 
 def resolve_dtype(name) -> torch.dtype:

@@ -15,6 +15,7 @@ map bounds the projection's entries; K_LL^{-1/2} itself (entries up to 1e6) does
 the Newton-CG of ``sparkml.optim.newton`` does not ask for it when it preconditions with the landmarks'
 spectrum.
 """
+
 from __future__ import annotations
 
 import copy
@@ -51,7 +52,7 @@ class FactoredBlock(_Block):
     def device(self) -> torch.device:
         return self.left.device
 
-    def to(self, device) -> "FactoredBlock":
+    def to(self, device) -> FactoredBlock:
         return FactoredBlock(self.left.to(device), self.right.to(device))
 
     def matmul(self, v: torch.Tensor) -> torch.Tensor:
@@ -62,7 +63,7 @@ class FactoredBlock(_Block):
         out = self.left.rmatmul(r)
         return (self._right64.T @ out.to(torch.float64)).to(out.dtype)
 
-    def take(self, index) -> "FactoredBlock":
+    def take(self, index) -> FactoredBlock:
         """The rows ``index``, sharing this block's right factor and its float64 copy: a Newton
         round's active rows are taken once per round, and casting an (m, p) factor costs as much as
         copying thousands of rows of the block."""

@@ -6,6 +6,7 @@ Parquet) and rebuilds its map with ``make()``:
 * ``NystroemSpec``: phi(x) = k(x, L) P, landmarks L (m, d), projection P (m, r) (``nystroem``);
 * ``FourierSpec``: z(x) = sqrt(2/D) cos(x W + b), frequencies W (d, D), offsets b (D,) (``fourier``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -12,6 +12,7 @@ density, so with D frequencies w_j (the columns of W, (d, D)) and phases b_j ~ U
 No other kernel here is shift-invariant. The frequencies are drawn once, in float64, from a seeded
 generator; ``transform`` runs x W in the rows' dtype (float32 or float64) on the map's device.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,18 +28,20 @@ FOURIER_KERNELS = ("rbf", "laplacian")
 class RandomFourierMap:
     """z(x) = sqrt(2 / D) cos(x W + b); ``frequencies`` W (d, D) and ``offsets`` b (D,) given or drawn."""
 
-    def __init__(self, kind, n_features=None, n_components=None, *, gamma=None, seed=0, frequencies=None,
-                 offsets=None):
+    def __init__(self, kind, n_features=None, n_components=None, *, gamma=None, seed=0, frequencies=None, offsets=None):
         if frequencies is None:
             if kind not in FOURIER_KERNELS:
-                raise ValueError(f"random Fourier features need a shift-invariant kernel ({', '.join(FOURIER_KERNELS)}); "
-                                 f"got {kind!r}")
+                raise ValueError(
+                    f"random Fourier features need a shift-invariant kernel ({', '.join(FOURIER_KERNELS)}); "
+                    f"got {kind!r}"
+                )
             if not (gamma and gamma > 0) or not n_components or n_components < 1:
                 raise ValueError("random Fourier features need gamma > 0 and n_components >= 1")
             rng = np.random.default_rng(seed)
             shape = (int(n_features), int(n_components))
-            frequencies = (rng.normal(0.0, math.sqrt(2 * gamma), shape) if kind == "rbf"
-                           else gamma * rng.standard_cauchy(shape))
+            frequencies = (
+                rng.normal(0.0, math.sqrt(2 * gamma), shape) if kind == "rbf" else gamma * rng.standard_cauchy(shape)
+            )
             offsets = rng.uniform(0.0, 2 * math.pi, int(n_components))
         self.kind = kind
         self.frequencies = torch.as_tensor(frequencies, dtype=torch.float64)

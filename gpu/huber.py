@@ -17,6 +17,7 @@ sum_i w_i l_i / W plus an L2 term on beta; it is half of scikit-learn's ``HuberR
 ``loss_gradient`` returns the weighted SUMS (sum_i w_i l_i, sum_i w_i dl_i/dcoef), float64, in one pass.
 There is no Hessian (the second derivative jumps at |r| = eps sigma).
 """
+
 from __future__ import annotations
 
 import torch
@@ -29,8 +30,10 @@ __all__ = ["HuberLoss"]
 class HuberLoss(LinearLoss):
     """Huber's loss with a jointly estimated scale, MLlib's ``loss="huber"`` (module docstring)."""
 
-    _no_hessian_reason = ("HuberLoss has no Hessian: its second derivative jumps where |r| = epsilon * sigma; "
-                          "use a quasi-Newton solver (L-BFGS-B, sigma > 0)")
+    _no_hessian_reason = (
+        "HuberLoss has no Hessian: its second derivative jumps where |r| = epsilon * sigma; "
+        "use a quasi-Newton solver (L-BFGS-B, sigma > 0)"
+    )
 
     def __init__(self, fit_intercept: bool = True, epsilon: float = 1.35):
         super().__init__(fit_intercept)

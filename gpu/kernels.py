@@ -21,6 +21,7 @@ Laplacian sums |a_j - b_j| in the input dtype.
 Memory. Only the returned (n, m) matrix scales with n * m: the temporaries of each tile are held
 under ``budget_bytes`` (default 256 MiB) by processing A (and if needed B) in row tiles.
 """
+
 from __future__ import annotations
 
 import torch
@@ -113,7 +114,7 @@ def _column_tiles(kind, b, col_tile):
     """(start, B's rows from there, their squared norms, shift) per column tile; for rbf the rows are shifted
     by their mean (the module docstring's cancellation), else the norms and shift are None."""
     for j in range(0, b.shape[0], col_tile):
-        bj, shift, b_sq = b[j:j + col_tile], None, None
+        bj, shift, b_sq = b[j : j + col_tile], None, None
         if kind == "rbf":
             shift = bj.to(_F64).mean(0).to(b.dtype)
             bj = bj - shift
@@ -121,8 +122,7 @@ def _column_tiles(kind, b, col_tile):
         yield j, bj, b_sq, shift
 
 
-def kernel_matrix(kind, A, B=None, *, gamma=None, degree=3, coef0=1.0, budget_bytes=DEFAULT_BUDGET_BYTES,
-                  device=None):
+def kernel_matrix(kind, A, B=None, *, gamma=None, degree=3, coef0=1.0, budget_bytes=DEFAULT_BUDGET_BYTES, device=None):
     """K(A, B) as an (n, m) tensor on A's device (or ``device``); B defaults to A.
 
     float64 when A is float64, else float32. See the module docstring for the formulas.
@@ -136,16 +136,18 @@ def kernel_matrix(kind, A, B=None, *, gamma=None, degree=3, coef0=1.0, budget_by
     for j, bj, b_sq, shift in _column_tiles(kind, b, col_tile):
         for i in range(0, n, rows):
             # a tile of whole rows of ``out`` is contiguous: computed in place, with no copy
-            tile = out[i:i + rows] if col_tile == m else torch.empty((min(rows, n - i), len(bj)), dtype=a.dtype,
-                                                                     device=a.device)
-            tile = _gram_tile(kind, a[i:i + rows], bj, b_sq, shift, gamma, degree, coef0, tile)
+            tile = (
+                out[i : i + rows]
+                if col_tile == m
+                else torch.empty((min(rows, n - i), len(bj)), dtype=a.dtype, device=a.device)
+            )
+            tile = _gram_tile(kind, a[i : i + rows], bj, b_sq, shift, gamma, degree, coef0, tile)
             if col_tile < m:
-                out[i:i + rows, j:j + col_tile] = tile
+                out[i : i + rows, j : j + col_tile] = tile
     return out
 
 
-def kernel_matmul(kind, A, B, C, *, gamma=None, degree=3, coef0=1.0, budget_bytes=DEFAULT_BUDGET_BYTES,
-                  device=None):
+def kernel_matmul(kind, A, B, C, *, gamma=None, degree=3, coef0=1.0, budget_bytes=DEFAULT_BUDGET_BYTES, device=None):
     """K(A, B) @ C, (n, k), without holding K(A, B): each row tile of the kernel is multiplied by C and
     dropped. ``C`` (m, k) (or (m,), giving (n,)). Same formulas and precision as ``kernel_matrix``.
 
@@ -162,15 +164,15 @@ def kernel_matmul(kind, A, B, C, *, gamma=None, degree=3, coef0=1.0, budget_byte
     out = torch.zeros((n, c2.shape[1]), dtype=a.dtype, device=a.device)
     col_tile, rows = _tiles(kind, a, b, budget_bytes, _PRODUCT_TILE_ELEMENTS)
     for j, bj, b_sq, shift in _column_tiles(kind, b, col_tile) if n else ():
-        cj = c2[j:j + col_tile]
+        cj = c2[j : j + col_tile]
         buf = torch.empty((min(rows, n), len(bj)), dtype=a.dtype, device=a.device)  # reused by every row tile
         for i in range(0, n, rows):
-            ai = a[i:i + rows]
-            tile = _gram_tile(kind, ai, bj, b_sq, shift, gamma, degree, coef0, buf[:len(ai)])
+            ai = a[i : i + rows]
+            tile = _gram_tile(kind, ai, bj, b_sq, shift, gamma, degree, coef0, buf[: len(ai)])
             if col_tile == m:
-                torch.matmul(tile, cj, out=out[i:i + rows])
+                torch.matmul(tile, cj, out=out[i : i + rows])
             else:
-                out[i:i + rows].addmm_(tile, cj)
+                out[i : i + rows].addmm_(tile, cj)
     return out if c.dim() == 2 else out[:, 0]
 
 

@@ -15,6 +15,7 @@ same number of uniformly drawn rows.
 Distances use ||x||^2 - 2 x.c + ||c||^2 in float64, over row chunks of at most ``_CHUNK_PAIRS``
 row-centre pairs, so memory stays bounded whatever n and k.
 """
+
 import torch
 
 _CHUNK_PAIRS = 1 << 22
@@ -32,8 +33,10 @@ def kmeans(x, k, *, iters=10, seed=0, init=None, weights=None):
         weights = torch.ones(x.shape[0], dtype=torch.float64, device=x.device)  # sums of ones: exact counts
     weights = torch.as_tensor(weights).to(device=x.device, dtype=torch.float64).reshape(-1)
     if weights.numel() != x.shape[0] or not bool(torch.all(weights >= 0)):
-        raise ValueError(f"weights must be {x.shape[0]} values >= 0 (one per row); got {weights.numel()} values, "
-                         f"minimum {float(weights.min()) if weights.numel() else None}")
+        raise ValueError(
+            f"weights must be {x.shape[0]} values >= 0 (one per row); got {weights.numel()} values, "
+            f"minimum {float(weights.min()) if weights.numel() else None}"
+        )
     positive = x[weights > 0]
     if init is None and positive.shape[0] <= k:
         return positive.clone()
@@ -63,7 +66,7 @@ def nearest(x, centres):
     step = max(1, _CHUNK_PAIRS // max(1, centres.shape[0]))
     out = torch.empty(x.shape[0], dtype=torch.int64, device=x.device)
     for start in range(0, x.shape[0], step):
-        rows = x[start:start + step]
+        rows = x[start : start + step]
         # ||x||^2 is the same for every centre of a row: argmin over ||c||^2 - 2 x.c
-        out[start:start + step] = torch.addmm(c_sq, rows, centres.T, alpha=-2.0).argmin(1)
+        out[start : start + step] = torch.addmm(c_sq, rows, centres.T, alpha=-2.0).argmin(1)
     return out

@@ -22,6 +22,7 @@ sum_i w_i d2l/dm2_i x~_i x~_i^T, (p, p) with p = d + fit_intercept and x~_i = [x
 Precision: margins use one matmul in the block dtype (coef is cast to it); per-row
 losses and derivatives are float64; X^T r runs in the block dtype, then goes to float64.
 """
+
 from __future__ import annotations
 
 import torch

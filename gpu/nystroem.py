@@ -24,6 +24,7 @@ K(x, L) and the projection can be kept apart and multiplied per product in float
 1e6 in the projection) cause; and the landmarks' own features have the diagonal Gram matrix
 diag(|lambda_r|).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,7 +54,9 @@ class NystroemMap:
         self.kind, self.gamma, self.degree, self.coef0 = kind, gamma, degree, coef0
         self.landmarks = torch.as_tensor(landmarks)
         if self.landmarks.dim() != 2 or self.landmarks.shape[0] == 0:
-            raise ValueError(f"landmarks must be a non-empty 2-D (rows, features) array; got {tuple(self.landmarks.shape)}")
+            raise ValueError(
+                f"landmarks must be a non-empty 2-D (rows, features) array; got {tuple(self.landmarks.shape)}"
+            )
         if projection is None:
             k_ll = kernel_matrix(kind, self.landmarks.to(_F64), gamma=gamma, degree=degree, coef0=coef0)
             lam, v = _eigh(k_ll)
@@ -96,8 +99,14 @@ class NystroemMap:
         return int(self.projection.shape[1])
 
     def to(self, device):
-        return NystroemMap(self.kind, self.landmarks.to(device), gamma=self.gamma, degree=self.degree,
-                           coef0=self.coef0, projection=self.projection.to(device))
+        return NystroemMap(
+            self.kind,
+            self.landmarks.to(device),
+            gamma=self.gamma,
+            degree=self.degree,
+            coef0=self.coef0,
+            projection=self.projection.to(device),
+        )
 
     def transform(self, x, budget_bytes=DEFAULT_BUDGET_BYTES):
         """phi(X), (n, r), float64 for float64 X else float32, on the map's device."""
@@ -113,8 +122,16 @@ class NystroemMap:
         (``kernel_matmul``): scoring, where c = P theta^T folds the projection into the coefficients."""
         x = torch.as_tensor(x).to(self.landmarks.device)
         dtype = _F64 if x.dtype == _F64 else torch.float32
-        return kernel_matmul(self.kind, x.to(dtype), self.landmarks, c, gamma=self.gamma, degree=self.degree,
-                             coef0=self.coef0, budget_bytes=budget_bytes)
+        return kernel_matmul(
+            self.kind,
+            x.to(dtype),
+            self.landmarks,
+            c,
+            gamma=self.gamma,
+            degree=self.degree,
+            coef0=self.coef0,
+            budget_bytes=budget_bytes,
+        )
 
     def _tiles(self, x, budget_bytes, project):
         x = torch.as_tensor(x).to(self.landmarks.device)
@@ -126,9 +143,16 @@ class NystroemMap:
         rows = max(1, budget_bytes // max(1, 8 * 4 * p))  # the kernel tile and its product, with headroom
         out = torch.empty((x.shape[0], self.n_components if project else p), dtype=dtype, device=x.device)
         for i in range(0, x.shape[0], rows):
-            k = kernel_matrix(self.kind, x[i:i + rows].to(dtype), landmarks, gamma=self.gamma, degree=self.degree,
-                              coef0=self.coef0, budget_bytes=budget_bytes)
-            out[i:i + rows] = k @ projection if project else k
+            k = kernel_matrix(
+                self.kind,
+                x[i : i + rows].to(dtype),
+                landmarks,
+                gamma=self.gamma,
+                degree=self.degree,
+                coef0=self.coef0,
+                budget_bytes=budget_bytes,
+            )
+            out[i : i + rows] = k @ projection if project else k
         return out
 
 
@@ -161,5 +185,4 @@ def residual_fraction(kind, landmarks, rows, *, gamma=None, degree=3, coef0=1.0)
         jitter *= 100
     else:
         captured = NystroemMap(kind, lm, rcond=1e-6, **args).transform(x).T
-    return float(min(1.0, max(0.0, (total - float((captured ** 2).sum())) / total)))
-
+    return float(min(1.0, max(0.0, (total - float((captured**2).sum())) / total)))

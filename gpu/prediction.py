@@ -9,6 +9,7 @@ For a batch X (n, d), coefficients W (K, d) and intercepts b (K,):
 
 Computed in float64 so scores match MLlib's double-precision predictions.
 """
+
 import torch
 
 

@@ -26,6 +26,7 @@ t_ij = t+_j if y_i = c_j else t-_j, t+ = (N+ + 1) / (N+ + 2), t- = 1 / (N- + 2):
 
 with p = sigmoid(m); theta_j = (a_j, b_j).
 """
+
 from __future__ import annotations
 
 import torch
@@ -47,8 +48,11 @@ def _inputs(coef, X, y, w, classes, shape):
     if tuple(coef.shape) != shape:
         raise ValueError(f"coef has shape {tuple(coef.shape)}, expected {shape}")
     y = torch.as_tensor(y).to(device=X.device, dtype=_F64).reshape(-1)
-    w = torch.ones(X.n_rows, dtype=_F64, device=X.device) if w is None else \
-        torch.as_tensor(w).to(device=X.device, dtype=_F64).reshape(-1)
+    w = (
+        torch.ones(X.n_rows, dtype=_F64, device=X.device)
+        if w is None
+        else torch.as_tensor(w).to(device=X.device, dtype=_F64).reshape(-1)
+    )
     if y.numel() != X.n_rows or w.numel() != X.n_rows:
         raise ValueError(f"y and w need {X.n_rows} entries, got {y.numel()} and {w.numel()}")
     labels = (y[:, None] == torch.tensor(classes, dtype=_F64, device=X.device)[None, :]).to(_F64)

@@ -7,6 +7,7 @@ A Spark task may hold several partitions' blocks. Stacked under one ``sparkml.gp
 product for all of them instead of once per partition: one (m, p) product saved per extra
 partition on every Hessian-vector product.
 """
+
 from __future__ import annotations
 
 import torch
@@ -25,8 +26,12 @@ class RowStack(_Block):
             raise ValueError("RowStack needs at least one block")
         first = self.blocks[0]
         for b in self.blocks[1:]:
-            if (b.n_features, b.dtype, b.storage_dtype, b.device) != (first.n_features, first.dtype,
-                                                                       first.storage_dtype, first.device):
+            if (b.n_features, b.dtype, b.storage_dtype, b.device) != (
+                first.n_features,
+                first.dtype,
+                first.storage_dtype,
+                first.device,
+            ):
                 raise ValueError("RowStack's blocks must agree in width, dtype, storage dtype and device")
         self.n_features = first.n_features
         self._starts = [0]
@@ -49,7 +54,7 @@ class RowStack(_Block):
     def _spans(self):
         return zip(self.blocks, self._starts[:-1], self._starts[1:])
 
-    def to(self, device) -> "RowStack":
+    def to(self, device) -> RowStack:
         return RowStack([b.to(device) for b in self.blocks])
 
     def matmul(self, v: torch.Tensor) -> torch.Tensor:
@@ -65,7 +70,7 @@ class RowStack(_Block):
         # each block's runs of rows, their positions shifted to the stack's
         return sum(b.margin_pass(v, lambda i, j, m, s=start: fn(s + i, s + j, m)) for b, start, _ in self._spans())
 
-    def take(self, index) -> "RowStack":
+    def take(self, index) -> RowStack:
         """The rows ``index`` (increasing, as an active set is), one taken block per block they fall in."""
         index = self._index(index)
         if len(index) > 1 and not bool((index[1:] >= index[:-1]).all()):

@@ -4,6 +4,7 @@ Every error is a `ConfigError` naming the full dotted key, e.g.
 ``model.params.regParm: unknown parameter of LogisticRegression (did you mean regParam?)``.
 The documentation's "Batch jobs" page documents each key.
 """
+
 import copy
 import difflib
 import importlib
@@ -79,12 +80,25 @@ RETRAIN_SCHEMA["gate"] = {
 }
 del RETRAIN_SCHEMA["output"]["overwrite"]  # each version's report has its own folder
 
-_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
-               list: "a list", type(None): "null"}
-_CONVERTER_NAMES = {"toInt": "an integer", "toFloat": "a number", "toBoolean": "true or false",
-                    "toString": "a string", "toListFloat": "a list of numbers",
-                    "toListInt": "a list of integers", "toListString": "a list of strings",
-                    "toVector": "a list of numbers", "toMatrix": "a matrix"}
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    list: "a list",
+    type(None): "null",
+}
+_CONVERTER_NAMES = {
+    "toInt": "an integer",
+    "toFloat": "a number",
+    "toBoolean": "true or false",
+    "toString": "a string",
+    "toListFloat": "a list of numbers",
+    "toListInt": "a list of integers",
+    "toListString": "a list of strings",
+    "toVector": "a list of numbers",
+    "toMatrix": "a matrix",
+}
 
 
 class ConfigError(ValueError):
@@ -140,8 +154,10 @@ def load(path, overrides=(), schema=None):
             raw = yaml.safe_load(f)
     except OSError as e:
         examples = ", ".join(example_names())
-        raise ConfigError("--config", f"cannot read {path}: {e.strerror}"
-                                      + (f" (the example configs: {examples})" if examples else "")) from None
+        raise ConfigError(
+            "--config",
+            f"cannot read {path}: {e.strerror}" + (f" (the example configs: {examples})" if examples else ""),
+        ) from None
     except yaml.YAMLError as e:
         raise ConfigError("--config", f"{path} is not valid YAML: {e}".replace("\n", " ")) from None
     if raw is None:
@@ -228,8 +244,9 @@ def validate(raw, schema=None):
     if data["train"].startswith("generated:"):
         kind = data["train"].split(":", 1)[1]
         if kind not in GENERATED_KINDS:
-            raise ConfigError("data.train", f"expected generated:{{{','.join(GENERATED_KINDS)}}}, "
-                              f"got {data['train']!r}")
+            raise ConfigError(
+                "data.train", f"expected generated:{{{','.join(GENERATED_KINDS)}}}, got {data['train']!r}"
+            )
     if (data["test"] or "").startswith("generated:"):
         raise ConfigError("data.test", "generated:* datasets are for data.train only (the holdout is split off)")
     features = data["features"]
@@ -251,7 +268,9 @@ def validate(raw, schema=None):
         if value is not None and not value.strip():
             raise ConfigError(f"tracking.{key}", "expected a non-empty string or null, got ''")
     cfg["model"]["params"] = validate_params(cfg["model"]["estimator"], cfg["model"]["params"])
-    if cfg["data"]["weight"] is not None and "weightCol" not in estimator_params(estimator_class(cfg["model"]["estimator"])):
+    if cfg["data"]["weight"] is not None and "weightCol" not in estimator_params(
+        estimator_class(cfg["model"]["estimator"])
+    ):
         raise ConfigError("data.weight", f"{cfg['model']['estimator']} takes no weight column")
     return cfg
 
@@ -259,8 +278,9 @@ def validate(raw, schema=None):
 def estimator_class(name, key="model.estimator"):
     """Import the estimator class registered under `name`."""
     if name not in ESTIMATORS:
-        raise ConfigError(key, f"expected one of {', '.join(ESTIMATORS)}, got {name!r}"
-                          + _did_you_mean(name, ESTIMATORS))
+        raise ConfigError(
+            key, f"expected one of {', '.join(ESTIMATORS)}, got {name!r}" + _did_you_mean(name, ESTIMATORS)
+        )
     module, _, attr = ESTIMATORS[name][0].partition(":")
     try:
         return getattr(importlib.import_module(module), attr)

@@ -2,6 +2,7 @@
 confusion matrix, residuals. Plain numpy (``scores`` aside), so they are checked against scikit-learn
 without Spark; `jobs.report_figures` draws them and `jobs.report` writes the report.
 """
+
 import math
 
 import numpy as np
@@ -9,9 +10,18 @@ import numpy as np
 TASKS = ("binary", "multiclass", "regression")
 
 
-
-def scores(pred_df, task, label_col, *, prediction_col="prediction", raw_col="rawPrediction",
-           probability_col="probability", weight_col=None, max_rows=100_000, seed=0):
+def scores(
+    pred_df,
+    task,
+    label_col,
+    *,
+    prediction_col="prediction",
+    raw_col="rawPrediction",
+    probability_col="probability",
+    weight_col=None,
+    max_rows=100_000,
+    seed=0,
+):
     """The label, prediction and weight of a predictions DataFrame as float64 numpy arrays, plus what
     the task's figure needs: ``"score"`` for "binary" (P(label=1) from ``probability_col`` when the
     frame has it, else ``rawPrediction[1]``; the ROC depends only on the order of the scores, so
@@ -32,14 +42,17 @@ def scores(pred_df, task, label_col, *, prediction_col="prediction", raw_col="ra
     if max_rows < 1:
         raise ValueError(f"max_rows must be positive, got {max_rows}")
     columns = set(pred_df.columns)
-    cols = [F.col(label_col).cast("double").alias("label"),
-            F.col(prediction_col).cast("double").alias("prediction"),
-            (F.col(weight_col).cast("double") if weight_col else F.lit(1.0)).alias("weight")]
+    cols = [
+        F.col(label_col).cast("double").alias("label"),
+        F.col(prediction_col).cast("double").alias("prediction"),
+        (F.col(weight_col).cast("double") if weight_col else F.lit(1.0)).alias("weight"),
+    ]
     vector_col = next((c for c in (probability_col, raw_col) if c and c in columns), None)
     if task == "binary":
         if vector_col is None:
-            raise ValueError(f"binary scores need a {probability_col!r} or {raw_col!r} column; "
-                             f"the frame has {sorted(columns)}")
+            raise ValueError(
+                f"binary scores need a {probability_col!r} or {raw_col!r} column; the frame has {sorted(columns)}"
+            )
         cols.append(vector_to_array(F.col(vector_col))[1].alias("score"))
     elif task == "multiclass" and vector_col is not None:
         cols.append(F.size(vector_to_array(F.col(vector_col))).alias("vector_size"))
@@ -64,6 +77,7 @@ def scores(pred_df, task, label_col, *, prediction_col="prediction", raw_col="ra
 
 
 # ---- curves ---------------------------------------------------------------------------------------------------
+
 
 def _weights(n, weight):
     if weight is None:
@@ -128,8 +142,9 @@ def confusion_matrix(label, prediction, num_classes, weight=None):
     bad = (yi != y) | (pi != p) | (yi < 0) | (pi < 0) | (yi >= k) | (pi >= k)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"labels and predictions must be integers in [0, {k}); row {i} has "
-                         f"label {y[i]}, prediction {p[i]}")
+        raise ValueError(
+            f"labels and predictions must be integers in [0, {k}); row {i} has label {y[i]}, prediction {p[i]}"
+        )
     w = _weights(y.size, weight)
     return np.bincount(yi * k + pi, weights=w, minlength=k * k).reshape(k, k)
 

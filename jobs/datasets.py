@@ -3,6 +3,7 @@
 `generated:binary|regression|multiclass` build a seeded numpy problem and hand it to Spark as a
 DataFrame with a dense `features` VectorUDT column and a double `label`, so demos need no download.
 """
+
 import numpy as np
 
 from sparkml.jobs.config import ConfigError
@@ -54,10 +55,12 @@ def generate(spark, kind, rows, features, classes=3, seed=0, window=None):
     from sparkml.compat import from_arrow
 
     X, y = generate_arrays(kind, rows, features, classes, seed, window)
-    table = pa.table({
-        GENERATED_FEATURES_COL: pa.FixedSizeListArray.from_arrays(pa.array(X.ravel()), features),
-        "label": pa.array(y),
-    })
+    table = pa.table(
+        {
+            GENERATED_FEATURES_COL: pa.FixedSizeListArray.from_arrays(pa.array(X.ravel()), features),
+            "label": pa.array(y),
+        }
+    )
     df = from_arrow(spark, table)
     return df.withColumn(GENERATED_FEATURES_COL, array_to_vector(GENERATED_FEATURES_COL))
 
@@ -137,8 +140,9 @@ def _read_window(spark, data, window):
         return read(spark, path, data["format"], data["options"]), path
     if source.startswith("generated:"):
         gen = data["generated"]
-        return generate(spark, source.split(":", 1)[1], gen["rows"], gen["features"], gen["classes"],
-                        gen["seed"], window), f"{source} window {window}"
+        return generate(
+            spark, source.split(":", 1)[1], gen["rows"], gen["features"], gen["classes"], gen["seed"], window
+        ), f"{source} window {window}"
     df = read(spark, source, data["format"], data["options"])
     column = data["window_column"]
     require_columns(df, [column], "data.window_column", source)
@@ -156,8 +160,7 @@ def load(spark, data, window=None):
         train, source = _read_window(spark, data, window)
     elif source.startswith("generated:"):
         gen = data["generated"]
-        train = generate(spark, source.split(":", 1)[1], gen["rows"], gen["features"],
-                         gen["classes"], gen["seed"])
+        train = generate(spark, source.split(":", 1)[1], gen["rows"], gen["features"], gen["classes"], gen["seed"])
     else:
         train = read(spark, source, data["format"], data["options"])
     train, features_col = prepare(train, data, source)

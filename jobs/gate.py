@@ -15,21 +15,28 @@ Without a champion (the first run) only the thresholds apply. A candidate passes
 every gated metric passes; each failure is stated with both numbers, e.g.
 ``areaUnderROC 0.7012 is below the threshold 0.8500``.
 """
+
 import math
 
 from sparkml.jobs.config import ConfigError
 
 RULE_KEYS = ("greater_is_better", "threshold", "min_absolute_change", "min_relative_change")
 # Direction of the metrics jobs.train's evaluate computes, so a config may leave greater_is_better out.
-KNOWN_DIRECTIONS = {"areaUnderROC": True, "accuracy": True, "f1": True, "r2": True,
-                    "logLoss": False, "rmse": False, "mae": False}
+KNOWN_DIRECTIONS = {
+    "areaUnderROC": True,
+    "accuracy": True,
+    "f1": True,
+    "r2": True,
+    "logLoss": False,
+    "rmse": False,
+    "mae": False,
+}
 
 
 class Rule:
     """One metric's thresholds (None: not checked)."""
 
-    def __init__(self, metric, greater_is_better, threshold=None, min_absolute_change=None,
-                 min_relative_change=None):
+    def __init__(self, metric, greater_is_better, threshold=None, min_absolute_change=None, min_relative_change=None):
         self.metric, self.greater_is_better = metric, greater_is_better
         self.threshold, self.min_absolute_change = threshold, min_absolute_change
         self.min_relative_change = min_relative_change
@@ -43,11 +50,17 @@ class Rule:
             failures += self._floor(candidate)
             if champion is not None and math.isfinite(champion):
                 failures += self._change(candidate, champion)
-        return {"metric": self.metric, "greater_is_better": self.greater_is_better,
-                "candidate": candidate, "champion": champion, "threshold": self.threshold,
-                "min_absolute_change": self.min_absolute_change,
-                "min_relative_change": self.min_relative_change,
-                "passed": not failures, "failures": failures}
+        return {
+            "metric": self.metric,
+            "greater_is_better": self.greater_is_better,
+            "candidate": candidate,
+            "champion": champion,
+            "threshold": self.threshold,
+            "min_absolute_change": self.min_absolute_change,
+            "min_relative_change": self.min_relative_change,
+            "passed": not failures,
+            "failures": failures,
+        }
 
     def _better_or_equal(self, value, bound):
         return value >= bound if self.greater_is_better else value <= bound
@@ -63,8 +76,10 @@ class Rule:
         word = "gain" if self.greater_is_better else "drop"
         out = []
         if self.min_absolute_change is not None and not self._better_or_equal(c, b + sign * self.min_absolute_change):
-            out.append(f"{self.metric} {c:.4f} against the champion's {b:.4f}: a {word} of "
-                       f"{sign * (c - b):+.4f}, less than the required {self.min_absolute_change:.4f}")
+            out.append(
+                f"{self.metric} {c:.4f} against the champion's {b:.4f}: a {word} of "
+                f"{sign * (c - b):+.4f}, less than the required {self.min_absolute_change:.4f}"
+            )
         if self.min_relative_change is not None:
             if b == 0:
                 ok = self._better_or_equal(c, b + sign * 1e-10) and c != b
@@ -74,8 +89,10 @@ class Rule:
                 needed = f"{self.min_relative_change:.2%}"
             if not ok:
                 change = sign * (c - b) / abs(b) if b else 0.0
-                out.append(f"{self.metric} {c:.4f} against the champion's {b:.4f}: a relative {word} of "
-                           f"{change:+.2%}, less than the required {needed}")
+                out.append(
+                    f"{self.metric} {c:.4f} against the champion's {b:.4f}: a relative {word} of "
+                    f"{change:+.2%}, less than the required {needed}"
+                )
         return out
 
 
@@ -92,13 +109,16 @@ def parse(section, key="gate.metrics"):
             raise ConfigError(f"{where}.{unknown[0]}", f"unknown key; expected one of {', '.join(RULE_KEYS)}")
         direction = spec.get("greater_is_better", KNOWN_DIRECTIONS.get(metric))
         if not isinstance(direction, bool):
-            raise ConfigError(f"{where}.greater_is_better", "required (true or false) for a metric "
-                              f"other than {', '.join(KNOWN_DIRECTIONS)}")
+            raise ConfigError(
+                f"{where}.greater_is_better",
+                f"required (true or false) for a metric other than {', '.join(KNOWN_DIRECTIONS)}",
+            )
         values = {}
         for name in RULE_KEYS[1:]:
             value = spec.get(name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                      or not math.isfinite(value)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            ):
                 raise ConfigError(f"{where}.{name}", f"expected a number, got {value!r}")
             values[name] = None if value is None else float(value)
         rel = values["min_relative_change"]
@@ -114,14 +134,15 @@ def check_metrics_exist(rules, metric_names, task):
     """ConfigError when a gated metric is not one the job computes for this task (before training)."""
     for rule in rules:
         if rule.metric not in metric_names:
-            raise ConfigError(f"gate.metrics.{rule.metric}", f"not a holdout metric of a {task} model "
-                              f"(expected one of {', '.join(metric_names)})")
+            raise ConfigError(
+                f"gate.metrics.{rule.metric}",
+                f"not a holdout metric of a {task} model (expected one of {', '.join(metric_names)})",
+            )
 
 
 def decide(rules, candidate, champion=None):
     """(passed, results): every rule checked against the candidate's and the champion's metrics."""
-    results = [r.check(candidate.get(r.metric), None if champion is None else champion.get(r.metric))
-               for r in rules]
+    results = [r.check(candidate.get(r.metric), None if champion is None else champion.get(r.metric)) for r in rules]
     return all(r["passed"] for r in results), results
 
 

@@ -3,14 +3,17 @@
 Only used when this process will launch the JVM itself (`python -m sparkml.jobs.train` with no session);
 under spark-submit or in a notebook the JVM already runs.
 """
+
 import os
 import re
 import shutil
 import subprocess
 import sys
 
-MESSAGE = ("Java 17 (or 21) is required by Spark and was not found: install a JDK "
-           "(e.g. apt-get install openjdk-17-jre-headless) and set JAVA_HOME")
+MESSAGE = (
+    "Java 17 (or 21) is required by Spark and was not found: install a JDK "
+    "(e.g. apt-get install openjdk-17-jre-headless) and set JAVA_HOME"
+)
 
 
 def find_java():

@@ -22,6 +22,7 @@ mounts) or, without the setting, leaves them in the local download directory (a 
 
 mlflow is imported lazily (the ``jobs`` extra).
 """
+
 import contextlib
 import glob
 import json
@@ -57,8 +58,10 @@ def parse_model_uri(text):
         raise ValueError(f"expected models:/<name>@<alias> or models:/<name>/<version>, got {text!r}")
     version = m.group("version")
     if version is not None and not version.isdigit():
-        raise ValueError(f"{text!r}: the version must be a number (stages such as {version!r} are not "
-                         f"supported; use an alias, e.g. models:/{m.group('name')}@{ALIAS})")
+        raise ValueError(
+            f"{text!r}: the version must be a number (stages such as {version!r} are not "
+            f"supported; use an alias, e.g. models:/{m.group('name')}@{ALIAS})"
+        )
     return m.group("name"), m.group("alias"), None if version is None else int(version)
 
 
@@ -112,7 +115,7 @@ def read_metadata(model_dir):
     except ValueError as e:
         raise ModelError(f"{parts[0]}: not MLlib model metadata ({e})") from None
     if not isinstance(metadata, dict) or not isinstance(metadata.get("class"), str):
-        raise ModelError(f"{parts[0]}: not MLlib model metadata (no \"class\" field)")
+        raise ModelError(f'{parts[0]}: not MLlib model metadata (no "class" field)')
     metadata["_file"] = parts[0]
     return metadata
 
@@ -123,12 +126,15 @@ def model_class(metadata, flavor="sparkml"):
         raise ValueError(f"flavor: expected one of {', '.join(FLAVORS)}, got {flavor!r}")
     entry = MODEL_CLASSES.get(metadata["class"])
     if entry is None:
-        raise ModelError(f"{metadata['_file']}: class {metadata['class']!r} is not a model this library loads "
-                         f"(known: {', '.join(sorted(MODEL_CLASSES))})")
+        raise ModelError(
+            f"{metadata['_file']}: class {metadata['class']!r} is not a model this library loads "
+            f"(known: {', '.join(sorted(MODEL_CLASSES))})"
+        )
     target = entry[FLAVORS.index(flavor)]
     if target is None:
-        raise ModelError(f"{metadata['class']} has no stock pyspark.ml twin (MLlib has no such model): "
-                         "load it with flavor 'sparkml'")
+        raise ModelError(
+            f"{metadata['class']} has no stock pyspark.ml twin (MLlib has no such model): load it with flavor 'sparkml'"
+        )
     return catalog.import_path(target)
 
 
@@ -160,15 +166,19 @@ def placement(spark, env=None):
         if root is None:
             return "local", None
         if not is_local_path(root) and not root.startswith("file:"):
-            raise ModelError(f"${TEMP_DFS_ENV}={root}: a Spark Connect client cannot copy a model there; "
-                             "set it to a directory this machine and the server both mount")
+            raise ModelError(
+                f"${TEMP_DFS_ENV}={root}: a Spark Connect client cannot copy a model there; "
+                "set it to a directory this machine and the server both mount"
+            )
         return "copy", root
     master = spark.sparkContext.master if spark is not None else "local"
     if master == "local" or master.startswith("local["):
         return "local", None
     if root is None:
-        raise ModelError(f"master {master} cannot read this machine's download directory: set "
-                         f"${TEMP_DFS_ENV} to a directory every node reads (e.g. hdfs:///tmp/sparkml)")
+        raise ModelError(
+            f"master {master} cannot read this machine's download directory: set "
+            f"${TEMP_DFS_ENV} to a directory every node reads (e.g. hdfs:///tmp/sparkml)"
+        )
     return "hadoop", root
 
 
@@ -181,7 +191,7 @@ def readable_copy(local_dir, spark, env=None):
         return
     target = root.rstrip("/") + f"/sparkml-model-{uuid.uuid4().hex[:12]}"
     if kind == "copy":
-        plain = target[len("file:"):] if target.startswith("file:") else target
+        plain = target[len("file:") :] if target.startswith("file:") else target
         try:
             shutil.copytree(local_dir, plain)
             yield target
@@ -202,7 +212,7 @@ def download(client, version, dst):
     """Download a version's model directory into `dst`; return its local path."""
     source = version.source
     if source.startswith("runs:/"):
-        run_id, _, artifact_path = source[len("runs:/"):].partition("/")
+        run_id, _, artifact_path = source[len("runs:/") :].partition("/")
         return client.download_artifacts(run_id, artifact_path, dst)
     import mlflow.artifacts
 
@@ -219,8 +229,10 @@ def load_version(client, version, spark, flavor="sparkml"):
         try:
             return load_dir(model_dir, flavor, spark)
         except ModelError as e:  # name the files as the artifact store holds them, not the download
-            raise ModelError(f"version {version.version} of model {version.name!r}: "
-                             f"{str(e).replace(model_dir, version.source.rstrip('/'))}") from None
+            raise ModelError(
+                f"version {version.version} of model {version.name!r}: "
+                f"{str(e).replace(model_dir, version.source.rstrip('/'))}"
+            ) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -4,6 +4,7 @@
 Plain paths go through `os`; URIs (hdfs://, s3a://, file:/, ...) through the Hadoop FileSystem
 of the Spark session, so scheduled jobs on a cluster publish the same way.
 """
+
 import os
 import shutil
 import uuid
@@ -76,8 +77,14 @@ def store_for(path, spark=None):
     return LocalStore() if is_local_path(path) else HadoopStore(spark, path)
 
 
-def refuse_overwrite(store, out_dir, overwrite, name="model", key="output.dir",
-                     hint="set output.overwrite: true (or --set output.overwrite=true) to replace it"):
+def refuse_overwrite(
+    store,
+    out_dir,
+    overwrite,
+    name="model",
+    key="output.dir",
+    hint="set output.overwrite: true (or --set output.overwrite=true) to replace it",
+):
     """Raise a ConfigError naming `key` when `<out_dir>/<name>` exists and overwriting was not asked for."""
     target = store.join(out_dir, name)
     if not overwrite and store.exists(target):

@@ -15,6 +15,7 @@ The registry is ``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``; there is no d
 fresh store beside the output would hold no models. Errors in the arguments or the data print one
 line ("config error: <key>: <problem>") and exit 2, with nothing written.
 """
+
 import argparse
 import os
 import sys
@@ -25,8 +26,8 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/predict.py) fr
     if os.path.isfile(os.path.join(_checkout, "sparkml", "__init__.py")):
         sys.path.insert(0, _checkout)  # sparkml resolves sparkml.jobs to this folder
 
-from sparkml.jobs import datasets, models, outputs, session, tracking  # noqa: E402
-from sparkml.jobs.config import FORMATS, ConfigError, is_local_path  # noqa: E402
+from sparkml.jobs import datasets, models, outputs, session, tracking
+from sparkml.jobs.config import FORMATS, ConfigError, is_local_path
 
 DEFAULT_FEATURES = "features"
 NAME_COL, VERSION_COL = "model_name", "model_version"
@@ -40,14 +41,22 @@ def parse_args(argv=None):
     p.add_argument("--input", required=True, help="file, directory or URI to score")
     p.add_argument("--output", required=True, help="Parquet directory to write (a local path or a URI)")
     p.add_argument("--format", default="parquet", choices=FORMATS, help="input format (default: %(default)s)")
-    p.add_argument("--id-cols", help="comma-separated input columns to carry into the output "
-                                     "(default: every input column)")
-    p.add_argument("--features", default=DEFAULT_FEATURES,
-                   help="a vector column, or comma-separated numeric columns to assemble (default: %(default)s)")
+    p.add_argument(
+        "--id-cols", help="comma-separated input columns to carry into the output (default: every input column)"
+    )
+    p.add_argument(
+        "--features",
+        default=DEFAULT_FEATURES,
+        help="a vector column, or comma-separated numeric columns to assemble (default: %(default)s)",
+    )
     p.add_argument("--tracking-uri", help=f"MLflow tracking URI of the registry (default: ${tracking.ENV_URI})")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
-    p.add_argument("--flavor", default="sparkml", choices=models.FLAVORS,
-                   help="load as this library's model or as the stock pyspark.ml one (default: %(default)s)")
+    p.add_argument(
+        "--flavor",
+        default="sparkml",
+        choices=models.FLAVORS,
+        help="load as this library's model or as the stock pyspark.ml one (default: %(default)s)",
+    )
     return p.parse_args(argv)
 
 
@@ -70,8 +79,9 @@ def tracking_uri(arg, env=None):
     elif env.get(tracking.ENV_URI, "").strip():
         uri, key = env[tracking.ENV_URI].strip(), tracking.ENV_URI
     else:
-        raise ConfigError("--tracking-uri", f"no registry to read the model from: pass --tracking-uri or set "
-                          f"${tracking.ENV_URI}")
+        raise ConfigError(
+            "--tracking-uri", f"no registry to read the model from: pass --tracking-uri or set ${tracking.ENV_URI}"
+        )
     db = tracking._sqlite_file(uri)
     if db is not None and not os.path.isfile(db):
         raise ConfigError(key, f"no MLflow store at {db}")
@@ -148,8 +158,10 @@ def score(model, df, features_col, keep, version):
 
     taken = set(keep) & (set(output_columns(model)) | {NAME_COL, VERSION_COL})
     if taken:
-        raise ConfigError("--id-cols", f"input column {sorted(taken)[0]!r} clashes with the output column of "
-                          "that name: list --id-cols without it")
+        raise ConfigError(
+            "--id-cols",
+            f"input column {sorted(taken)[0]!r} clashes with the output column of that name: list --id-cols without it",
+        )
     model.setFeaturesCol(features_col)
     scored = model.transform(df)
     added = [c for c in scored.columns if c not in df.columns]
@@ -167,8 +179,9 @@ def prepare(spark, args, model):
     df, col = features_column(df, column_list(args.features, "--features"), args.input)
     width = datasets.feature_width(df, col)
     if width is not None and width != model.numFeatures:
-        raise ConfigError("--features", f"{col} holds vectors of size {width}, the model takes "
-                          f"{model.numFeatures} features")
+        raise ConfigError(
+            "--features", f"{col} holds vectors of size {width}, the model takes {model.numFeatures} features"
+        )
     return df, col, keep
 
 
@@ -222,8 +235,10 @@ def main(argv=None, spark=None):
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
         return 2
-    print(f"scored {result['rows']:,} rows with {result['name']} version {result['version']} in "
-          f"{time.perf_counter() - t0:.1f} s -> {result['output']}")
+    print(
+        f"scored {result['rows']:,} rows with {result['name']} version {result['version']} in "
+        f"{time.perf_counter() - t0:.1f} s -> {result['output']}"
+    )
     return 0
 
 

@@ -12,7 +12,7 @@ A registered model ``<name>`` holds one version per retraining run that was not 
 | ``sparkml.config_sha256`` | hash of the resolved config (`tracking.config_hash`) |
 | ``sparkml.estimator`` | the estimator class, e.g. ``sparkml.classification.LogisticRegression`` |
 | ``sparkml.metric.<name>`` | the candidate's holdout metrics; ``sparkml.champion_metric.<name>`` the champion's |
-| ``sparkml.gate`` | ``passed`` or ``failed``; ``sparkml.gate_champion``: the champion version the gate compared with ("" for none) |
+| ``sparkml.gate`` | ``passed`` or ``failed``; ``sparkml.gate_champion``: the version compared with ("" if none) |
 | ``sparkml.decision`` | ``pending`` until decided, then ``promoted``, ``rejected``, ``lost`` or ``abandoned`` |
 | ``sparkml.reason`` | one sentence: why |
 | ``sparkml.owner`` | ``host:pid`` of the run that registered it; ``sparkml.registered_at``: epoch seconds |
@@ -31,6 +31,7 @@ pending version whose owner is dead (same host and its pid gone, or registered m
 in service (moves the alias to it), and *abandons* the others (the gate failed, or the champion moved
 since), and says which.
 """
+
 import os
 import socket
 import time
@@ -82,8 +83,7 @@ class LostRace(Exception):
 class Registry:
     """One registered model and its alias, through an ``MlflowClient``."""
 
-    def __init__(self, client, name, alias="champion", lock_timeout_s=120.0, pending_timeout_s=3600.0,
-                 poll_s=0.2):
+    def __init__(self, client, name, alias="champion", lock_timeout_s=120.0, pending_timeout_s=3600.0, poll_s=0.2):
         self.client, self.name, self.alias = client, name, alias
         self.lock_timeout_s, self.pending_timeout_s, self.poll_s = lock_timeout_s, pending_timeout_s, poll_s
 
@@ -131,8 +131,12 @@ class Registry:
     # -- writing -------------------------------------------------------------------------------
     def register(self, run_id, tags):
         """A new version from the run's ``model`` artifacts, tagged ``pending`` (decided later)."""
-        tags = {**{k: str(v) for k, v in tags.items()}, DECISION: PENDING, OWNER: owner_id(),
-                REGISTERED_AT: f"{time.time():.3f}"}
+        tags = {
+            **{k: str(v) for k, v in tags.items()},
+            DECISION: PENDING,
+            OWNER: owner_id(),
+            REGISTERED_AT: f"{time.time():.3f}",
+        }
         return self.client.create_model_version(self.name, f"runs:/{run_id}/model", run_id, tags=tags)
 
     def decide(self, version, decision, reason):
@@ -167,20 +171,26 @@ class Registry:
             gate_champion = v.tags.get(GATE_CHAMPION) or None
             if v.tags.get(GATE) != "passed":
                 self.decide(v.version, "abandoned", "its run died before deciding; its gate had failed")
-                lines.append(f"version {v.version} (window {v.tags.get(WINDOW)}) was left undecided by a run "
-                             "that died; its gate had failed: ignored (abandoned)")
+                lines.append(
+                    f"version {v.version} (window {v.tags.get(WINDOW)}) was left undecided by a run "
+                    "that died; its gate had failed: ignored (abandoned)"
+                )
                 continue
             try:
                 self.promote(v.version, gate_champion)
             except LostRace as e:
                 self.decide(v.version, "abandoned", f"its run died before promoting it and the {e}")
-                lines.append(f"version {v.version} (window {v.tags.get(WINDOW)}) was left undecided by a run "
-                             f"that died; it passed its gate but the {e}: ignored (abandoned)")
+                lines.append(
+                    f"version {v.version} (window {v.tags.get(WINDOW)}) was left undecided by a run "
+                    f"that died; it passed its gate but the {e}: ignored (abandoned)"
+                )
                 continue
             self.decide(v.version, "promoted", "passed its gate; promoted by a later run after its own run died")
-            lines.append(f"version {v.version} (window {v.tags.get(WINDOW)}) was left undecided by a run that "
-                         f"died; it passed its gate against {self.alias} {_named(gate_champion)}, still in "
-                         f"service: finished (now {self.alias})")
+            lines.append(
+                f"version {v.version} (window {v.tags.get(WINDOW)}) was left undecided by a run that "
+                f"died; it passed its gate against {self.alias} {_named(gate_champion)}, still in "
+                f"service: finished (now {self.alias})"
+            )
         return lines
 
 
@@ -197,14 +207,16 @@ class _Lock:
         deadline = time.time() + self.r.lock_timeout_s + 30.0
         while True:
             try:
-                self.r.client.create_registered_model(self.name, tags={OWNER: owner_id(),
-                                                                       REGISTERED_AT: f"{time.time():.3f}"})
+                self.r.client.create_registered_model(
+                    self.name, tags={OWNER: owner_id(), REGISTERED_AT: f"{time.time():.3f}"}
+                )
                 return self
             except MlflowException:
                 self._break_if_stale()
             if time.time() > deadline:
-                raise TimeoutError(f"could not take the registry lock {self.name!r} within "
-                                   f"{self.r.lock_timeout_s + 30:.0f} s")
+                raise TimeoutError(
+                    f"could not take the registry lock {self.name!r} within {self.r.lock_timeout_s + 30:.0f} s"
+                )
             time.sleep(self.r.poll_s)
 
     def _break_if_stale(self):

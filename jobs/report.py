@@ -13,6 +13,7 @@ report dict (schema in its docstring) and ``write`` puts report.md and the PNGs 
 ``scores``, ``roc_curve`` and ``confusion_matrix`` live in `jobs.curves`, ``figures`` in
 `jobs.report_figures`; they are re-exported here so a job needs only this module.
 """
+
 import math
 import numbers
 import os
@@ -79,16 +80,20 @@ def _gate_failures(row):
 
 
 def _gate_table(gate):
-    lines = ["| Metric | Direction | Candidate | Champion | Threshold | Min change | Result |",
-             "|---|---|---:|---:|---:|---|---|"]
+    lines = [
+        "| Metric | Direction | Candidate | Champion | Threshold | Min change | Result |",
+        "|---|---|---:|---:|---:|---|---|",
+    ]
     for row in gate:
         row = row or {}
         higher = row.get("greater_is_better")
         direction = MISSING if higher is None else ("higher is better" if higher else "lower is better")
         passed = row.get("passed")
         result = MISSING if passed is None else ("pass" if passed else "**FAIL**: " + "; ".join(_gate_failures(row)))
-        lines.append(f"| {_text(row.get('metric'))} | {direction} | {_num(row.get('candidate'))} | "
-                     f"{_num(row.get('champion'))} | {_num(row.get('threshold'))} | {_min_change(row)} | {result} |")
+        lines.append(
+            f"| {_text(row.get('metric'))} | {direction} | {_num(row.get('candidate'))} | "
+            f"{_num(row.get('champion'))} | {_num(row.get('threshold'))} | {_min_change(row)} | {result} |"
+        )
     return lines
 
 
@@ -117,9 +122,11 @@ def _warm_start_line(ws):
 def _training_line(tr):
     rows = tr.get("rows") or {}
     seconds = _as_float(tr.get("seconds"))
-    return (f"**Training:** {_text(tr.get('estimator'))}, {_num(tr.get('iterations'))} iterations, "
-            f"{MISSING if seconds is None else f'{seconds:.1f}'} s; rows: train {_num(rows.get('train'))}, "
-            f"test {_num(rows.get('test'))}")
+    return (
+        f"**Training:** {_text(tr.get('estimator'))}, {_num(tr.get('iterations'))} iterations, "
+        f"{MISSING if seconds is None else f'{seconds:.1f}'} s; rows: train {_num(rows.get('train'))}, "
+        f"test {_num(rows.get('test'))}"
+    )
 
 
 def markdown(report):
@@ -152,8 +159,12 @@ def markdown(report):
     lines = [f"# {_text(title)}", ""]
     reason = f": {_text(decision['reason'])}" if decision.get("reason") else ""
     lines.append(f"**Decision: {_text(outcome).replace('_', ' ')}**{reason}")
-    lines += ["", f"Model {_code(model)}, window {_code(window)}; candidate version "
-                  f"{_text(versions.get('candidate'))}, champion version {_text(versions.get('champion'))}.", ""]
+    lines += [
+        "",
+        f"Model {_code(model)}, window {_code(window)}; candidate version "
+        f"{_text(versions.get('candidate'))}, champion version {_text(versions.get('champion'))}.",
+        "",
+    ]
 
     gate = report.get("gate")
     lines += ["## Gate", ""]
@@ -173,8 +184,11 @@ def markdown(report):
     data = report.get("data") or {}
     lines += [f"**Data:** {_code(data.get('source'))}, fingerprint {_code(data.get('fingerprint'))}", ""]
     run = report.get("run") or {}
-    lines += [f"**Tracking:** run {_code(run.get('run_id'))} in experiment {_code(run.get('experiment'))} "
-              f"at {_code(run.get('tracking_uri'))}", ""]
+    lines += [
+        f"**Tracking:** run {_code(run.get('run_id'))} in experiment {_code(run.get('experiment'))} "
+        f"at {_code(run.get('tracking_uri'))}",
+        "",
+    ]
 
     names = report.get("figures") or []
     if names:

@@ -6,6 +6,7 @@ display is needed, the process-wide backend is left as it is (a notebook importi
 own), and no figure is registered anywhere that would have to be closed. Without matplotlib,
 ``figures`` returns ``{}`` and the report simply has no pictures.
 """
+
 import io
 import math
 
@@ -34,9 +35,13 @@ def _png(fig):
 def _models(curves, *needed):
     """(name, scores) of candidate then champion, for those present with every key in ``needed``."""
     curves = curves or {}
-    return [(name, curves[name]) for name in ("candidate", "champion")
-            if curves.get(name) is not None and all(curves[name].get(k) is not None for k in needed)
-            and len(curves[name]["label"])]
+    return [
+        (name, curves[name])
+        for name in ("candidate", "champion")
+        if curves.get(name) is not None
+        and all(curves[name].get(k) is not None for k in needed)
+        and len(curves[name]["label"])
+    ]
 
 
 def objective_figure(Figure, history):
@@ -73,8 +78,13 @@ def roc_figure(Figure, curves):
         fpr, tpr, auc = roc_curve(s["label"], s["score"], s.get("weight"))
         ax.plot(fpr, tpr, color=_COLORS[name], label=f"{name} (AUC {auc:.4f})")
     ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="chance")
-    ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="false positive rate", ylabel="true positive rate",
-           title="ROC on the holdout (sample)")
+    ax.set(
+        xlim=(0, 1),
+        ylim=(0, 1.01),
+        xlabel="false positive rate",
+        ylabel="true positive rate",
+        title="ROC on the holdout (sample)",
+    )
     ax.set_aspect("equal")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right")
@@ -107,8 +117,15 @@ def confusion_figure(Figure, curves):
             top = cm.max() if cm.size else 0
             for i in range(k):
                 for j in range(k):
-                    ax.text(j, i, _count_text(cm[i, j]), ha="center", va="center", fontsize=8,
-                            color="white" if top and cm[i, j] > top / 2 else "black")
+                    ax.text(
+                        j,
+                        i,
+                        _count_text(cm[i, j]),
+                        ha="center",
+                        va="center",
+                        fontsize=8,
+                        color="white" if top and cm[i, j] > top / 2 else "black",
+                    )
         accuracy = np.trace(cm) / cm.sum() if cm.sum() else math.nan
         ax.set(xlabel="predicted class", ylabel="true class", title=f"{name} (accuracy {accuracy:.4f})")
     fig.tight_layout()
@@ -131,11 +148,26 @@ def residual_figure(Figure, curves):
         idx = np.arange(r.size)
         if r.size > _SCATTER_POINTS:  # evenly spaced rows: deterministic, and the sample is already shuffled
             idx = np.linspace(0, r.size - 1, _SCATTER_POINTS).astype(np.int64)
-        scatter.scatter(p[idx], r[idx], s=4, alpha=0.35, color=_COLORS[name], label=name, linewidths=0,
-                        zorder=3 if name == "candidate" else 2)  # the candidate on top
-        rmse = float(np.sqrt(np.average(r ** 2, weights=s.get("weight")))) if r.size else math.nan
-        hist.hist(r, bins=bins, weights=s.get("weight"), histtype="step", linewidth=1.5,
-                  color=_COLORS[name], label=f"{name} (rmse {rmse:.4f})")
+        scatter.scatter(
+            p[idx],
+            r[idx],
+            s=4,
+            alpha=0.35,
+            color=_COLORS[name],
+            label=name,
+            linewidths=0,
+            zorder=3 if name == "candidate" else 2,
+        )  # the candidate on top
+        rmse = float(np.sqrt(np.average(r**2, weights=s.get("weight")))) if r.size else math.nan
+        hist.hist(
+            r,
+            bins=bins,
+            weights=s.get("weight"),
+            histtype="step",
+            linewidth=1.5,
+            color=_COLORS[name],
+            label=f"{name} (rmse {rmse:.4f})",
+        )
     scatter.axhline(0.0, color="grey", linestyle="--", linewidth=1)
     scatter.set(xlabel="prediction", ylabel="prediction - label", title="residuals (sample)")
     hist.axvline(0.0, color="grey", linestyle="--", linewidth=1)
@@ -147,8 +179,11 @@ def residual_figure(Figure, curves):
     return fig
 
 
-_TASK_FIGURES = {"binary": ("roc.png", roc_figure), "multiclass": ("confusion.png", confusion_figure),
-                 "regression": ("residuals.png", residual_figure)}
+_TASK_FIGURES = {
+    "binary": ("roc.png", roc_figure),
+    "multiclass": ("confusion.png", confusion_figure),
+    "regression": ("residuals.png", residual_figure),
+}
 
 
 def figures(task, curves, objective_history=None):
@@ -163,8 +198,10 @@ def figures(task, curves, objective_history=None):
     if Figure is None:
         return {}
     name, build = _TASK_FIGURES[task]
-    drawn = {"objective.png": None if objective_history is None else objective_figure(Figure, objective_history),
-             name: build(Figure, curves)}
+    drawn = {
+        "objective.png": None if objective_history is None else objective_figure(Figure, objective_history),
+        name: build(Figure, curves),
+    }
     out = {}
     for name, fig in drawn.items():
         if fig is not None:

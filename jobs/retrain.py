@@ -22,6 +22,7 @@ It prints one line with the decision. Exit codes: 0 whatever the decision (promo
 the race, dry run, already done); 2 for a config or data error, with the key named, before any
 registry write; 1 for anything else (traceback).
 """
+
 import argparse
 import hashlib
 import json
@@ -34,7 +35,7 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/retrain.py) fr
     if os.path.isfile(os.path.join(_checkout, "sparkml", "__init__.py")):
         sys.path.insert(0, _checkout)
 
-from sparkml.jobs import config, datasets, gate, outputs, registry, session, tracking, train  # noqa: E402
+from sparkml.jobs import config, datasets, gate, outputs, registry, session, tracking, train
 
 DEFAULT_CONFIG = os.path.join(config.examples_dir(), "retrain_demo.yaml")
 # Test-only fault hook (off unless set): after registering its version, the run writes
@@ -47,8 +48,13 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="sparkml.jobs.retrain", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", default=DEFAULT_CONFIG, help="YAML job config (default: %(default)s)")
     p.add_argument("--window", required=True, help="id of the data window to train on, e.g. 2026-11-03")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key, value parsed as YAML (repeatable)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key, value parsed as YAML (repeatable)",
+    )
     p.add_argument("--dry-run", action="store_true", help="evaluate and report, register and promote nothing")
     p.add_argument("--check", action="store_true", help="validate the config, print it resolved, and exit")
     return p.parse_args(argv)
@@ -60,8 +66,11 @@ def load_config(path, overrides, dry_run=False):
     if dry_run:
         cfg["gate"]["dry_run"] = True
     if not cfg["gate"]["metrics"]:
-        raise config.ConfigError("gate.metrics", "is required: at least one metric with a threshold, e.g. "
-                                 "{areaUnderROC: {threshold: 0.8, min_absolute_change: 0.0}}")
+        raise config.ConfigError(
+            "gate.metrics",
+            "is required: at least one metric with a threshold, e.g. "
+            "{areaUnderROC: {threshold: 0.8, min_absolute_change: 0.0}}",
+        )
     rules = gate.parse(cfg["gate"]["metrics"])
     task = config.task_of(cfg["model"]["estimator"])
     gate.check_metrics_exist(rules, train.metric_names(task), task)
@@ -73,8 +82,9 @@ def fingerprint(df):
     xxhash64 over every column): the same rows in any order and partitioning give the same value."""
     from pyspark.sql import functions as F
 
-    row = df.select(F.count(F.lit(1)).alias("n"),
-                    F.sum(F.xxhash64(*df.columns).cast("decimal(38,0)")).alias("h")).first()
+    row = df.select(
+        F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64(*df.columns).cast("decimal(38,0)")).alias("h")
+    ).first()
     text = f"{df.schema.simpleString()}|{row['n']}|{row['h']}"
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -99,8 +109,9 @@ class Retrain:
         self.rules = gate.parse(cfg["gate"]["metrics"])
         self.task = config.task_of(cfg["model"]["estimator"])
         self.client = MlflowClient(tracking_uri=self.target.uri)  # the registry follows, or $MLFLOW_REGISTRY_URI
-        self.registry = registry.Registry(self.client, self.name, reg["alias"], reg["lock_timeout_s"],
-                                          reg["pending_timeout_s"])
+        self.registry = registry.Registry(
+            self.client, self.name, reg["alias"], reg["lock_timeout_s"], reg["pending_timeout_s"]
+        )
         self.lines = []  # what the run says, besides its final line
 
     def open_registry(self):
@@ -112,8 +123,9 @@ class Retrain:
             self.registry.ensure_model()
         except Exception as e:
             text = " ".join(str(e).split())
-            raise config.ConfigError(key, f"cannot open the MLflow registry at {self.target.uri}: "
-                                     f"{type(e).__name__}: {text[:400]}") from None
+            raise config.ConfigError(
+                key, f"cannot open the MLflow registry at {self.target.uri}: {type(e).__name__}: {text[:400]}"
+            ) from None
         self.lines += self.registry.settle_abandoned()
 
     def run(self):
@@ -135,8 +147,10 @@ class Retrain:
         if rows["train"] == 0:
             raise config.ConfigError("--window", f"no training rows for window {self.window} in {data['train']}")
         if rows["test"] == 0:
-            raise config.ConfigError("data.test" if data["test"] else "data.holdout_fraction",
-                                     f"the holdout of window {self.window} is empty")
+            raise config.ConfigError(
+                "data.test" if data["test"] else "data.holdout_fraction",
+                f"the holdout of window {self.window} is empty",
+            )
         with tracking.start(self.cfg, self.job) as tracked:
             tracked.client.set_tag(tracked.run_id, registry.WINDOW, self.window)
             return self._train_and_decide(tracked, train_df, test, features_col, fp, config_sha, rows, t0)
@@ -146,13 +160,23 @@ class Retrain:
         t = version.tags
         decision, reason = t.get(registry.DECISION, "?"), t.get(registry.REASON, "")
         if decision == registry.PENDING:
-            line = (f"{self.name} window {self.window}: version {version.version} with the same data and config "
-                    f"is being decided by another run ({t.get(registry.OWNER)}); nothing to do")
+            line = (
+                f"{self.name} window {self.window}: version {version.version} with the same data and config "
+                f"is being decided by another run ({t.get(registry.OWNER)}); nothing to do"
+            )
         else:
-            line = (f"{self.name} window {self.window}: already registered as version {version.version} with the "
-                    f"same data and config: {decision} ({reason}); nothing to do")
-        return {"outcome": "unchanged", "line": line, "version": str(version.version), "decision": decision,
-                "reason": reason, "lines": self.lines}
+            line = (
+                f"{self.name} window {self.window}: already registered as version {version.version} with the "
+                f"same data and config: {decision} ({reason}); nothing to do"
+            )
+        return {
+            "outcome": "unchanged",
+            "line": line,
+            "version": str(version.version),
+            "decision": decision,
+            "reason": reason,
+            "lines": self.lines,
+        }
 
     def _champion(self, spark):
         from sparkml.jobs import models
@@ -169,9 +193,15 @@ class Retrain:
         if reason is None:
             estimator.setInitialModel(champion_model)
             try:
-                return estimator, estimator.fit(train_df), {
-                    "used": True, "from_version": str(champion_version.version),
-                    "reason": f"started from champion version {champion_version.version}'s coefficients"}
+                return (
+                    estimator,
+                    estimator.fit(train_df),
+                    {
+                        "used": True,
+                        "from_version": str(champion_version.version),
+                        "reason": f"started from champion version {champion_version.version}'s coefficients",
+                    },
+                )
             except ValueError as e:
                 if "initial model" not in str(e):
                     raise
@@ -205,8 +235,9 @@ class Retrain:
         pred = model.transform(test).cache()
         try:
             metrics = train.evaluate_predictions(model, pred, self.task, label, weight)
-            scores = report.scores(pred, report_task(model, self.task), label, weight_col=weight,
-                                   prediction_col=model.getPredictionCol())
+            scores = report.scores(
+                pred, report_task(model, self.task), label, weight_col=weight, prediction_col=model.getPredictionCol()
+            )
         finally:
             pred.unpersist()
         return metrics, scores
@@ -223,9 +254,14 @@ class Retrain:
         passed, results = gate.decide(self.rules, metrics, champ_metrics)
         history, iterations = train.training_summary(model)
         champ_ver = None if champion_version is None else str(champion_version.version)
-        summary = {"estimator": self.cfg["model"]["estimator"], "metrics": metrics, "rows": rows,
-                   "objectiveHistory": history, "totalIterations": iterations,
-                   "seconds": {"read": t_read - t0, "fit": t_fit - t_read, "evaluate": time.perf_counter() - t_fit}}
+        summary = {
+            "estimator": self.cfg["model"]["estimator"],
+            "metrics": metrics,
+            "rows": rows,
+            "objectiveHistory": history,
+            "totalIterations": iterations,
+            "seconds": {"read": t_read - t0, "fit": t_fit - t_read, "evaluate": time.perf_counter() - t_fit},
+        }
         tracked.log_training(estimator, self.cfg, summary)
         tracked.client.log_batch(tracked.run_id, metrics=_champion_metrics(champ_metrics))
         out = self.cfg["output"]
@@ -234,25 +270,40 @@ class Retrain:
         try:
             model.save(staging.path("model"))
             tracked.log_outputs(self.cfg, {}, tracking.local_path(staging.dir))
-            outcome, reason, version = self._decide(tracked, passed, results, champ_ver, metrics, champ_metrics,
-                                                    fp, config_sha, estimator)
+            outcome, reason, version = self._decide(
+                tracked, passed, results, champ_ver, metrics, champ_metrics, fp, config_sha, estimator
+            )
             doc = {
-                "title": f"{self.name}, window {self.window}", "model_name": self.name, "window": self.window,
+                "title": f"{self.name}, window {self.window}",
+                "model_name": self.name,
+                "window": self.window,
                 "decision": {"outcome": outcome, "reason": reason},
                 "versions": {"candidate": version, "champion": champ_ver},
-                "gate": results, "metrics": {"candidate": metrics, "champion": champ_metrics},
+                "gate": results,
+                "metrics": {"candidate": metrics, "champion": champ_metrics},
                 "warm_start": warm,
-                "training": {"estimator": summary["estimator"], "iterations": iterations,
-                             "seconds": summary["seconds"]["fit"], "rows": rows},
+                "training": {
+                    "estimator": summary["estimator"],
+                    "iterations": iterations,
+                    "seconds": summary["seconds"]["fit"],
+                    "rows": rows,
+                },
                 "data": {"fingerprint": fp, "source": self.cfg["data"]["train"]},
-                "run": {"run_id": tracked.run_id, "tracking_uri": self.target.uri,
-                        "experiment": self.target.experiment},
+                "run": {
+                    "run_id": tracked.run_id,
+                    "tracking_uri": self.target.uri,
+                    "experiment": self.target.experiment,
+                },
             }
-            figures = report.figures(report_task(model, self.task),
-                                     {"candidate": cand_scores, "champion": champ_scores}, history)
+            figures = report.figures(
+                report_task(model, self.task), {"candidate": cand_scores, "champion": champ_scores}, history
+            )
             doc["figures"] = sorted(figures)
-            files = {"report.md": report.markdown(doc).encode(),
-                     "decision.json": json.dumps(doc, indent=2, default=str).encode(), **figures}
+            files = {
+                "report.md": report.markdown(doc).encode(),
+                "decision.json": json.dumps(doc, indent=2, default=str).encode(),
+                **figures,
+            }
             store.mkdirs(staging.path("report"))
             for name, body in files.items():
                 store.write_bytes(store.join(staging.path("report"), name), body)
@@ -272,18 +323,26 @@ class Retrain:
         """Register (unless dry run) and move the alias if the gate passed: (outcome, reason, version)."""
         failed = gate.failures(results)
         if passed:
-            reason = (f"passed the gate against champion version {champ_ver}" if champ_ver else
-                      "passed the gate's thresholds (no champion yet)")
+            reason = (
+                f"passed the gate against champion version {champ_ver}"
+                if champ_ver
+                else "passed the gate's thresholds (no champion yet)"
+            )
         else:
             reason = "; ".join(failed)
         if self.cfg["gate"]["dry_run"]:
             tracked.client.set_tag(tracked.run_id, registry.DECISION, "dry_run")
             return "dry_run", ("would be promoted: " if passed else "would not be promoted: ") + reason, None
         cls = type(estimator)
-        tags = {registry.WINDOW: self.window, registry.FINGERPRINT: fp, registry.CONFIG: config_sha,
-                "sparkml.estimator": f"{cls.__module__}.{cls.__qualname__}",
-                registry.GATE: "passed" if passed else "failed", registry.GATE_CHAMPION: champ_ver or "",
-                registry.REASON: reason}
+        tags = {
+            registry.WINDOW: self.window,
+            registry.FINGERPRINT: fp,
+            registry.CONFIG: config_sha,
+            "sparkml.estimator": f"{cls.__module__}.{cls.__qualname__}",
+            registry.GATE: "passed" if passed else "failed",
+            registry.GATE_CHAMPION: champ_ver or "",
+            registry.REASON: reason,
+        }
         tags.update({f"sparkml.metric.{k}": f"{v:.6g}" for k, v in metrics.items()})
         tags.update({f"sparkml.champion_metric.{k}": f"{v:.6g}" for k, v in (champ_metrics or {}).items()})
         version = str(self.registry.register(tracked.run_id, tags).version)
@@ -296,8 +355,10 @@ class Retrain:
                 outcome = "promoted"
             except registry.LostRace as e:
                 outcome = "lost"
-                reason = (f"lost the promotion race: the {e} while this run's gate ran; version {version} "
-                          f"passed its gate against version {champ_ver or 'none'} but is not promoted")
+                reason = (
+                    f"lost the promotion race: the {e} while this run's gate ran; version {version} "
+                    f"passed its gate against version {champ_ver or 'none'} but is not promoted"
+                )
         self.registry.decide(version, outcome, reason)
         tracked.client.set_tag(tracked.run_id, registry.DECISION, outcome)
         tracked.client.set_tag(tracked.run_id, "sparkml.model_version", version)

@@ -4,6 +4,7 @@ A job reuses a session it is given or that is already active (notebook, tests), 
 spark-submit configured, or else starts one from the config's `spark` section after checking
 for Java.
 """
+
 import hashlib
 import importlib.util
 import io

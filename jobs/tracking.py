@@ -32,6 +32,7 @@ params and metrics, and the next step (a registry and champion gate) reads them 
 
 mlflow is imported lazily (the ``jobs`` extra); nothing under ``sparkml/`` or ``gpu/`` imports it.
 """
+
 import hashlib
 import json
 import os
@@ -72,7 +73,7 @@ def _sqlite_file(uri):
     """The database file of a ``sqlite:///path`` URI, else None."""
     if not uri.startswith("sqlite:///"):
         return None
-    path = uri[len("sqlite:///"):]
+    path = uri[len("sqlite:///") :]
     return None if not path or path == ":memory:" else os.path.abspath(path.split("?", 1)[0])
 
 
@@ -94,8 +95,11 @@ def resolve(cfg, job, env=None):
     else:
         out_dir = local_path(cfg["output"]["dir"])
         if out_dir is None:
-            raise ConfigError("tracking.uri", f"output.dir {cfg['output']['dir']} is not local, so there is no "
-                              f"default store beside it: set tracking.uri or ${ENV_URI}")
+            raise ConfigError(
+                "tracking.uri",
+                f"output.dir {cfg['output']['dir']} is not local, so there is no "
+                f"default store beside it: set tracking.uri or ${ENV_URI}",
+            )
         uri, source = "sqlite:///" + os.path.join(os.path.dirname(out_dir.rstrip("/")), STORE_FILE), "default"
     db = _sqlite_file(uri)
     artifacts = None
@@ -109,8 +113,9 @@ def require_mlflow():
     try:
         import mlflow.tracking
     except ImportError as e:
-        raise ConfigError("tracking", f"mlflow cannot be imported ({e}); install the jobs extra: "
-                          "pip install 'sparkml-torch[jobs]'") from None
+        raise ConfigError(
+            "tracking", f"mlflow cannot be imported ({e}); install the jobs extra: pip install 'sparkml-torch[jobs]'"
+        ) from None
     return mlflow.tracking
 
 
@@ -149,7 +154,7 @@ def estimator_params(estimator):
 
 def _batches(items, size):
     for i in range(0, len(items), size):
-        yield items[i:i + size]
+        yield items[i : i + size]
 
 
 class JobRun:
@@ -167,8 +172,9 @@ class JobRun:
             self.run_id = self.client.create_run(self.experiment_id, tags={"sparkml.job": job}).info.run_id
         except Exception as e:  # MlflowException, OSError, sqlalchemy errors, unsupported schemes...
             text = " ".join(str(e).split())
-            raise ConfigError(key, f"cannot open an MLflow run at {target.uri}: "
-                              f"{type(e).__name__}: {text[:400]}") from None
+            raise ConfigError(
+                key, f"cannot open an MLflow run at {target.uri}: {type(e).__name__}: {text[:400]}"
+            ) from None
         self.status = None
 
     def _experiment(self):
@@ -177,12 +183,14 @@ class JobRun:
         exp = self.client.get_experiment_by_name(self.target.experiment)
         if exp is not None:
             if exp.lifecycle_stage == "deleted":
-                raise ValueError(f"experiment {self.target.experiment!r} is deleted; restore it or pick "
-                                 "another tracking.experiment")
+                raise ValueError(
+                    f"experiment {self.target.experiment!r} is deleted; restore it or pick another tracking.experiment"
+                )
             return exp.experiment_id
         try:
-            return self.client.create_experiment(self.target.experiment,
-                                                 artifact_location=self.target.artifact_location)
+            return self.client.create_experiment(
+                self.target.experiment, artifact_location=self.target.artifact_location
+            )
         except MlflowException:  # created meanwhile by a concurrent job
             exp = self.client.get_experiment_by_name(self.target.experiment)
             if exp is None:
@@ -212,8 +220,11 @@ class JobRun:
 
         now = int(time.time() * 1000)
         cls = type(estimator)
-        tags = {"sparkml.estimator": f"{cls.__module__}.{cls.__qualname__}",
-                "sparkml.config_sha256": config_hash(cfg), "sparkml.output_dir": cfg["output"]["dir"]}
+        tags = {
+            "sparkml.estimator": f"{cls.__module__}.{cls.__qualname__}",
+            "sparkml.config_sha256": config_hash(cfg),
+            "sparkml.output_dir": cfg["output"]["dir"],
+        }
         params = [Param(k, v) for k, v in estimator_params(estimator).items()]
         metrics = [Metric(OBJECTIVE, float(v), now, step) for step, v in enumerate(report["objectiveHistory"] or [])]
         values = {HOLDOUT_PREFIX + k: v for k, v in report["metrics"].items()}
@@ -221,8 +232,11 @@ class JobRun:
         values.update({f"{k}_seconds": v for k, v in report["seconds"].items()})
         if report.get("totalIterations") is not None:
             values["total_iterations"] = report["totalIterations"]
-        metrics += [Metric(k, float(v), now, 0) for k, v in values.items()
-                    if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        metrics += [
+            Metric(k, float(v), now, 0)
+            for k, v in values.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        ]
         self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in tags.items()])
         for chunk in _batches(params, 100):
             self.client.log_batch(self.run_id, params=chunk)
@@ -244,12 +258,15 @@ class JobRun:
 
     def info(self):
         """What the report and the final line show."""
-        return {"uri": self.target.uri, "experiment": self.target.experiment,
-                "experiment_id": self.experiment_id, "run_id": self.run_id}
+        return {
+            "uri": self.target.uri,
+            "experiment": self.target.experiment,
+            "experiment_id": self.experiment_id,
+            "run_id": self.run_id,
+        }
 
 
 def start(cfg, job):
     """Open the run of a validated config (ConfigError when the store cannot be opened)."""
     require_mlflow()
     return JobRun(resolve(cfg, job), job)
-

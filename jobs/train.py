@@ -9,6 +9,7 @@ when matplotlib is installed) beside output.dir, log them to the job's MLflow ru
 and rename them in only once everything worked.
 Config errors print one line ("config error: <key>: <problem>") and exit 2.
 """
+
 import argparse
 import io
 import json
@@ -22,7 +23,7 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/train.py) from
     if os.path.isfile(os.path.join(_checkout, "sparkml", "__init__.py")):
         sys.path.insert(0, _checkout)  # sparkml resolves sparkml.jobs to this folder
 
-from sparkml.jobs import config, datasets, outputs, session, tracking  # noqa: E402
+from sparkml.jobs import config, datasets, outputs, session, tracking
 
 DEFAULT_CONFIG = os.path.join(config.examples_dir(), "logistic_demo.yaml")
 
@@ -30,8 +31,13 @@ DEFAULT_CONFIG = os.path.join(config.examples_dir(), "logistic_demo.yaml")
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="sparkml.jobs.train", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", default=DEFAULT_CONFIG, help="YAML job config (default: %(default)s)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key, value parsed as YAML (repeatable), e.g. model.params.regParam=0.1")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key, value parsed as YAML (repeatable), e.g. model.params.regParam=0.1",
+    )
     p.add_argument("--check", action="store_true", help="validate the config, print it resolved, and exit")
     return p.parse_args(argv)
 
@@ -59,8 +65,11 @@ def evaluate(model, df, task, label, weight=None):
 
 def evaluate_predictions(model, pred, task, label, weight=None):
     """`evaluate` on predictions already made (`model.transform(df)`, cached by the caller)."""
-    from pyspark.ml.evaluation import (BinaryClassificationEvaluator, MulticlassClassificationEvaluator,
-                                       RegressionEvaluator)
+    from pyspark.ml.evaluation import (
+        BinaryClassificationEvaluator,
+        MulticlassClassificationEvaluator,
+        RegressionEvaluator,
+    )
 
     extra = {"weightCol": weight} if weight else {}
     if task == "regression":
@@ -69,13 +78,17 @@ def evaluate_predictions(model, pred, task, label, weight=None):
     mc = MulticlassClassificationEvaluator(labelCol=label, predictionCol=model.getPredictionCol(), **extra)
     metrics = {}
     if model.numClasses == 2:
-        auc = BinaryClassificationEvaluator(labelCol=label, rawPredictionCol=model.getRawPredictionCol(),
-                                            metricName="areaUnderROC", **extra)
+        auc = BinaryClassificationEvaluator(
+            labelCol=label, rawPredictionCol=model.getRawPredictionCol(), metricName="areaUnderROC", **extra
+        )
         metrics["areaUnderROC"] = auc.evaluate(pred)
     metrics["accuracy"] = mc.evaluate(pred, {mc.metricName: "accuracy"})
     metrics["f1"] = mc.evaluate(pred, {mc.metricName: "f1"})
-    if model.numClasses > 2 and model.hasParam("probabilityCol") and \
-            model.getOrDefault("probabilityCol") in pred.columns:  # KernelSVC: only with probability=True
+    if (
+        model.numClasses > 2
+        and model.hasParam("probabilityCol")
+        and model.getOrDefault("probabilityCol") in pred.columns
+    ):  # KernelSVC: only with probability=True
         mc.setProbabilityCol(model.getOrDefault("probabilityCol"))
         metrics["logLoss"] = mc.evaluate(pred, {mc.metricName: "logLoss"})
     return metrics
@@ -118,6 +131,7 @@ def objective_png(history, title):
         return None
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -171,11 +185,16 @@ def _run_tracked(cfg, spark, store, tracked):
     history, iterations = training_summary(model)
     model_dir = store.join(out["dir"], "model")
     report = {
-        "estimator": name, "model": os.path.abspath(model_dir) if config.is_local_path(model_dir) else model_dir,
-        "metrics": metrics, "rows": rows, "objectiveHistory": history, "totalIterations": iterations,
+        "estimator": name,
+        "model": os.path.abspath(model_dir) if config.is_local_path(model_dir) else model_dir,
+        "metrics": metrics,
+        "rows": rows,
+        "objectiveHistory": history,
+        "totalIterations": iterations,
         "params": {p.name: _json_value(v) for p, v in model.extractParamMap().items()},
         "seconds": {"read": t_read - t0, "fit": t_fit - t_read, "evaluate": t_eval - t_fit},
-        "config": cfg, "mlflow": tracked.info(),
+        "config": cfg,
+        "mlflow": tracked.info(),
     }
     staging = outputs.Staging(store, out["dir"])
     try:
@@ -200,12 +219,14 @@ def summary_text(report):
     """A few human lines: what was trained, the holdout metrics, where the outputs went."""
     iters = f", {report['totalIterations']} iterations" if report.get("totalIterations") is not None else ""
     metrics = "   ".join(f"{k} {v:.4f}" for k, v in report["metrics"].items())
-    return (f"{report['estimator']}: trained on {report['rows']['train']:,} rows in "
-            f"{report['seconds']['fit']:.1f} s{iters}; holdout of {report['rows']['test']:,} rows\n"
-            f"  {metrics}\n  model   -> {report['model']}\n"
-            f"  metrics -> {report['model'].rsplit('/', 1)[0]}/metrics.json\n"
-            f"  mlflow  -> run {report['mlflow']['run_id']} in experiment {report['mlflow']['experiment']!r} "
-            f"at {report['mlflow']['uri']}")
+    return (
+        f"{report['estimator']}: trained on {report['rows']['train']:,} rows in "
+        f"{report['seconds']['fit']:.1f} s{iters}; holdout of {report['rows']['test']:,} rows\n"
+        f"  {metrics}\n  model   -> {report['model']}\n"
+        f"  metrics -> {report['model'].rsplit('/', 1)[0]}/metrics.json\n"
+        f"  mlflow  -> run {report['mlflow']['run_id']} in experiment {report['mlflow']['experiment']!r} "
+        f"at {report['mlflow']['uri']}"
+    )
 
 
 def main(argv=None, spark=None):

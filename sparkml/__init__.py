@@ -9,6 +9,7 @@ distribution could hold. A source checkout keeps them beside this folder, as ``g
 ``_SourceCheckoutFinder`` resolves the same two names there, so code, tests and Spark's Python
 workers import them alike from a checkout, an editable install or a wheel.
 """
+
 import importlib.abc
 import importlib.util
 import os
@@ -30,8 +31,9 @@ class _SourceCheckoutFinder(importlib.abc.MetaPathFinder):
         if package != __name__ or name not in _SUBPACKAGES:
             return None
         location = os.path.join(self.root, name)
-        return importlib.util.spec_from_file_location(fullname, os.path.join(location, "__init__.py"),
-                                                      submodule_search_locations=[location])
+        return importlib.util.spec_from_file_location(
+            fullname, os.path.join(location, "__init__.py"), submodule_search_locations=[location]
+        )
 
 
 def _install_finder():

@@ -8,11 +8,11 @@ This module imports nothing of the library: every floor may read it.
 Adding an estimator: its own module (estimator and model), one row here, and its names in the facade's
 imports (``sparkml/classification.py`` or ``sparkml/regression.py``).
 """
+
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Optional
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Entry:
     package: str
     task: str
     saved_class: str
-    stock_model: Optional[str]
+    stock_model: str | None
 
     @property
     def model_name(self) -> str:
@@ -50,15 +50,38 @@ class Entry:
 
 
 ENTRIES = (
-    Entry("LogisticRegression", "sparkml.classification", "sparkml.linear", "classification",
-          "org.apache.spark.ml.classification.LogisticRegressionModel",
-          "pyspark.ml.classification:LogisticRegressionModel"),
-    Entry("LinearSVC", "sparkml.classification", "sparkml.linear", "classification",
-          "org.apache.spark.ml.classification.LinearSVCModel", "pyspark.ml.classification:LinearSVCModel"),
-    Entry("KernelSVC", "sparkml.classification", "sparkml.kernel", "classification",
-          "sparkml.classification.KernelSVCModel", None),
-    Entry("LinearRegression", "sparkml.regression", "sparkml.linear", "regression",
-          "org.apache.spark.ml.regression.LinearRegressionModel", "pyspark.ml.regression:LinearRegressionModel"),
+    Entry(
+        "LogisticRegression",
+        "sparkml.classification",
+        "sparkml.linear",
+        "classification",
+        "org.apache.spark.ml.classification.LogisticRegressionModel",
+        "pyspark.ml.classification:LogisticRegressionModel",
+    ),
+    Entry(
+        "LinearSVC",
+        "sparkml.classification",
+        "sparkml.linear",
+        "classification",
+        "org.apache.spark.ml.classification.LinearSVCModel",
+        "pyspark.ml.classification:LinearSVCModel",
+    ),
+    Entry(
+        "KernelSVC",
+        "sparkml.classification",
+        "sparkml.kernel",
+        "classification",
+        "sparkml.classification.KernelSVCModel",
+        None,
+    ),
+    Entry(
+        "LinearRegression",
+        "sparkml.regression",
+        "sparkml.linear",
+        "regression",
+        "org.apache.spark.ml.regression.LinearRegressionModel",
+        "pyspark.ml.regression:LinearRegressionModel",
+    ),
 )
 
 BY_NAME = {e.name: e for e in ENTRIES}

@@ -19,13 +19,16 @@ comparing version strings; only the supported range itself is a version check:
 Nothing here imports pyspark at module level, so ``sparkml.gpu`` and the executors' torch code stay
 importable where pyspark is not installed.
 """
+
 import re
 
 SUPPORTED = ((3, 5), (5, 0))  # [lowest, first unsupported)
 SUPPORTED_RANGE = ">=3.5, <5"
-INSTALL_HINT = ("install a supported pyspark (`pip install 'sparkml-torch[spark]'` for a local Spark), or use "
-                "a platform whose Spark is in that range (Databricks Runtime 14.3 LTS or newer, EMR 7 or "
-                "newer, Dataproc image 2.2 or newer)")
+INSTALL_HINT = (
+    "install a supported pyspark (`pip install 'sparkml-torch[spark]'` for a local Spark), or use "
+    "a platform whose Spark is in that range (Databricks Runtime 14.3 LTS or newer, EMR 7 or "
+    "newer, Dataproc image 2.2 or newer)"
+)
 
 
 def parse_version(text):
@@ -40,8 +43,10 @@ def version_error(version):
     """The message for a pyspark outside the supported range (None when it is inside)."""
     if SUPPORTED[0] <= parse_version(version)[:2] < SUPPORTED[1]:
         return None
-    return (f"sparkml-torch supports pyspark {SUPPORTED_RANGE} (Spark 3.5.x, 4.0.x and 4.1 or newer); "
-            f"the pyspark imported here is {version}: {INSTALL_HINT}")
+    return (
+        f"sparkml-torch supports pyspark {SUPPORTED_RANGE} (Spark 3.5.x, 4.0.x and 4.1 or newer); "
+        f"the pyspark imported here is {version}: {INSTALL_HINT}"
+    )
 
 
 def check_pyspark():
@@ -49,8 +54,9 @@ def check_pyspark():
     try:
         import pyspark
     except ImportError as e:
-        raise ImportError(f"sparkml-torch needs pyspark {SUPPORTED_RANGE}, which is not installed: "
-                          f"{INSTALL_HINT}") from e
+        raise ImportError(
+            f"sparkml-torch needs pyspark {SUPPORTED_RANGE}, which is not installed: {INSTALL_HINT}"
+        ) from e
     message = version_error(pyspark.__version__)
     if message:
         raise ImportError(message)
@@ -113,8 +119,10 @@ def from_arrow(spark, table):
     import pyarrow as pa
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    fields = [pa.field(f.name, pa.list_(f.type.value_type), f.nullable) if pa.types.is_fixed_size_list(f.type) else f
-              for f in table.schema]
+    fields = [
+        pa.field(f.name, pa.list_(f.type.value_type), f.nullable) if pa.types.is_fixed_size_list(f.type) else f
+        for f in table.schema
+    ]
     table = table.cast(pa.schema(fields))
     # through Arrow whatever the session's setting (restored after): without it pyspark converts and checks
     # every value of every row in Python, and refuses numpy scalars inside the arrays
@@ -145,7 +153,8 @@ def require_connect_ml(spark):
         raise RuntimeError(
             f"sparkml-torch needs Spark Connect ML, new in Spark 4.0, to run in a Spark Connect session; "
             f"this pyspark is {pyspark.__version__}. Use a classic session (SparkSession.builder.master(...) "
-            f"or the platform's default) on Spark 3.5, or Spark 4.0 or newer for Spark Connect")
+            f"or the platform's default) on Spark 3.5, or Spark 4.0 or newer for Spark Connect"
+        )
 
 
 def remove_dfs_dir(path, spark):

@@ -13,6 +13,7 @@ pairs, e.g. ``convert:1,pass:3``: the task that reads partition 1 raises ``Injec
 Arrivals are counted with marker files ``point.N`` in that directory, so a retried attempt, in
 whatever process it runs, passes. A test changes ``faults`` between fits and clears the markers.
 """
+
 import os
 import time
 

@@ -12,6 +12,7 @@
 4. the job fits LogisticRegression with ``allreduce`` and with ``sync``, fits KernelSVC and transforms
    with it, and prints one ``RESULTS {json}`` line with what the tasks saw and the numbers.
 """
+
 import json
 import os
 import subprocess
@@ -25,8 +26,9 @@ def _run(argv, **kw):
     started = time.time()
     out = subprocess.run(argv, capture_output=True, text=True, **kw)
     if out.returncode != 0:
-        raise SystemExit(f"{' '.join(argv[:4])} ... failed ({out.returncode}):\n{out.stdout[-3000:]}\n"
-                         f"{out.stderr[-5000:]}")
+        raise SystemExit(
+            f"{' '.join(argv[:4])} ... failed ({out.returncode}):\n{out.stdout[-3000:]}\n{out.stderr[-5000:]}"
+        )
     return time.time() - started, out
 
 
@@ -34,18 +36,41 @@ def build(scratch):
     """The packed environment's path and the seconds each step took."""
     timings = {}
     wheels = os.path.join(scratch, "wheel")
-    timings["wheel"], _ = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                                "-w", wheels, ROOT])
+    timings["wheel"], _ = _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", wheels, ROOT]
+    )
     (wheel,) = [os.path.join(wheels, f) for f in os.listdir(wheels) if f.endswith(".whl")]
     env = os.path.join(scratch, "env")
     timings["venv"], _ = _run([sys.executable, "-m", "venv", env])
-    timings["install"], _ = _run([os.path.join(env, "bin", "python"), "-m", "pip", "install", "-q",
-                                  "-c", os.path.join(ROOT, "constraints.txt"), wheel])
+    timings["install"], _ = _run(
+        [
+            os.path.join(env, "bin", "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "-c",
+            os.path.join(ROOT, "constraints.txt"),
+            wheel,
+        ]
+    )
     archive = os.path.join(scratch, "env.tar.gz")
     venv_pack = os.path.join(os.path.dirname(sys.executable), "venv-pack")
-    timings["pack"], _ = _run([venv_pack, "--prefix", env, "--output", archive, "--compress-level", "1", "--quiet",
-                               "--exclude", "*/__pycache__/*"])
-    timings["archive_mb"] = round(os.path.getsize(archive) / 2 ** 20, 1)
+    timings["pack"], _ = _run(
+        [
+            venv_pack,
+            "--prefix",
+            env,
+            "--output",
+            archive,
+            "--compress-level",
+            "1",
+            "--quiet",
+            "--exclude",
+            "*/__pycache__/*",
+        ]
+    )
+    timings["archive_mb"] = round(os.path.getsize(archive) / 2**20, 1)
     return archive, timings
 
 
@@ -53,17 +78,34 @@ def submit(scratch, archive):
     spark_submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")}
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    seconds, out = _run([spark_submit, "--master", "local-cluster[2,1,1024]",
-                         "--archives", f"{archive}#environment",
-                         "--conf", "spark.pyspark.python=./environment/bin/python",
-                         "--conf", f"spark.pyspark.driver.python={sys.executable}",
-                         "--conf", "spark.ui.enabled=false", "--conf", "spark.ui.showConsoleProgress=false",
-                         "--conf", "spark.executor.memory=1g",
-                         os.path.abspath(__file__), "job"], env=env, cwd=scratch, timeout=900)
+    seconds, out = _run(
+        [
+            spark_submit,
+            "--master",
+            "local-cluster[2,1,1024]",
+            "--archives",
+            f"{archive}#environment",
+            "--conf",
+            "spark.pyspark.python=./environment/bin/python",
+            "--conf",
+            f"spark.pyspark.driver.python={sys.executable}",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--conf",
+            "spark.ui.showConsoleProgress=false",
+            "--conf",
+            "spark.executor.memory=1g",
+            os.path.abspath(__file__),
+            "job",
+        ],
+        env=env,
+        cwd=scratch,
+        timeout=900,
+    )
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULTS ")]
     if not lines:
         raise SystemExit(f"no RESULTS line:\n{out.stdout[-3000:]}\n{out.stderr[-5000:]}")
-    return seconds, json.loads(lines[-1][len("RESULTS "):])
+    return seconds, json.loads(lines[-1][len("RESULTS ") :])
 
 
 def _where(_):
@@ -93,8 +135,14 @@ def job():
     y = ((x @ np.linspace(1, -1, 5) + rng.logistic(size=2000)) > 0).astype(float)
     ring = (np.sum(x[:, :2] ** 2, axis=1) > 1.4).astype(float)  # not linearly separable
     rows = [(i, Vectors.dense(x[i]), float(y[i]), float(ring[i])) for i in range(len(y))]
-    schema = StructType([StructField("id", LongType()), StructField("features", VectorUDT()),
-                         StructField("label", DoubleType()), StructField("ring", DoubleType())])
+    schema = StructType(
+        [
+            StructField("id", LongType()),
+            StructField("features", VectorUDT()),
+            StructField("label", DoubleType()),
+            StructField("ring", DoubleType()),
+        ]
+    )
     df = spark.createDataFrame(rows, schema).repartition(2).cache()
 
     tasks = spark.sparkContext.parallelize(range(2), 2).mapPartitions(_where).collect()
@@ -110,9 +158,9 @@ def job():
     scored = kernel.transform(df).select("features", "ring", "rawPrediction", "prediction").collect()
     result["kernel"] = {
         "accuracy": float(np.mean([r.prediction == r.ring for r in scored])),
-        "largest_raw_difference": max(float(np.max(np.abs(r.rawPrediction.toArray()
-                                                           - kernel.predictRaw(r.features).toArray())))
-                                      for r in scored),
+        "largest_raw_difference": max(
+            float(np.max(np.abs(r.rawPrediction.toArray() - kernel.predictRaw(r.features).toArray()))) for r in scored
+        ),
         "rows": len(scored),
     }
     print("RESULTS " + json.dumps(result), flush=True)

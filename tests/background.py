@@ -6,6 +6,7 @@ idle. A test module that defines ``background_runs()`` (name -> ``Run``) has its
 ``conftest.pytest_collection_finish`` when any of its tests is selected; its tests call
 ``result(name)``. Every run still started at the end of the session is killed.
 """
+
 import os
 import shutil
 import subprocess
@@ -94,7 +95,7 @@ def json_results(name, runs=None):
     done = result(name, runs)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULTS ")]
     assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-5000:]
-    return json.loads(lines[-1][len("RESULTS "):])
+    return json.loads(lines[-1][len("RESULTS ") :])
 
 
 def stop_all():

@@ -14,6 +14,7 @@ Test-only hook, off by default: SPARKML_TEST_ITERATION_SLEEP (seconds) makes a P
 long at the end of every iteration (where the optimizer runs: the driver with 'sync', rank 0's barrier task
 with 'allreduce'), so that the kill lands mid-fit. It lives in this script, not in the library.
 """
+
 import json
 import os
 import re
@@ -24,8 +25,14 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PARAMS = {"regParam": 0.001, "tol": 1e-10, "checkpointInterval": 2}
-KERNEL_PARAMS = {"regParam": 0.001, "gamma": 0.1, "numLandmarks": 300, "tol": 1e-10, "checkpointInterval": 1,
-                 "dtype": "float64"}
+KERNEL_PARAMS = {
+    "regParam": 0.001,
+    "gamma": 0.1,
+    "numLandmarks": 300,
+    "tol": 1e-10,
+    "checkpointInterval": 1,
+    "dtype": "float64",
+}
 
 
 def frame(spark):
@@ -49,6 +56,7 @@ def estimator(strategy, checkpoint_dir=None):
 
 def _slow_progress(seconds, progress_file):
     """The test-only Progress callback: note the iteration, then sleep."""
+
     def callback(event):
         with open(progress_file, "a") as f:
             f.write(f"{event.iteration}\n")
@@ -62,11 +70,16 @@ def fit(strategy, directory, progress_file):
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master("local[2]").appName("checkpoint-fit")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.default.parallelism", "4").config("spark.sql.shuffle.partitions", "4")
-             .config("spark.local.dir", os.path.join(os.path.dirname(progress_file), "spark-local"))
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("checkpoint-fit")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.default.parallelism", "4")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.local.dir", os.path.join(os.path.dirname(progress_file), "spark-local"))
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     est = estimator(strategy, directory)
     seconds = float(os.environ.get("SPARKML_TEST_ITERATION_SLEEP", "0"))
@@ -132,9 +145,13 @@ def kill(strategy, directory, at_iteration, timeout=300):
     scratch = os.path.dirname(os.path.abspath(directory))
     progress_file = os.path.join(scratch, f"progress-{strategy}.txt")
     log = open(os.path.join(scratch, f"fit-{strategy}.log"), "w")
-    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "fit", strategy, directory, progress_file],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=_die_with_parent)
+    proc = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "fit", strategy, directory, progress_file],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=_die_with_parent,
+    )
     killed_at, deadline = None, time.time() + timeout
     while proc.poll() is None:
         found = _checkpoints(directory)
@@ -152,9 +169,17 @@ def kill(strategy, directory, at_iteration, timeout=300):
     if os.path.exists(progress_file):
         with open(progress_file) as f:
             reached = [int(line) for line in f if line.strip()]
-    print(json.dumps({"killed_at_checkpoint": killed_at, "reached": max(reached, default=0),
-                      "checkpoints_left": _checkpoints(directory), "returncode": code,
-                      "log_tail": tail if killed_at is None else ""}))
+    print(
+        json.dumps(
+            {
+                "killed_at_checkpoint": killed_at,
+                "reached": max(reached, default=0),
+                "checkpoints_left": _checkpoints(directory),
+                "returncode": code,
+                "log_tail": tail if killed_at is None else "",
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """Shared fixtures: one local Spark session for the whole test run (2 cores here), and the data and
 fitted linear models of the model-level tests (test_model_outputs, test_persistence)."""
+
 import os
 import sys
 
 import pytest
-
 from helpers import use_this_checkout
 
 use_this_checkout()

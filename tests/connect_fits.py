@@ -6,6 +6,7 @@ the rest of the tests share. Also importable for ``FITS``, ``estimator`` and ``c
 same estimators, fitted classically by the test for comparison, on the same
 ``data_helpers.connect_frame``). Run as a script, its own folder (tests/) is first on sys.path.
 """
+
 import json
 import os
 import sys
@@ -19,36 +20,80 @@ use_this_checkout()
 FITS = [  # (name, estimator, params)
     ("logistic-sync", "LogisticRegression", {"regParam": 0.01}),
     ("logistic-allreduce", "LogisticRegression", {"regParam": 0.01, "strategy": "allreduce"}),
-    ("logistic-averaging", "LogisticRegression", {"regParam": 0.01, "strategy": "averaging", "maxIter": 5,
-                                                  "localIter": 5, "tol": 0.0}),
-    ("logistic-allreduce-averaging", "LogisticRegression", {"regParam": 0.01, "strategy": "allreduce-averaging",
-                                                            "maxIter": 5, "localIter": 5, "tol": 0.0}),
+    (
+        "logistic-averaging",
+        "LogisticRegression",
+        {"regParam": 0.01, "strategy": "averaging", "maxIter": 5, "localIter": 5, "tol": 0.0},
+    ),
+    (
+        "logistic-allreduce-averaging",
+        "LogisticRegression",
+        {"regParam": 0.01, "strategy": "allreduce-averaging", "maxIter": 5, "localIter": 5, "tol": 0.0},
+    ),
     ("logistic-gossip", "LogisticRegression", {"regParam": 0.01, "strategy": "gossip", "maxIter": 5000, "tol": 1e-12}),
     ("logistic-ssp", "LogisticRegression", {"regParam": 0.01, "strategy": "ssp", "maxIter": 5000, "tol": 1e-12}),
     ("multinomial-allreduce", "LogisticRegression", {"labelCol": "label3", "regParam": 0.02, "strategy": "allreduce"}),
     ("svc-allreduce", "LinearSVC", {"regParam": 0.01, "maxIter": 30, "strategy": "allreduce"}),
     ("linreg-normal", "LinearRegression", {"labelCol": "y", "regParam": 0.1, "elasticNetParam": 0.5}),
-    ("linreg-lbfgs-averaging", "LinearRegression", {"labelCol": "y", "regParam": 0.1, "solver": "l-bfgs",
-                                                    "strategy": "averaging", "maxIter": 5, "localIter": 5,
-                                                    "tol": 0.0}),
+    (
+        "linreg-lbfgs-averaging",
+        "LinearRegression",
+        {
+            "labelCol": "y",
+            "regParam": 0.1,
+            "solver": "l-bfgs",
+            "strategy": "averaging",
+            "maxIter": 5,
+            "localIter": 5,
+            "tol": 0.0,
+        },
+    ),
     ("kernel-svc-sync", "KernelSVC", {"numLandmarks": 80, "gamma": 0.5}),
-    ("kernel-svc-allreduce-3-classes", "KernelSVC", {"labelCol": "label3", "numLandmarks": 80, "probability": True,
-                                                     "strategy": "allreduce"}),
+    (
+        "kernel-svc-allreduce-3-classes",
+        "KernelSVC",
+        {"labelCol": "label3", "numLandmarks": 80, "probability": True, "strategy": "allreduce"},
+    ),
 ]
 
 
 TIGHT = {"tol": 1e-12, "maxIter": 1000}
 SUMMARY_CASES = [  # (name, estimator, params, training summary class, evaluation summary class): test_summary.py's
-    ("lr_binary", "LogisticRegression", {"regParam": 0.01, **TIGHT}, "classification.BinaryLogisticRegressionTrainingSummary",
-     "classification.BinaryLogisticRegressionSummary"),
-    ("lr_multinomial", "LogisticRegression", {"regParam": 0.01, "labelCol": "label3", **TIGHT},
-     "classification.LogisticRegressionTrainingSummary", "classification.LogisticRegressionSummary"),
-    ("svc", "LinearSVC", {"regParam": 0.5, "maxIter": 25}, "classification.LinearSVCTrainingSummary",
-     "classification.LinearSVCSummary"),
-    ("linreg_normal", "LinearRegression", {"regParam": 0.01, "labelCol": "y", "solver": "normal"},
-     "regression.LinearRegressionTrainingSummary", "regression.LinearRegressionSummary"),
-    ("linreg_lbfgs", "LinearRegression", {"regParam": 0.01, "labelCol": "y", "solver": "l-bfgs", **TIGHT},
-     "regression.LinearRegressionTrainingSummary", "regression.LinearRegressionSummary"),
+    (
+        "lr_binary",
+        "LogisticRegression",
+        {"regParam": 0.01, **TIGHT},
+        "classification.BinaryLogisticRegressionTrainingSummary",
+        "classification.BinaryLogisticRegressionSummary",
+    ),
+    (
+        "lr_multinomial",
+        "LogisticRegression",
+        {"regParam": 0.01, "labelCol": "label3", **TIGHT},
+        "classification.LogisticRegressionTrainingSummary",
+        "classification.LogisticRegressionSummary",
+    ),
+    (
+        "svc",
+        "LinearSVC",
+        {"regParam": 0.5, "maxIter": 25},
+        "classification.LinearSVCTrainingSummary",
+        "classification.LinearSVCSummary",
+    ),
+    (
+        "linreg_normal",
+        "LinearRegression",
+        {"regParam": 0.01, "labelCol": "y", "solver": "normal"},
+        "regression.LinearRegressionTrainingSummary",
+        "regression.LinearRegressionSummary",
+    ),
+    (
+        "linreg_lbfgs",
+        "LinearRegression",
+        {"regParam": 0.01, "labelCol": "y", "solver": "l-bfgs", **TIGHT},
+        "regression.LinearRegressionTrainingSummary",
+        "regression.LinearRegressionSummary",
+    ),
 ]
 
 
@@ -63,11 +108,15 @@ def summary_walks(df):
     out = {}
     for name, est_name, params, training_cls, evaluation_cls in SUMMARY_CASES:
         ours = estimator(est_name, {**params, "dtype": "float64"}).fit(train)
-        stock_module = importlib.import_module(f"pyspark.ml.{'regression' if est_name == 'LinearRegression' else 'classification'}")
+        stock_module = importlib.import_module(
+            f"pyspark.ml.{'regression' if est_name == 'LinearRegression' else 'classification'}"
+        )
         theirs = getattr(stock_module, est_name)(**params).fit(train)
         case = {}
-        for label, cls_name, pair in (("training", training_cls, (training_summary(ours), training_summary(theirs))),
-                                      ("evaluate", evaluation_cls, (ours.evaluate(test), theirs.evaluate(test)))):
+        for label, cls_name, pair in (
+            ("training", training_cls, (training_summary(ours), training_summary(theirs))),
+            ("evaluate", evaluation_cls, (ours.evaluate(test), theirs.evaluate(test))),
+        ):
             module, cls_attr = cls_name.split(".")
             cls = getattr(importlib.import_module(f"pyspark.ml.{module}"), cls_attr)
             diffs, compared = summary_differences(*pair, cls)
@@ -100,8 +149,11 @@ def main(out_dir):
         model = estimator(est_name, params).fit(df)
         pred_col = "prediction"
         rows = model.transform(df).orderBy("id").select(pred_col).limit(20).collect()
-        results[name] = {"coef": coefficients(model), "predictions": [r[0] for r in rows],
-                         "iterations": training_summary(model).totalIterations}
+        results[name] = {
+            "coef": coefficients(model),
+            "predictions": [r[0] for r in rows],
+            "iterations": training_summary(model).totalIterations,
+        }
         if est_name != "KernelSVC":  # the linear models score in the JVM, with MLlib's formulas
             out = model.transform(df)
             results[name]["scoring"] = {"runs_python": runs_python(out), "differences": largest_differences(model, out)}
@@ -129,8 +181,11 @@ def main(out_dir):
     os.makedirs(shared)
     os.environ["SPARKML_TEMP_DFS_PATH"] = shared
     stock = model.toSpark()
-    results["shared_temp"] = {"class": type(stock).__name__, "coef": coefficient_vector(stock).tolist(),
-                              "left": os.listdir(shared)}
+    results["shared_temp"] = {
+        "class": type(stock).__name__,
+        "coef": coefficient_vector(stock).tolist(),
+        "left": os.listdir(shared),
+    }
     del os.environ["SPARKML_TEMP_DFS_PATH"]
     print("RESULTS " + json.dumps(results))
     spark.stop()

@@ -4,6 +4,7 @@
 pyspark (and pandas) are imported inside the builders that need them, so the numpy generators
 import where no pyspark is installed (tests/test_optim_svc_path.py needs no Spark).
 """
+
 import math
 
 import numpy as np
@@ -20,6 +21,7 @@ def _schema(*fields):
 
 # ---- id, features, label (binary), label3 (3 classes), y (real): the model-level tests --------------------
 
+
 def linear_frame(spark, n=600, d=4, partitions=3, seed=7):
     """id, features (dense, d), label (binary), label3 (3 classes), y (regression target); cached."""
     from pyspark.ml.linalg import Vectors
@@ -33,8 +35,7 @@ def linear_frame(spark, n=600, d=4, partitions=3, seed=7):
     label3 = scores.argmax(axis=1).astype(float)
     y = x @ w + 0.7 + rng.normal(scale=0.5, size=n)
     rows = [(i, Vectors.dense(x[i]), float(label[i]), float(label3[i]), float(y[i])) for i in range(n)]
-    schema = _schema(("id", "long"), ("features", "vector"), ("label", "double"), ("label3", "double"),
-                            ("y", "double"))
+    schema = _schema(("id", "long"), ("features", "vector"), ("label", "double"), ("label3", "double"), ("y", "double"))
     return spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), schema).cache()
 
 
@@ -59,7 +60,8 @@ def connect_frame(spark, partitions=3):
 
     df = spark.createDataFrame(connect_rows(), "id long, x array<double>, label double, label3 double, y double")
     return df.select("id", array_to_vector(F.col("x")).alias("features"), "label", "label3", "y").repartition(
-        partitions, "id")
+        partitions, "id"
+    )
 
 
 def label_and_target_frame(spark, n=600, partitions=4, seed=5):
@@ -86,8 +88,10 @@ def raw_columns_frame(spark, n=600, partitions=3, seed=11):
     label3 = np.digitize(m + rng.normal(scale=0.5, size=n), [-1.0, 1.0]).astype(float)
     y = x @ [0.8, 1.5, -2.0] + 3.0 + rng.normal(scale=0.3, size=n)
     rows = [(i, *map(float, x[i]), float(label[i]), float(label3[i]), float(y[i])) for i in range(n)]
-    return spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions),
-                                 "id long, a double, b double, c double, label double, label3 double, y double").cache()
+    return spark.createDataFrame(
+        spark.sparkContext.parallelize(rows, partitions),
+        "id long, a double, b double, c double, label double, label3 double, y double",
+    ).cache()
 
 
 # ---- the parity tests' problems: features on different scales, dense or sparse ----------------------------
@@ -157,6 +161,7 @@ def parity_frame(spark, kind, sparse, partitions=3):
 
 # ---- label, features (, w) from arrays: the kernel tests ---------------------------------------------------
 
+
 def imbalanced_arrays(n=600, d=3, seed=0):
     """(x, y): n normal rows in d dimensions, labels 0 and 1 drawn 3:1."""
     rng = np.random.default_rng(seed)
@@ -202,9 +207,16 @@ def rows_frame(spark, rows, features_type="vector", label_type=None):
     if features_type == "vector":
         ftype, conv = "vector", (lambda x: x if x is None or isinstance(x, Vector) else Vectors.dense(x))
     elif features_type == "sparse":
-        ftype = "vector"
-        conv = (lambda x: x if x is None or isinstance(x, Vector)
-                else Vectors.sparse(len(x), {j: v for j, v in enumerate(x) if v}))
+        ftype, conv = (
+            "vector",
+            (
+                lambda x: (
+                    x
+                    if x is None or isinstance(x, Vector)
+                    else Vectors.sparse(len(x), {j: v for j, v in enumerate(x) if v})
+                )
+            ),
+        )
     else:
         ftype, conv = ArrayType(DoubleType()), (lambda x: x)
     schema = _schema(("features", ftype), ("label", label_type or "double"), ("w", "double"))
@@ -213,6 +225,7 @@ def rows_frame(spark, rows, features_type="vector", label_type=None):
 
 
 # ---- files for the jobs ----------------------------------------------------------------------------------
+
 
 def generated_table(rows, n_features, seed, weighted=False):
     """jobs.datasets' generated binary problem as a pandas frame: columns c0, c1, ..., the label y and,
@@ -230,6 +243,7 @@ def generated_table(rows, n_features, seed, weighted=False):
 
 
 # ---- bound-constrained LogisticRegression and huber LinearRegression: test_bounds, test_huber ---------------
+
 
 def bounds_frame(spark, n=2000, partitions=3, seed=21):
     """features (4, shifted, of different scales), label (binary), label3 (3 classes), w; cached. Both

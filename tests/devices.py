@@ -1,4 +1,5 @@
 """The devices the torch-only tests run on: cpu always, cuda when torch sees one (skipped otherwise)."""
+
 import pytest
 import torch
 

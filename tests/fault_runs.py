@@ -12,6 +12,7 @@ Writes, per strategy and fault: the largest coefficient difference from the clea
 error), the seconds it took, whether the fault fired, and the training blocks left on any
 executor's disk after the fit (every executor's local directory is under SCRATCH/local).
 """
+
 import glob
 import json
 import logging
@@ -35,15 +36,19 @@ def session(scratch):
 
     faults_dir = os.path.join(scratch, "faults")
     os.makedirs(faults_dir, exist_ok=True)
-    return (SparkSession.builder.master("local-cluster[2,1,1024]").appName("sparkml-faults")
-            .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-            .config("spark.local.dir", os.path.join(scratch, "local"))
-            .config("spark.executorEnv.SPARKML_TEST_FAULT_DIR", faults_dir)
-            .config("spark.executorEnv.SPARK_LOCAL_DIRS", os.path.join(scratch, "local"))
-            .config("spark.task.maxFailures", "4")
-            .config("spark.sparkml.conversionCache.enabled", "false")  # every fit converts: counts its blocks
-            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-            .getOrCreate()), faults_dir
+    return (
+        SparkSession.builder.master("local-cluster[2,1,1024]")
+        .appName("sparkml-faults")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.local.dir", os.path.join(scratch, "local"))
+        .config("spark.executorEnv.SPARKML_TEST_FAULT_DIR", faults_dir)
+        .config("spark.executorEnv.SPARK_LOCAL_DIRS", os.path.join(scratch, "local"))
+        .config("spark.task.maxFailures", "4")
+        .config("spark.sparkml.conversionCache.enabled", "false")  # every fit converts: counts its blocks
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    ), faults_dir
 
 
 def frame(spark):
@@ -59,14 +64,18 @@ def frame(spark):
 
 
 def blocks_left(scratch):
-    return sorted(p for p in glob.glob(os.path.join(scratch, "local", "**", "sparkml-blocks", "*"), recursive=True)
-                  if not os.path.basename(p).startswith("."))
+    return sorted(
+        p
+        for p in glob.glob(os.path.join(scratch, "local", "**", "sparkml-blocks", "*"), recursive=True)
+        if not os.path.basename(p).startswith(".")
+    )
 
 
 def executor_pids(app_id):
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [int(line.split()[0]) for line in out.splitlines()
-            if "CoarseGrainedExecutorBackend" in line and app_id in line]
+    return [
+        int(line.split()[0]) for line in out.splitlines() if "CoarseGrainedExecutorBackend" in line and app_id in line
+    ]
 
 
 def executor_holding(app_id, scratch, partition):
@@ -109,7 +118,7 @@ def main(out, scratch):
         try:
             model = est.fit(df)
             return np.append(model.coefficients.toArray(), model.intercept), None, time.time() - start
-        except Exception as e:  # noqa: BLE001  (recorded for the test)
+        except Exception as e:
             return None, f"{type(e).__name__}: {str(e)[:1500]}", time.time() - start
 
     cleans = {}
@@ -123,10 +132,13 @@ def main(out, scratch):
         for name, spec, point in faults:
             set_faults(faults_dir, spec)
             theta, error, seconds = fit(strategy)
-            record[name] = {"seconds": seconds, "error": error, "fired": fired(faults_dir, point),
-                            "max_difference": None if theta is None or clean is None
-                            else float(np.max(np.abs(theta - clean))),
-                            "blocks_left": blocks_left(scratch)}
+            record[name] = {
+                "seconds": seconds,
+                "error": error,
+                "fired": fired(faults_dir, point),
+                "max_difference": None if theta is None or clean is None else float(np.max(np.abs(theta - clean))),
+                "blocks_left": blocks_left(scratch),
+            }
         set_faults(faults_dir, "")
         results[strategy] = record
     results["executor killed"] = {}
@@ -145,6 +157,7 @@ def main(out, scratch):
             killed.append(directory)
 
         if strategy in ("sync", "averaging"):  # the callback runs on the driver
+
             def kill_at_third(event):
                 if event.iteration == 3 and not killed:
                     kill_holder()
@@ -166,12 +179,17 @@ def main(out, scratch):
             threading.Thread(target=killer, daemon=True).start()
             theta, error, seconds = fit(strategy, announce)
         results["executor killed"][strategy] = {
-            "killed executor's directory": killed[0] if killed else None, "seconds": seconds, "error": error,
+            "killed executor's directory": killed[0] if killed else None,
+            "seconds": seconds,
+            "error": error,
             "max_difference": None if theta is None else float(np.max(np.abs(theta - clean))),
-            "max_difference_from_allreduce": None if theta is None or cleans["allreduce"][0] is None
+            "max_difference_from_allreduce": None
+            if theta is None or cleans["allreduce"][0] is None
             else float(np.max(np.abs(theta - cleans["allreduce"][0]))),
-            "executors after": len(executor_pids(app_id)), "blocks_left": blocks_left(scratch),
-            "fell back to sync": any("fitting again with strategy 'sync'" in w for w in warnings)}
+            "executors after": len(executor_pids(app_id)),
+            "blocks_left": blocks_left(scratch),
+            "fell back to sync": any("fitting again with strategy 'sync'" in w for w in warnings),
+        }
         deadline = time.time() + 60  # the standalone master starts a replacement executor
         while len(executor_pids(app_id)) < 2 and time.time() < deadline:
             time.sleep(0.5)

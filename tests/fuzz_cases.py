@@ -1,6 +1,7 @@
 """The generated cases of tests/test_fuzz_conversion.py: a small frame for one model, corrupted in 0 to 3
 ways (``CORRUPTIONS``), the hypothesis strategy that draws them (``cases``) and the oracle that reads the
 corrupted rows (``expected_problems``): the (column, word) pairs that are wrong with them."""
+
 import bisect
 import math
 from dataclasses import dataclass, field
@@ -10,17 +11,45 @@ from hypothesis import strategies as st
 
 MODELS = ("linear", "binomial", "multinomial", "svc")
 MAX_CLASSES = 10_000  # more class indices than this are refused (statistics.MAX_CLASSES)
-FEATURE_CORRUPTIONS = ("nan_feature", "inf_feature", "neg_inf_feature", "null_features", "wider_vector",
-                       "narrower_vector", "index_out_of_range", "index_equals_size", "negative_index",
-                       "unsorted_indices", "duplicate_index", "indices_values_mismatch", "negative_size")
-LABEL_CORRUPTIONS = ("null_label", "nan_label", "inf_label", "label_2", "label_minus_1", "label_half", "label_7",
-                     "label_20000")
-WEIGHT_CORRUPTIONS = ("null_weight", "nan_weight", "inf_weight", "negative_weight", "zero_weight",
-                      "all_weights_zero", "class_weights_zero")
+FEATURE_CORRUPTIONS = (
+    "nan_feature",
+    "inf_feature",
+    "neg_inf_feature",
+    "null_features",
+    "wider_vector",
+    "narrower_vector",
+    "index_out_of_range",
+    "index_equals_size",
+    "negative_index",
+    "unsorted_indices",
+    "duplicate_index",
+    "indices_values_mismatch",
+    "negative_size",
+)
+LABEL_CORRUPTIONS = (
+    "null_label",
+    "nan_label",
+    "inf_label",
+    "label_2",
+    "label_minus_1",
+    "label_half",
+    "label_7",
+    "label_20000",
+)
+WEIGHT_CORRUPTIONS = (
+    "null_weight",
+    "nan_weight",
+    "inf_weight",
+    "negative_weight",
+    "zero_weight",
+    "all_weights_zero",
+    "class_weights_zero",
+)
 CORRUPTIONS = FEATURE_CORRUPTIONS + LABEL_CORRUPTIONS + WEIGHT_CORRUPTIONS
 
 
 # ---- the generated case -------------------------------------------------------------------------------------
+
 
 @dataclass
 class Case:
@@ -37,8 +66,10 @@ class Case:
 
     def __repr__(self):  # hypothesis prints the falsifying example: keep it readable
         sizes = [len(p) for p in self.parts]
-        return (f"Case(model={self.model!r}, d={self.d}, weighted={self.weighted}, dtype={self.dtype!r}, "
-                f"partition_sizes={sizes}, corruptions={self.corruptions})")
+        return (
+            f"Case(model={self.model!r}, d={self.d}, weighted={self.weighted}, dtype={self.dtype!r}, "
+            f"partition_sizes={sizes}, corruptions={self.corruptions})"
+        )
 
 
 def _sparse_of(values):
@@ -69,7 +100,7 @@ def _clean_case(model, n, d, layout, n_parts, placement, weighted, dtype, seed):
     else:
         part_of = rng.integers(0, n_parts, n)
     first = min(range(n), key=lambda i: (part_of[i], i))  # the DataFrame's first row: the library's
-    parts = [[] for _ in range(n_parts)]                   # sparse-or-dense choice reads it
+    parts = [[] for _ in range(n_parts)]  # sparse-or-dense choice reads it
     for i in sorted(range(n), key=lambda i: (part_of[i], i)):
         values = [float(v) for v in x[i]]
         first_sparse = layout in ("sparse", "mixed_sparse")
@@ -129,8 +160,15 @@ def corrupt(case, kind, i, p):
             new_size = size + 1 if wider else size - 1
             keep = [k for k, ix in enumerate(idx) if ix < new_size] if len(idx) == len(vals) else range(len(idx))
             row[0] = ("sparse", new_size, [idx[k] for k in keep], [vals[k] for k in keep if k < len(vals)])
-    elif kind in ("index_out_of_range", "index_equals_size", "negative_index", "unsorted_indices",
-                  "duplicate_index", "indices_values_mismatch", "negative_size"):
+    elif kind in (
+        "index_out_of_range",
+        "index_equals_size",
+        "negative_index",
+        "unsorted_indices",
+        "duplicate_index",
+        "indices_values_mismatch",
+        "negative_size",
+    ):
         vec = _to_sparse(row)
         if vec is None:
             return
@@ -166,14 +204,34 @@ def corrupt(case, kind, i, p):
                 idx.append(size - 1 if size else 0)
         else:
             row[0] = ("sparse", -1 - p % 3, [], [])
-    elif kind in ("null_label", "nan_label", "inf_label", "label_2", "label_minus_1", "label_half", "label_7",
-                  "label_20000"):
-        row[1] = {"null_label": None, "nan_label": math.nan, "inf_label": -math.inf if p % 2 else math.inf,
-                  "label_2": 2.0, "label_minus_1": -1.0, "label_half": 0.5, "label_7": 7.0,
-                  "label_20000": 20000.0}[kind]
+    elif kind in (
+        "null_label",
+        "nan_label",
+        "inf_label",
+        "label_2",
+        "label_minus_1",
+        "label_half",
+        "label_7",
+        "label_20000",
+    ):
+        row[1] = {
+            "null_label": None,
+            "nan_label": math.nan,
+            "inf_label": -math.inf if p % 2 else math.inf,
+            "label_2": 2.0,
+            "label_minus_1": -1.0,
+            "label_half": 0.5,
+            "label_7": 7.0,
+            "label_20000": 20000.0,
+        }[kind]
     elif kind in ("null_weight", "nan_weight", "inf_weight", "negative_weight", "zero_weight"):
-        row[2] = {"null_weight": None, "nan_weight": math.nan, "inf_weight": math.inf,
-                  "negative_weight": -0.5 - p % 3, "zero_weight": 0.0}[kind]
+        row[2] = {
+            "null_weight": None,
+            "nan_weight": math.nan,
+            "inf_weight": math.inf,
+            "negative_weight": -0.5 - p % 3,
+            "zero_weight": 0.0,
+        }[kind]
     elif kind == "all_weights_zero":
         for r in rows:
             r[2] = 0.0
@@ -195,7 +253,7 @@ def cases(draw, models=MODELS):
     placement = draw(st.sampled_from(("even", "one", "random")))
     weighted = draw(st.booleans())
     dtype = draw(st.sampled_from(("float64", "float32")))
-    seed = draw(st.integers(0, 2 ** 32 - 1))
+    seed = draw(st.integers(0, 2**32 - 1))
     case = _clean_case(model, n, d, layout, n_parts, placement, weighted, dtype, seed)
     n_corruptions = draw(st.sampled_from((0, 0, 1, 1, 1, 2, 3)))
     for _ in range(n_corruptions):
@@ -208,6 +266,7 @@ def cases(draw, models=MODELS):
 
 
 # ---- the oracle ---------------------------------------------------------------------------------------------
+
 
 def _bad_number(v):
     return None if v is None or math.isfinite(v) else ("NaN" if math.isnan(v) else "infinite")

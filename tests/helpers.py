@@ -3,6 +3,7 @@ executors, a model's numbers and summary, and row-by-row comparisons of transfor
 
 No pyspark import at module level: conftest.py and tests/connect_fits.py import this first.
 """
+
 import os
 import sys
 

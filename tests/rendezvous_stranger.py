@@ -3,6 +3,7 @@ rendezvous store (written to ``argv[1]`` by the test), connects while the fit ru
 and value it can, tries to join the process group as a rank, and writes what it got to ``argv[2]``
 (JSON: the keys and hex values it read before trying to join, how each join ended, and how many
 keys the store holds after them)."""
+
 import json
 import os
 import sys

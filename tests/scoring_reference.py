@@ -11,6 +11,7 @@ model's transform must equal these to 1e-12 and run in the JVM.
     LinearSVC:                   rawPrediction [-m, m], prediction 1 iff m > threshold
     LinearRegression:            prediction m
 """
+
 import numpy as np
 
 PYTHON_NODES = ("EvalPython", "PythonUDF", "MapInArrow", "MapInPandas", "FlatMapGroupsInPandas")
@@ -36,8 +37,11 @@ def expected_outputs(model, features):
     if hasattr(model, "coefficientMatrix") and model.numClasses > 2:
         margins = x @ model.coefficientMatrix.toArray().T + model.interceptVector.toArray()
         z = np.exp(margins - margins.max(axis=1, keepdims=True))
-        return {"rawPrediction": margins, "probability": z / z.sum(axis=1, keepdims=True),
-                "prediction": margins.argmax(axis=1).astype(np.float64)}
+        return {
+            "rawPrediction": margins,
+            "probability": z / z.sum(axis=1, keepdims=True),
+            "prediction": margins.argmax(axis=1).astype(np.float64),
+        }
     m = x @ model.coefficients.toArray() + model.intercept
     if not hasattr(model, "numClasses"):
         return {"prediction": m}

@@ -1,6 +1,7 @@
 """Walk every public attribute and method of a pyspark.ml summary class on two summaries (ours and
 MLlib's) and report where they differ. Used by test_summary.py (classic) and connect_fits.py (Spark
 Connect), so both sessions check the same thing."""
+
 import math
 
 import numpy as np

@@ -2,15 +2,15 @@
 on ``local-cluster`` (two executor JVMs) whose default Python has neither sparkml nor torch, a fit with
 ``allreduce`` and with ``sync`` and a KernelSVC transform run in the unpacked archive's Python and give
 MLlib's model and the model's own scores."""
+
 import os
 import subprocess
 import sys
 
-import numpy as np
-import pytest
-
 import archives_run
 import background
+import numpy as np
+import pytest
 
 pytestmark = pytest.mark.cluster
 pytest.importorskip("venv_pack", reason="the packed environment is made with venv-pack (the test extra)")
@@ -18,8 +18,9 @@ pytest.importorskip("venv_pack", reason="the packed environment is made with ven
 
 def background_runs():
     argv = [sys.executable, archives_run.__file__, background.scratch_dir("archives-")]
-    return {"archives": background.Run(argv, env=background.python_env(sys.executable), group="local-cluster",
-                                       timeout=1200)}
+    return {
+        "archives": background.Run(argv, env=background.python_env(sys.executable), group="local-cluster", timeout=1200)
+    }
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +32,14 @@ def test_the_executors_python_lacks_the_library_without_the_archive(shipped, tmp
     """The packed environment's interpreter is the machine's Python: alone, it imports neither."""
     base = shipped["base_python"]
     for module in ("torch", "sparkml"):
-        out = subprocess.run([base, "-c", f"import {module}"], cwd=str(tmp_path), capture_output=True, text=True,
-                             env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, timeout=120)
+        out = subprocess.run(
+            [base, "-c", f"import {module}"],
+            cwd=str(tmp_path),
+            capture_output=True,
+            text=True,
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+            timeout=120,
+        )
         assert out.returncode != 0 and "ModuleNotFoundError" in out.stderr, (module, out.stderr[-500:])
 
 

@@ -5,13 +5,14 @@ The choice is checked through the log line each fit writes and through the model
 bit the one the chosen strategy fits. The fallback is driven here by an ``ExecutorLost`` raised from the
 barrier stage; ``tests/test_faults.py`` kills a real executor (``local-cluster``).
 """
+
 import logging
 
 import numpy as np
 import pytest
-
 from data_helpers import linear_frame
 from helpers import coefficient_vector
+
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression
 from sparkml.strategies import auto_strategy
@@ -30,10 +31,15 @@ def _choices(caplog):
     return [r.getMessage() for r in caplog.records if "strategy 'auto' runs" in r.getMessage()]
 
 
-@pytest.mark.parametrize("make", [lambda: LogisticRegression(regParam=0.01),
-                                  lambda: LinearRegression(labelCol="y", regParam=0.1, solver="l-bfgs"),
-                                  lambda: LinearSVC(regParam=0.01, maxIter=20)],
-                         ids=["logistic", "linear", "svc"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LogisticRegression(regParam=0.01),
+        lambda: LinearRegression(labelCol="y", regParam=0.1, solver="l-bfgs"),
+        lambda: LinearSVC(regParam=0.01, maxIter=20),
+    ],
+    ids=["logistic", "linear", "svc"],
+)
 def test_the_default_runs_allreduce_in_a_local_session(frame, caplog, make):
     est = make()
     assert est.getStrategy() == "auto"
@@ -69,8 +75,9 @@ def test_auto_strategy_falls_back_to_sync_where_a_barrier_stage_cannot_run(spark
 
     assert auto_strategy(spark) == ("allreduce", "2 task slots")
     assert auto_strategy(spark, checkpointing=True) == ("sync", "checkpointDir is set")
-    monkeypatch.setattr(strategies, "conf_value",
-                        lambda s, key: "true" if key == "spark.dynamicAllocation.enabled" else None)
+    monkeypatch.setattr(
+        strategies, "conf_value", lambda s, key: "true" if key == "spark.dynamicAllocation.enabled" else None
+    )
     assert auto_strategy(spark) == ("sync", "dynamic allocation is on")
     monkeypatch.setattr(strategies, "conf_value", lambda s, key: None)
     monkeypatch.setattr(strategies, "task_slots", lambda s: None)
@@ -98,8 +105,9 @@ def test_a_lost_executor_refits_with_sync(frame, caplog, lost_executor):
         auto = LogisticRegression(regParam=0.01).fit(frame)
     assert len(lost_executor) == 1
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert any("lost an executor in its barrier stage" in w and "fitting again with strategy 'sync'" in w
-               for w in warnings), warnings
+    assert any(
+        "lost an executor in its barrier stage" in w and "fitting again with strategy 'sync'" in w for w in warnings
+    ), warnings
     sync = LogisticRegression(regParam=0.01, strategy="sync").fit(frame)
     np.testing.assert_array_equal(coefficient_vector(auto), coefficient_vector(sync))
 

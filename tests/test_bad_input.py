@@ -1,19 +1,19 @@
 """Bad input is refused before any iteration, with a ValueError naming the column and the problem,
 and the executor-resident training blocks of the failed fit are gone afterwards (DESIGN.md section 7)."""
+
 import logging
 
 import pytest
+from data_helpers import SMALL_ROWS, rows_frame, small_rows
+from helpers import executor_datasets
 from pyspark.ml.linalg import DenseMatrix, Vectors, VectorUDT
 from pyspark.sql.types import StringType
 
-from data_helpers import SMALL_ROWS, rows_frame, small_rows
-from helpers import executor_datasets
-from sparkml.data import block_store
 from sparkml.classification import LinearSVC, LogisticRegression
+from sparkml.data import block_store
 from sparkml.regression import LinearRegression
 
-ESTIMATORS = {"LogisticRegression": LogisticRegression, "LinearSVC": LinearSVC,
-              "LinearRegression": LinearRegression}
+ESTIMATORS = {"LogisticRegression": LogisticRegression, "LinearSVC": LinearSVC, "LinearRegression": LinearRegression}
 CLASSIFIERS = ("LogisticRegression", "LinearSVC")
 # data_helpers.small_rows: SMALL_ROWS rows, two partitions of 20 in rows_frame; the bad rows go into partition 0 only
 
@@ -45,7 +45,9 @@ def assert_refused(spark, caplog, created_ids, estimator, df, *fragments):
     message = str(info.value)
     for fragment in fragments:
         assert fragment in message, f"{fragment!r} not in {message!r}"
-    iterations = [r.getMessage() for r in caplog.records if r.name.startswith("sparkml") and "iteration" in r.getMessage()]
+    iterations = [
+        r.getMessage() for r in caplog.records if r.name.startswith("sparkml") and "iteration" in r.getMessage()
+    ]
     assert not iterations, f"iterations ran before the error: {iterations}"
     if created_ids:
         left = executor_datasets(spark) & set(created_ids)
@@ -60,6 +62,7 @@ def replace(rows, index, features=..., label=..., weight=...):
 
 
 # ---- problems every estimator must refuse -------------------------------------------------------------
+
 
 def _nan_features(rows):
     return replace(rows, 3, features=[1.0, float("nan"), 0.0])
@@ -115,9 +118,11 @@ def _generic_params():
     meets several cases), ``make test-full`` all of them: test_fuzz_conversion.py also generates these
     problems for every model."""
     names = sorted(ESTIMATORS)
-    return [pytest.param(name, case, id=f"{name}-{case}",
-                         marks=() if j == i % len(names) else (pytest.mark.full,))
-            for i, case in enumerate(sorted(GENERIC_CASES)) for j, name in enumerate(names)]
+    return [
+        pytest.param(name, case, id=f"{name}-{case}", marks=() if j == i % len(names) else (pytest.mark.full,))
+        for i, case in enumerate(sorted(GENERIC_CASES))
+        for j, name in enumerate(names)
+    ]
 
 
 @pytest.mark.parametrize("name, case", _generic_params())
@@ -153,11 +158,14 @@ def test_empty_dataset(spark, caplog, created_ids, baseline, name):
 
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
-@pytest.mark.parametrize("role,params,missing", [
-    ("features", {"featuresCol": "feats"}, "'feats'"),
-    ("label", {"labelCol": "target"}, "'target'"),
-    ("weight", {"weightCol": "weight"}, "'weight'"),
-])
+@pytest.mark.parametrize(
+    "role,params,missing",
+    [
+        ("features", {"featuresCol": "feats"}, "'feats'"),
+        ("label", {"labelCol": "target"}, "'target'"),
+        ("weight", {"weightCol": "weight"}, "'weight'"),
+    ],
+)
 def test_missing_column(spark, caplog, created_ids, baseline, name, role, params, missing):
     df = rows_frame(spark, small_rows())
     message = assert_refused(spark, caplog, created_ids, ESTIMATORS[name](**params), df, missing, role)
@@ -180,6 +188,7 @@ def test_string_label_column(spark, caplog, created_ids, baseline, name):
 
 
 # ---- label problems of the classifiers --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", CLASSIFIERS)
 @pytest.mark.parametrize("label", [0.0, 1.0])
@@ -242,18 +251,22 @@ def test_no_block_directory_survives_the_module(spark, baseline):
 
 # ---- bad Params ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,params,param", [
-    ("LogisticRegression", {"elasticNetParam": 2.0}, "elasticNetParam"),
-    ("LinearRegression", {"elasticNetParam": 2.0}, "elasticNetParam"),
-    ("LogisticRegression", {"elasticNetParam": -0.5}, "elasticNetParam"),
-    ("LogisticRegression", {"maxIter": -1}, "maxIter"),
-    ("LinearSVC", {"maxIter": -1}, "maxIter"),
-    ("LinearRegression", {"maxIter": -1}, "maxIter"),
-    ("LogisticRegression", {"regParam": -0.1}, "regParam"),
-    ("LinearSVC", {"regParam": -0.1}, "regParam"),
-    ("LinearSVC", {"tol": -1.0}, "tol"),
-    ("LinearRegression", {"aggregationDepth": 1}, "aggregationDepth"),
-])
+
+@pytest.mark.parametrize(
+    "name,params,param",
+    [
+        ("LogisticRegression", {"elasticNetParam": 2.0}, "elasticNetParam"),
+        ("LinearRegression", {"elasticNetParam": 2.0}, "elasticNetParam"),
+        ("LogisticRegression", {"elasticNetParam": -0.5}, "elasticNetParam"),
+        ("LogisticRegression", {"maxIter": -1}, "maxIter"),
+        ("LinearSVC", {"maxIter": -1}, "maxIter"),
+        ("LinearRegression", {"maxIter": -1}, "maxIter"),
+        ("LogisticRegression", {"regParam": -0.1}, "regParam"),
+        ("LinearSVC", {"regParam": -0.1}, "regParam"),
+        ("LinearSVC", {"tol": -1.0}, "tol"),
+        ("LinearRegression", {"aggregationDepth": 1}, "aggregationDepth"),
+    ],
+)
 def test_bad_param_values_refused_before_the_data_is_touched(spark, caplog, created_ids, name, params, param):
     df = rows_frame(spark, small_rows())
     message = assert_refused(spark, caplog, created_ids, ESTIMATORS[name](**params), df, param)
@@ -261,37 +274,61 @@ def test_bad_param_values_refused_before_the_data_is_touched(spark, caplog, crea
     assert created_ids == [], "the Params must be checked before the conversion pass"
 
 
-@pytest.mark.parametrize("name,params,fragments", [
-    # MLlib: "Fitting under bound constrained optimization only supports L2 regularization"
-    ("LogisticRegression", {"elasticNetParam": 0.5, "upperBoundsOnCoefficients": DenseMatrix(1, 3, [1.0] * 3)},
-     ("elasticNetParam", "upperBoundsOnCoefficients", "only supports L2 regularization", "0.5")),
-    ("LogisticRegression", {"elasticNetParam": 1.0, "regParam": 0.0, "lowerBoundsOnIntercepts": Vectors.dense([0.0])},
-     ("elasticNetParam", "lowerBoundsOnIntercepts", "only supports L2 regularization")),
-    # MLlib: "Please don't set bounds on intercepts if fitting without intercept."
-    ("LogisticRegression", {"fitIntercept": False, "upperBoundsOnIntercepts": Vectors.dense([1.0])},
-     ("upperBoundsOnIntercepts", "fitIntercept")),
-    # MLlib: huber "only supports L2 regularization", "doesn't support normal solver", epsilon > 1.0
-    ("LinearRegression", {"loss": "huber", "elasticNetParam": 0.3}, ("elasticNetParam", "huber", "L2", "0.3")),
-    ("LinearRegression", {"loss": "huber", "solver": "normal"}, ("solver='normal'", "huber")),
-    ("LinearRegression", {"loss": "huber", "epsilon": 1.0}, ("epsilon", "> 1.0", "1.0")),
-    ("LinearRegression", {"loss": "absolute"}, ("loss", "squaredError, huber", "absolute")),
-])
+@pytest.mark.parametrize(
+    "name,params,fragments",
+    [
+        # MLlib: "Fitting under bound constrained optimization only supports L2 regularization"
+        (
+            "LogisticRegression",
+            {"elasticNetParam": 0.5, "upperBoundsOnCoefficients": DenseMatrix(1, 3, [1.0] * 3)},
+            ("elasticNetParam", "upperBoundsOnCoefficients", "only supports L2 regularization", "0.5"),
+        ),
+        (
+            "LogisticRegression",
+            {"elasticNetParam": 1.0, "regParam": 0.0, "lowerBoundsOnIntercepts": Vectors.dense([0.0])},
+            ("elasticNetParam", "lowerBoundsOnIntercepts", "only supports L2 regularization"),
+        ),
+        # MLlib: "Please don't set bounds on intercepts if fitting without intercept."
+        (
+            "LogisticRegression",
+            {"fitIntercept": False, "upperBoundsOnIntercepts": Vectors.dense([1.0])},
+            ("upperBoundsOnIntercepts", "fitIntercept"),
+        ),
+        # MLlib: huber "only supports L2 regularization", "doesn't support normal solver", epsilon > 1.0
+        ("LinearRegression", {"loss": "huber", "elasticNetParam": 0.3}, ("elasticNetParam", "huber", "L2", "0.3")),
+        ("LinearRegression", {"loss": "huber", "solver": "normal"}, ("solver='normal'", "huber")),
+        ("LinearRegression", {"loss": "huber", "epsilon": 1.0}, ("epsilon", "> 1.0", "1.0")),
+        ("LinearRegression", {"loss": "absolute"}, ("loss", "squaredError, huber", "absolute")),
+    ],
+)
 def test_mllib_param_rules_refused_before_the_data_is_touched(spark, caplog, created_ids, name, params, fragments):
     df = rows_frame(spark, small_rows())
     assert_refused(spark, caplog, created_ids, ESTIMATORS[name](**params), df, *fragments)
     assert created_ids == [], "the Params must be checked before the conversion pass"
 
 
-@pytest.mark.parametrize("params,fragments", [  # small_rows: 3 features, 2 classes (binomial: K = 1)
-    ({"lowerBoundsOnCoefficients": DenseMatrix(1, 2, [0.0, 0.0])}, ("lowerBoundsOnCoefficients", "(1, 3)", "(1, 2)")),
-    ({"family": "multinomial", "upperBoundsOnCoefficients": DenseMatrix(1, 3, [1.0] * 3)},
-     ("upperBoundsOnCoefficients", "(2, 3)", "multinomial", "(1, 3)")),
-    ({"upperBoundsOnIntercepts": Vectors.dense([1.0, 2.0])}, ("upperBoundsOnIntercepts", "size 1", "got 2")),
-    ({"lowerBoundsOnCoefficients": DenseMatrix(1, 3, [0.0, 2.0, 0.0]),
-      "upperBoundsOnCoefficients": DenseMatrix(1, 3, [1.0, 1.0, 1.0])},
-     ("lowerBoundsOnCoefficients", "<= upperBoundsOnCoefficients")),
-    ({"lowerBoundsOnIntercepts": Vectors.dense([float("nan")])}, ("lowerBoundsOnIntercepts", "NaN")),
-])
+@pytest.mark.parametrize(
+    "params,fragments",
+    [  # small_rows: 3 features, 2 classes (binomial: K = 1)
+        (
+            {"lowerBoundsOnCoefficients": DenseMatrix(1, 2, [0.0, 0.0])},
+            ("lowerBoundsOnCoefficients", "(1, 3)", "(1, 2)"),
+        ),
+        (
+            {"family": "multinomial", "upperBoundsOnCoefficients": DenseMatrix(1, 3, [1.0] * 3)},
+            ("upperBoundsOnCoefficients", "(2, 3)", "multinomial", "(1, 3)"),
+        ),
+        ({"upperBoundsOnIntercepts": Vectors.dense([1.0, 2.0])}, ("upperBoundsOnIntercepts", "size 1", "got 2")),
+        (
+            {
+                "lowerBoundsOnCoefficients": DenseMatrix(1, 3, [0.0, 2.0, 0.0]),
+                "upperBoundsOnCoefficients": DenseMatrix(1, 3, [1.0, 1.0, 1.0]),
+            },
+            ("lowerBoundsOnCoefficients", "<= upperBoundsOnCoefficients"),
+        ),
+        ({"lowerBoundsOnIntercepts": Vectors.dense([float("nan")])}, ("lowerBoundsOnIntercepts", "NaN")),
+    ],
+)
 def test_bound_shapes_refused_before_any_iteration(spark, caplog, created_ids, baseline, params, fragments):
     """MLlib checks the bounds' shapes once it knows the classes and features (its
     assertBoundConstrainedOptimizationParamsValid): so do we, after the conversion pass, deleting its blocks."""

@@ -1,15 +1,15 @@
 """benchmarks/report.py: the results files' reports, and the performance page rendered from them."""
+
 import glob
 import json
 import os
 import sys
 
 import pytest
-
 from helpers import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-import report  # noqa: E402
+import report
 
 TABLE = "| case | seconds | ratio |\n|---|---|---|\n| MLlib | 4.80 | 1.00 |\n| ours | 2.40 | 0.50 |"
 
@@ -32,8 +32,9 @@ def test_a_ragged_table_is_refused():
         report.parse_table("| a | |b| | c |\n|---|---|---|\n| 1 | 2 | 3 |")
 
 
-@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(ROOT, "benchmarks", "results", "*.json"))),
-                         ids=os.path.basename)
+@pytest.mark.parametrize(
+    "path", sorted(glob.glob(os.path.join(ROOT, "benchmarks", "results", "*.json"))), ids=os.path.basename
+)
 def test_committed_results_have_a_report(path):
     with open(path) as f:
         r = json.load(f)["report"]

@@ -1,4 +1,5 @@
 """The executor-side block store: atomic commits, and a drop that no late commit can undo."""
+
 import os
 import time
 
@@ -23,7 +24,7 @@ def datasets(root):
 def write(dataset_id, partition, x):
     writer = block_store.PartitionWriter(dataset_id, partition)
     for i in range(0, len(x), 3):  # several appends, as Arrow batches arrive
-        writer.append("x", x[i:i + 3])
+        writer.append("x", x[i : i + 3])
         writer.append("y", np.arange(i, min(i + 3, len(x)), dtype=np.float64))
         writer.append("w", np.ones(min(3, len(x) - i)))
     return writer

@@ -6,20 +6,25 @@ stopping rule: ``sparkml.optim.bounded``) must land within 1e-4 of MLlib's, on a
 with every coefficient inside the box and the bound that binds at its value exactly. The refusals
 (elastic net with bounds, shapes) are in tests/test_bad_input.py.
 """
+
 import numpy as np
 import pytest
+from data_helpers import bounds_frame
+from helpers import coefficient_vector, training_summary
 from pyspark.ml.classification import LogisticRegression as StockLogisticRegression
 from pyspark.ml.linalg import DenseMatrix, Vectors
 
-from data_helpers import bounds_frame
-from helpers import coefficient_vector, training_summary
 from sparkml.classification import LogisticRegression
 from sparkml.optim.bounded import minimize_bounded
 from sparkml.optim.convergence import FVAL_MEMORY
 
 INF = float("inf")
-BOUND_PARAMS = ("lowerBoundsOnCoefficients", "upperBoundsOnCoefficients", "lowerBoundsOnIntercepts",
-                "upperBoundsOnIntercepts")
+BOUND_PARAMS = (
+    "lowerBoundsOnCoefficients",
+    "upperBoundsOnCoefficients",
+    "lowerBoundsOnIntercepts",
+    "upperBoundsOnIntercepts",
+)
 
 
 def _matrix(rows):
@@ -29,25 +34,53 @@ def _matrix(rows):
 # name -> (Params, the bounds expected to bind: ("coef", (k, j)) or ("icpt", k); empty: none binds)
 CASES = {
     "binary upper bound": (
-        dict(regParam=0.02, upperBoundsOnCoefficients=_matrix([[0.8, INF, INF, INF]])), [("coef", (0, 0))]),
+        dict(regParam=0.02, upperBoundsOnCoefficients=_matrix([[0.8, INF, INF, INF]])),
+        [("coef", (0, 0))],
+    ),
     "binary lower bounds, no standardization, weights": (
-        dict(regParam=0.02, standardization=False, weightCol="w",
-             lowerBoundsOnCoefficients=_matrix([[-INF, -0.3, -INF, 0.5]])), [("coef", (0, 1)), ("coef", (0, 3))]),
-    "binary intercept bound": (
-        dict(regParam=0.02, lowerBoundsOnIntercepts=Vectors.dense([0.0])), [("icpt", 0)]),
+        dict(
+            regParam=0.02,
+            standardization=False,
+            weightCol="w",
+            lowerBoundsOnCoefficients=_matrix([[-INF, -0.3, -INF, 0.5]]),
+        ),
+        [("coef", (0, 1)), ("coef", (0, 3))],
+    ),
+    "binary intercept bound": (dict(regParam=0.02, lowerBoundsOnIntercepts=Vectors.dense([0.0])), [("icpt", 0)]),
     "binary inactive bounds": (
-        dict(regParam=0.02, lowerBoundsOnCoefficients=_matrix([[-5.0] * 4]), upperBoundsOnCoefficients=_matrix([[5.0] * 4]),
-             lowerBoundsOnIntercepts=Vectors.dense([-5.0]), upperBoundsOnIntercepts=Vectors.dense([5.0])), []),
+        dict(
+            regParam=0.02,
+            lowerBoundsOnCoefficients=_matrix([[-5.0] * 4]),
+            upperBoundsOnCoefficients=_matrix([[5.0] * 4]),
+            lowerBoundsOnIntercepts=Vectors.dense([-5.0]),
+            upperBoundsOnIntercepts=Vectors.dense([5.0]),
+        ),
+        [],
+    ),
     "multinomial nonnegative coefficients": (
         dict(labelCol="label3", regParam=0.02, lowerBoundsOnCoefficients=_matrix([[0.0] * 4] * 3)),
-        [("coef", (0, 1)), ("coef", (1, 3))]),
+        [("coef", (0, 1)), ("coef", (1, 3))],
+    ),
     "multinomial pinned intercept, no standardization": (  # class 0's intercept fixed at 0: MLlib's pivot
-        dict(labelCol="label3", regParam=0.02, standardization=False,
-             lowerBoundsOnIntercepts=Vectors.dense([0.0, -INF, -INF]), upperBoundsOnIntercepts=Vectors.dense([0.0, INF, INF]),
-             upperBoundsOnCoefficients=_matrix([[1.0] * 4] * 3)), [("icpt", 0)]),
+        dict(
+            labelCol="label3",
+            regParam=0.02,
+            standardization=False,
+            lowerBoundsOnIntercepts=Vectors.dense([0.0, -INF, -INF]),
+            upperBoundsOnIntercepts=Vectors.dense([0.0, INF, INF]),
+            upperBoundsOnCoefficients=_matrix([[1.0] * 4] * 3),
+        ),
+        [("icpt", 0)],
+    ),
     "multinomial inactive bounds": (
-        dict(labelCol="label3", regParam=0.02, lowerBoundsOnCoefficients=_matrix([[-5.0] * 4] * 3),
-             upperBoundsOnCoefficients=_matrix([[5.0] * 4] * 3)), []),
+        dict(
+            labelCol="label3",
+            regParam=0.02,
+            lowerBoundsOnCoefficients=_matrix([[-5.0] * 4] * 3),
+            upperBoundsOnCoefficients=_matrix([[5.0] * 4] * 3),
+        ),
+        [],
+    ),
 }
 
 
@@ -80,8 +113,12 @@ def _box(params, k, d):
     def get(name, shape, fill):
         return params[name].toArray().reshape(shape) if name in params else np.full(shape, fill)
 
-    return (get("lowerBoundsOnCoefficients", (k, d), -INF), get("upperBoundsOnCoefficients", (k, d), INF),
-            get("lowerBoundsOnIntercepts", (k,), -INF), get("upperBoundsOnIntercepts", (k,), INF))
+    return (
+        get("lowerBoundsOnCoefficients", (k, d), -INF),
+        get("upperBoundsOnCoefficients", (k, d), INF),
+        get("lowerBoundsOnIntercepts", (k,), -INF),
+        get("upperBoundsOnIntercepts", (k,), INF),
+    )
 
 
 def _bound_value(box, kind, index, beta, b):
@@ -102,9 +139,13 @@ def _in_full_only(case, strategy):
     return case not in SYNC_COVER if strategy == "sync" else case in ALLREDUCE_FULL_ONLY
 
 
-GRID = [pytest.param(case, strategy, id=f"{case}-{strategy}",
-                     marks=pytest.mark.full if _in_full_only(case, strategy) else ())
-        for case in sorted(CASES) for strategy in ("sync", "allreduce")]
+GRID = [
+    pytest.param(
+        case, strategy, id=f"{case}-{strategy}", marks=pytest.mark.full if _in_full_only(case, strategy) else ()
+    )
+    for case in sorted(CASES)
+    for strategy in ("sync", "allreduce")
+]
 
 
 @pytest.mark.parametrize("case, strategy", GRID)
@@ -158,17 +199,22 @@ def test_bounded_multinomial_is_not_centered(frame, stock):
 
 def test_setters_and_start_clipped_into_the_box(frame):
     """The setters exist as in pyspark.ml; a start outside the box (an initial model) is clipped into it."""
-    est = LogisticRegression(regParam=0.02, dtype="float64").setUpperBoundsOnCoefficients(_matrix([[0.8, INF, INF, INF]]))
+    est = LogisticRegression(regParam=0.02, dtype="float64").setUpperBoundsOnCoefficients(
+        _matrix([[0.8, INF, INF, INF]])
+    )
     assert est.getUpperBoundsOnCoefficients().toArray()[0, 0] == 0.8
     outside = LogisticRegression(regParam=0.02, dtype="float64").fit(frame)  # coefficient 0 is about 1.0
     warm = est.setInitialModel(outside).fit(frame)
     assert warm.coefficients[0] == pytest.approx(0.8, abs=1e-12)
-    np.testing.assert_allclose(warm.coefficients.toArray(),
-                               LogisticRegression(**CASES["binary upper bound"][0], dtype="float64").fit(frame)
-                               .coefficients.toArray(), atol=1e-4)
+    np.testing.assert_allclose(
+        warm.coefficients.toArray(),
+        LogisticRegression(**CASES["binary upper bound"][0], dtype="float64").fit(frame).coefficients.toArray(),
+        atol=1e-4,
+    )
 
 
 # ---- the solver on its own ---------------------------------------------------------------------------
+
 
 def _quadratic(a, c):
     """f(x) = sum a_i (x_i - c_i)^2 / 2: over a box its minimizer is clip(c, lower, upper)."""
@@ -181,8 +227,14 @@ def test_minimize_bounded_reaches_the_clipped_minimizer():
     lower = np.array([-1.0, -INF, 0.0, -2.0, -INF, 0.5, -1.0, 2.0])
     upper = np.array([1.0, 0.0, INF, -2.0, INF, 0.6, 1.0, 3.0])  # x_3 is fixed (lower == upper)
     seen = []
-    res = minimize_bounded(_quadratic(a, c), np.full(8, 5.0), (lower, upper), max_iter=100, tol=1e-12,
-                           callback=lambda i, x, f, pg: seen.append((i, x.copy(), f)))
+    res = minimize_bounded(
+        _quadratic(a, c),
+        np.full(8, 5.0),
+        (lower, upper),
+        max_iter=100,
+        tol=1e-12,
+        callback=lambda i, x, f, pg: seen.append((i, x.copy(), f)),
+    )
     np.testing.assert_allclose(res.x, np.clip(c, lower, upper), atol=1e-9)
     assert res.converged and res.message == "projected gradient converged"
     x0 = np.clip(np.full(8, 5.0), lower, upper)  # the start outside the box is clipped into it first
@@ -217,8 +269,10 @@ def test_bounds_save_and_load_in_mllibs_json(frame, tmp_path):
     from sparkml.classification import LogisticRegressionModel
 
     names = ("upperBoundsOnCoefficients", "lowerBoundsOnIntercepts", "upperBoundsOnIntercepts")
-    for case, readers in (("binary inactive bounds", (LogisticRegressionModel, StockModel)),
-                          ("multinomial pinned intercept, no standardization", (LogisticRegressionModel,))):
+    for case, readers in (
+        ("binary inactive bounds", (LogisticRegressionModel, StockModel)),
+        ("multinomial pinned intercept, no standardization", (LogisticRegressionModel,)),
+    ):
         params, _ = CASES[case]
         est = LogisticRegression(maxIter=30, **params)
         model = est.fit(frame)

@@ -1,11 +1,12 @@
 """sparkml.catalog: the one table of public estimators and models, and the facades and jobs that read it."""
+
 import pytest
 
 pytest.importorskip("pyspark")
 
-import sparkml.classification  # noqa: E402
-import sparkml.regression  # noqa: E402
-from sparkml import catalog  # noqa: E402
+import sparkml.classification
+import sparkml.regression
+from sparkml import catalog
 
 
 def test_the_facades_export_exactly_the_catalog():

@@ -19,6 +19,7 @@ The resumed fits are compared with uninterrupted ones at 1e-9 (coefficients) and
 (the first fit of a session computes some partition sums in another order), and a resumed fit continues in
 another process.
 """
+
 import functools
 import glob
 import json
@@ -26,12 +27,12 @@ import logging
 import os
 import sys
 
-import numpy as np
-import pytest
-
 import background
 import checkpoint_fit
+import numpy as np
+import pytest
 from helpers import coefficient_vector
+
 from sparkml.optim import minimize_lbfgs
 from sparkml.optim.checkpoint import Checkpoint, differences
 from sparkml.optim.progress import run_optimizer
@@ -62,6 +63,7 @@ def background_runs():
 
 
 # ---- 1. the optimizer alone ------------------------------------------------------------------------------
+
 
 def _logistic(seed=0, n=300, d=25):
     rng = np.random.default_rng(seed)
@@ -101,8 +103,13 @@ def _resumed(tmp_path, fun_grad, x0, stop, interval=3, **options):
 
 def _assert_same_run(a, b):
     np.testing.assert_array_equal(a.x, b.x)
-    assert (a.n_iter, a.objective_history, a.message, a.n_evals, a.converged) == \
-        (b.n_iter, b.objective_history, b.message, b.n_evals, b.converged)
+    assert (a.n_iter, a.objective_history, a.message, a.n_evals, a.converged) == (
+        b.n_iter,
+        b.objective_history,
+        b.message,
+        b.n_evals,
+        b.converged,
+    )
 
 
 @pytest.mark.parametrize("l1", [None, 0.02], ids=["lbfgs", "owlqn"])
@@ -151,12 +158,20 @@ def test_run_optimizer_reports_the_resume(tmp_path):
             raise _Stop
 
     with pytest.raises(_Stop):
-        run_optimizer(_Objective(fun_grad), np.zeros(d), max_iter=100, tol=1e-12, name="t", progress=Progress([stop]),
-                      checkpoint=checkpoint)
+        run_optimizer(
+            _Objective(fun_grad),
+            np.zeros(d),
+            max_iter=100,
+            tol=1e-12,
+            name="t",
+            progress=Progress([stop]),
+            checkpoint=checkpoint,
+        )
     checkpoint = Checkpoint(str(tmp_path), 4, {}, "t")
     checkpoint.load()
-    x, summary = run_optimizer(_Objective(fun_grad), np.zeros(d), max_iter=100, tol=1e-12, name="t",
-                               checkpoint=checkpoint)
+    x, summary = run_optimizer(
+        _Objective(fun_grad), np.zeros(d), max_iter=100, tol=1e-12, name="t", checkpoint=checkpoint
+    )
     np.testing.assert_array_equal(x, full_x)
     assert summary.objectiveHistory == full.objectiveHistory and summary.totalIterations == full.totalIterations
     assert summary.message == full.message + " (resumed from the checkpoint of iteration 4)"
@@ -205,6 +220,7 @@ def test_a_checkpoint_of_another_fit_is_refused(tmp_path):
 
 # ---- 2. and 3. in Spark ----------------------------------------------------------------------------------
 
+
 def _fail_at(estimator, iteration):
     def callback(event):
         if event.iteration == iteration:
@@ -224,11 +240,13 @@ def _estimators():
     from sparkml.regression import LinearRegression
 
     return {
-        "lr_multinomial_owlqn": lambda **k: LogisticRegression(labelCol="label3", regParam=0.01, elasticNetParam=0.5,
-                                                               maxIter=6, **k),
+        "lr_multinomial_owlqn": lambda **k: LogisticRegression(
+            labelCol="label3", regParam=0.01, elasticNetParam=0.5, maxIter=6, **k
+        ),
         "svc": lambda **k: LinearSVC(regParam=0.01, maxIter=6, **k),
-        "linreg_lbfgs": lambda **k: LinearRegression(labelCol="y", solver="l-bfgs", regParam=0.01, elasticNetParam=0.2,
-                                                     tol=1e-12, maxIter=6, **k),
+        "linreg_lbfgs": lambda **k: LinearRegression(
+            labelCol="y", solver="l-bfgs", regParam=0.01, elasticNetParam=0.2, tol=1e-12, maxIter=6, **k
+        ),
         "lr_rounds": lambda **k: LogisticRegression(regParam=0.01, maxIter=6, localIter=3, tol=0.0, **k),
     }
 
@@ -245,9 +263,16 @@ def _keep_checkpoint(estimator, iteration, directory, copy):
     return estimator._add_iteration_callback(callback)
 
 
-@pytest.mark.parametrize("kind, strategy", [("lr_multinomial_owlqn", "sync"), ("svc", "allreduce"),
-                                            ("linreg_lbfgs", "sync"), ("lr_rounds", "averaging"),
-                                            ("lr_rounds", "allreduce-averaging")])
+@pytest.mark.parametrize(
+    "kind, strategy",
+    [
+        ("lr_multinomial_owlqn", "sync"),
+        ("svc", "allreduce"),
+        ("linreg_lbfgs", "sync"),
+        ("lr_rounds", "averaging"),
+        ("lr_rounds", "allreduce-averaging"),
+    ],
+)
 def test_a_fit_resumed_from_a_checkpoint_ends_at_the_uninterrupted_model(data, tmp_path, caplog, kind, strategy):
     """With allreduce (LinearSVC: OWL-QN) and allreduce-averaging rank 0 writes the checkpoints, the driver
     reads them. The averaging strategies checkpoint their rounds."""
@@ -300,12 +325,18 @@ def _refusing():
     from sparkml.regression import LinearRegression
 
     return {
-        "bounds": (lambda d: LogisticRegression(lowerBoundsOnCoefficients=Matrices.dense(1, 4, [0.0] * 4),
-                                                checkpointDir=d), r"bound-constrained fits \(L-BFGS-B\)"),
-        "normal": (lambda d: LinearRegression(labelCol="y", solver="normal", checkpointDir=d),
-                   "solver='normal' runs no iterations"),
-        "auto_normal": (lambda d: LinearRegression(labelCol="y", checkpointDir=d),
-                        "solver='auto' chose the normal equations"),
+        "bounds": (
+            lambda d: LogisticRegression(lowerBoundsOnCoefficients=Matrices.dense(1, 4, [0.0] * 4), checkpointDir=d),
+            r"bound-constrained fits \(L-BFGS-B\)",
+        ),
+        "normal": (
+            lambda d: LinearRegression(labelCol="y", solver="normal", checkpointDir=d),
+            "solver='normal' runs no iterations",
+        ),
+        "auto_normal": (
+            lambda d: LinearRegression(labelCol="y", checkpointDir=d),
+            "solver='auto' chose the normal equations",
+        ),
         "huber": (lambda d: LinearRegression(labelCol="y", loss="huber", checkpointDir=d), "loss='huber'"),
         "interval": (lambda d: LinearSVC(checkpointDir=d, checkpointInterval=0), "checkpointInterval must be >= 1"),
         "remote": (lambda d: LinearSVC(checkpointDir="hdfs:///tmp/x"), "local or mounted path"),
@@ -355,6 +386,8 @@ def test_a_killed_driver_resumes_in_another(spark, caplog, strategy):
     _assert_same_fit(resumed, reference)
     assert not os.path.exists(_kill_dir(strategy))
     total = reference.summary.totalIterations
-    print(f"\n{strategy}: killed after iteration {killed['reached']} (checkpoint {at}); resumed for "
-          f"{total - at} iterations; {total} in all")
+    print(
+        f"\n{strategy}: killed after iteration {killed['reached']} (checkpoint {at}); resumed for "
+        f"{total - at} iterations; {total} in all"
+    )
     assert killed["reached"] >= at and at < total

@@ -3,18 +3,19 @@ executor JVMs with their own Python workers, so the code must ship to them (jobs
 sparkml + gpu onto their path) and the barrier stage of `allreduce` must rendezvous across
 processes (``ssp``'s and ``gossip``'s point-to-point messages too). Each strategy's saved model must equal
 the one the same job fits in-process with ``sync`` (the strategies reach the same optimum; tol is tight)."""
+
 import json
 import os
 import sys
 import threading
 
+import background
 import numpy as np
 import pytest
 import yaml
-
-import background
 from data_helpers import generated_table
 from helpers import ROOT, coefficient_vector
+
 from sparkml.jobs import train
 
 FEATURES = [f"c{i}" for i in range(8)]  # generated_table's column names
@@ -34,17 +35,30 @@ def _data():
             pdf[:2400].to_parquet(os.path.join(out, "train.parquet"), index=False)
             pdf[2400:].to_parquet(os.path.join(out, "test.parquet"), index=False)
             _SCRATCH["dir"] = out
-            _SCRATCH["data"] = {"train": os.path.join(out, "train.parquet"),
-                                "test": os.path.join(out, "test.parquet"), "features": FEATURES, "label": "y"}
+            _SCRATCH["data"] = {
+                "train": os.path.join(out, "train.parquet"),
+                "test": os.path.join(out, "test.parquet"),
+                "features": FEATURES,
+                "label": "y",
+            }
         return _SCRATCH["data"]
 
 
 def _config(directory, name, strategy):
-    raw = {"data": _data(),
-           "model": {"estimator": "LogisticRegression",
-                     "params": {"regParam": 0.01, "strategy": strategy, "maxIter": 100, "tol": 1e-10,
-                                **(FIRST_ORDER if strategy in ("ssp", "gossip") else {})}},
-           "output": {"dir": os.path.join(directory, name), "overwrite": True}}
+    raw = {
+        "data": _data(),
+        "model": {
+            "estimator": "LogisticRegression",
+            "params": {
+                "regParam": 0.01,
+                "strategy": strategy,
+                "maxIter": 100,
+                "tol": 1e-10,
+                **(FIRST_ORDER if strategy in ("ssp", "gossip") else {}),
+            },
+        },
+        "output": {"dir": os.path.join(directory, name), "overwrite": True},
+    }
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"{name}.yaml")
     with open(path, "w") as f:
@@ -62,12 +76,26 @@ def background_runs():
     spark_submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
     runs = {}
     for strategy in STRATEGIES:
-        argv = [spark_submit, "--master", "local-cluster[2,1,1024]", "--conf", "spark.ui.enabled=false",
-                "--conf", "spark.ui.showConsoleProgress=false", "--conf", "spark.executor.memory=1g",
-                os.path.join(ROOT, "jobs", "train.py"), "--config", os.path.join(_run_dir(strategy), "cluster.yaml")]
+        argv = [
+            spark_submit,
+            "--master",
+            "local-cluster[2,1,1024]",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--conf",
+            "spark.ui.showConsoleProgress=false",
+            "--conf",
+            "spark.executor.memory=1g",
+            os.path.join(ROOT, "jobs", "train.py"),
+            "--config",
+            os.path.join(_run_dir(strategy), "cluster.yaml"),
+        ]
         runs[f"local-cluster-{strategy}"] = background.Run(
-            argv, env=background.python_env(sys.executable), group="local-cluster",
-            prepare=lambda strategy=strategy: _config(_run_dir(strategy), "cluster", strategy))
+            argv,
+            env=background.python_env(sys.executable),
+            group="local-cluster",
+            prepare=lambda strategy=strategy: _config(_run_dir(strategy), "cluster", strategy),
+        )
     return runs
 
 

@@ -4,6 +4,7 @@ feature's fallback run on this pyspark against the path it replaces (the same nu
 The tests marked ``compat`` also run on 3.5 and 4.0 (``make test-compat``). The two that force the ``pandas_udf``
 scoring path do not: before 4.1 it is the only path, and test_model_outputs and test_kernel_svc score through it
 there."""
+
 import os
 import subprocess
 import sys
@@ -11,8 +12,8 @@ import textwrap
 
 import numpy as np
 import pytest
-
 from helpers import ROOT
+
 from sparkml import compat
 
 INSTALLED = bool(os.environ.get("SPARKML_TESTS_INSTALLED"))  # make test-compat: the built wheel, not this checkout
@@ -33,10 +34,20 @@ def test_the_compatibility_run_tests_the_installed_wheel(spark):
 
 
 @pytest.mark.compat
-@pytest.mark.parametrize("version,supported", [
-    ("3.4.4", False), ("3.5.0", True), ("3.5.9", True), ("3.5.2+databricks", True), ("4.0.0.dev2", True),
-    ("4.1.0", True), ("4.3.0", True), ("5.0.0", False), ("2.4.8", False),
-])
+@pytest.mark.parametrize(
+    "version,supported",
+    [
+        ("3.4.4", False),
+        ("3.5.0", True),
+        ("3.5.9", True),
+        ("3.5.2+databricks", True),
+        ("4.0.0.dev2", True),
+        ("4.1.0", True),
+        ("4.3.0", True),
+        ("5.0.0", False),
+        ("2.4.8", False),
+    ],
+)
 def test_supported_range(version, supported):
     message = compat.version_error(version)
     assert (message is None) == supported
@@ -63,8 +74,14 @@ def _python(code, tmp_path, fake_pyspark=None):
             sys.meta_path.insert(0, _NoPyspark())
     """)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], cwd=str(tmp_path), env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(code)],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.compat
@@ -77,11 +94,14 @@ def test_an_unsupported_pyspark_is_refused_at_import_naming_the_range(tmp_path):
 
 @pytest.mark.compat
 def test_without_pyspark_the_torch_code_imports_and_the_estimators_say_what_to_install(tmp_path):
-    out = _python("""
+    out = _python(
+        """
         import sparkml.gpu.losses, sparkml.gpu.kernels
         print("gpu ok")
         import sparkml.regression
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert out.stdout.strip() == "gpu ok", out.stderr[-2000:]
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError") and "sparkml-torch[spark]" in last and ">=3.5, <5" in last, last
@@ -106,8 +126,10 @@ def test_a_connect_session_without_connect_ml_is_refused_naming_the_version(monk
         sparkSession = Session()
 
     monkeypatch.setattr(compat, "has_connect_ml", lambda: False)
-    with pytest.raises(RuntimeError, match=r"Spark Connect ML, new in Spark 4\.0.*this pyspark is " +
-                       pyspark.__version__.replace(".", r"\.")):
+    with pytest.raises(
+        RuntimeError,
+        match=r"Spark Connect ML, new in Spark 4\.0.*this pyspark is " + pyspark.__version__.replace(".", r"\."),
+    ):
         LogisticRegression().fit(Frame())
 
 
@@ -121,9 +143,9 @@ def without_arrow_udf(monkeypatch):
 
 @pytest.mark.parametrize("kind", ["lr_binary", "lr_multinomial", "svc", "linreg"])
 def test_pandas_udf_scoring_equals_mllibs_formulas(data, fitted, kind, without_arrow_udf, monkeypatch):
+    from model_kinds import KINDS
     from scoring_reference import largest_differences, runs_python
 
-    from model_kinds import KINDS
     from sparkml.base.model import ConvertsToStock
 
     monkeypatch.setattr(ConvertsToStock, "_stock_for", lambda self, spark: None)  # score in Python workers
@@ -138,9 +160,9 @@ def test_pandas_udf_scoring_equals_mllibs_formulas(data, fitted, kind, without_a
 def test_pandas_udf_scoring_of_a_kernel_model_equals_its_row_by_row_scores(spark, without_arrow_udf):
     """KernelSVC always scores in Python workers: through the pandas UDF, one-vs-rest over 3 classes with
     Platt probabilities, the same numbers as the model's own single-row predictRaw / predictProbability."""
+    from data_helpers import labeled_frame
     from sklearn import datasets
 
-    from data_helpers import labeled_frame
     from sparkml.classification import KernelSVC
 
     x, y = datasets.make_blobs(n_samples=240, centers=3, cluster_std=2.0, random_state=3)
@@ -149,10 +171,12 @@ def test_pandas_udf_scoring_of_a_kernel_model_equals_its_row_by_row_scores(spark
     rows = model.transform(frame).select("features", "rawPrediction", "probability", "prediction").collect()
     assert len(rows) == 240
     for r in rows:
-        np.testing.assert_allclose(r.rawPrediction.toArray(), model.predictRaw(r.features).toArray(), rtol=1e-9,
-                                   atol=1e-9)
-        np.testing.assert_allclose(r.probability.toArray(), model.predictProbability(r.features).toArray(),
-                                   rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(
+            r.rawPrediction.toArray(), model.predictRaw(r.features).toArray(), rtol=1e-9, atol=1e-9
+        )
+        np.testing.assert_allclose(
+            r.probability.toArray(), model.predictProbability(r.features).toArray(), rtol=1e-9, atol=1e-9
+        )
         assert r.prediction == model.predict(r.features)
 
 
@@ -162,8 +186,15 @@ def test_to_arrow_without_dataframe_to_arrow_collects_the_same_table(spark, monk
     from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
-    df = spark.range(rows).select(F.col("id"), F.array(F.col("id").cast("double"), F.lit(0.5)).alias("x"),
-                                  (F.col("id") % 3).cast("double").alias("label")).repartition(3)
+    df = (
+        spark.range(rows)
+        .select(
+            F.col("id"),
+            F.array(F.col("id").cast("double"), F.lit(0.5)).alias("x"),
+            (F.col("id") % 3).cast("double").alias("label"),
+        )
+        .repartition(3)
+    )
     want = df.toArrow() if hasattr(DataFrame, "toArrow") else None
     monkeypatch.delattr(DataFrame, "toArrow", raising=False)
     got = compat.to_arrow(df)
@@ -182,8 +213,12 @@ def test_from_arrow_without_dataframe_to_arrow_builds_the_same_frame(spark, monk
     from pyspark.sql import DataFrame
 
     x = np.arange(15.0).reshape(5, 3)
-    table = pa.table({"features": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), 3),
-                      "label": pa.array([0.0, 1.0, 0.0, 1.0, 1.0])})
+    table = pa.table(
+        {
+            "features": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), 3),
+            "label": pa.array([0.0, 1.0, 0.0, 1.0, 1.0]),
+        }
+    )
     frames = [compat.from_arrow(spark, table)] if hasattr(DataFrame, "toArrow") else []
     monkeypatch.delattr(DataFrame, "toArrow", raising=False)
     arrow = "spark.sql.execution.arrow.pyspark.enabled"

@@ -3,21 +3,25 @@
 The Connect session runs in a subprocess (tests/connect_fits.py: a local Connect server is its
 own JVM); its coefficients and predictions are compared with the same fits in the classic session.
 """
-import sys
 
-import numpy as np
-import pytest
+import sys
 
 import background
 import connect_fits
+import numpy as np
+import pytest
 from data_helpers import connect_frame
 
 from sparkml import compat
 
 pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect] (grpcio)")
-pytestmark = [pytest.mark.compat,
-              pytest.mark.skipif(not compat.has_connect_ml(), reason="Spark Connect ML is new in Spark 4.0; "
-                                 "a Connect session on 3.5 is refused (test_compat.py)")]
+pytestmark = [
+    pytest.mark.compat,
+    pytest.mark.skipif(
+        not compat.has_connect_ml(),
+        reason="Spark Connect ML is new in Spark 4.0; a Connect session on 3.5 is refused (test_compat.py)",
+    ),
+]
 
 
 def background_runs():
@@ -58,8 +62,9 @@ def test_connect_transform_scores_in_the_jvm_with_mllibs_formulas(connect_result
 
 
 def test_connect_save_and_load(connect_results):
-    np.testing.assert_allclose(connect_results["saved_and_loaded"], connect_results["logistic-sync"]["coef"],
-                               rtol=0, atol=0)
+    np.testing.assert_allclose(
+        connect_results["saved_and_loaded"], connect_results["logistic-sync"]["coef"], rtol=0, atol=0
+    )
     assert connect_results["second_save"] != "overwrote"
 
 

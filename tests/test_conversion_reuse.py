@@ -6,13 +6,14 @@ bit the one a fresh conversion gives; a DataFrame that is not cached, or another
 stopped session release the kept blocks; blocks that vanished since are converted again; the conf key turns
 it all off.
 """
+
 import logging
 
 import numpy as np
 import pytest
-
 from data_helpers import linear_frame
 from helpers import coefficient_vector, executor_datasets
+
 import sparkml
 from sparkml.classification import LogisticRegression
 from sparkml.data import reuse

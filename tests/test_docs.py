@@ -5,15 +5,14 @@ page's blocks build on each other, as a reader runs them), in a scratch working 
 session (``SparkSession.builder.getOrCreate()`` in a block returns it). A block whose first line starts
 with ``# needs `` (``# needs a cluster``, ``# needs Databricks``) is compiled, not run.
 """
+
 import ast
 import glob
 import os
 import re
-
 import sys
 
 import pytest
-
 from helpers import ROOT
 
 DOCS = os.path.join(ROOT, "docs")
@@ -71,7 +70,7 @@ def test_page_examples_run(page, spark, tmp_path, monkeypatch, mlflow_state):
         code = compile(body, f"{os.path.relpath(page, ROOT)}:{line}", "exec")
         if body.lstrip().startswith(COMPILE_ONLY):
             continue
-        exec(code, namespace)  # noqa: S102  (the docs' own examples)
+        exec(code, namespace)
         ran += 1
     assert ran or all(b.lstrip().startswith(COMPILE_ONLY) for _, b in python_blocks(page))
 
@@ -82,8 +81,9 @@ def reference_targets():
     names = set()
     for path in glob.glob(os.path.join(DOCS, "reference", "*.md")):
         with open(path) as f:
-            for target, heading in re.findall(r'^::: *([\w.]+)(?:\n    options:\n      heading: "([\w.]+)")?', f.read(),
-                                              re.M):
+            for target, heading in re.findall(
+                r'^::: *([\w.]+)(?:\n    options:\n      heading: "([\w.]+)")?', f.read(), re.M
+            ):
                 names.add(heading or target)
     return names
 
@@ -105,16 +105,20 @@ def test_no_work_history_in_user_docs():
     """Commit hashes and work history belong in the changelog (by version), not in pages or docstrings."""
     history = re.compile(r"(?i)\bcommits? [0-9a-f]{7,40}\b|\bsession \d+\b|\(commit\b")
     files = [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "benchmarks", "README.md")]
-    files += [p for p in glob.glob(os.path.join(DOCS, "**", "*.md"), recursive=True)
-              if os.path.basename(p) != "changelog.md"]
+    files += [
+        p for p in glob.glob(os.path.join(DOCS, "**", "*.md"), recursive=True) if os.path.basename(p) != "changelog.md"
+    ]
     for package in ("sparkml", "gpu", "jobs"):
         files += glob.glob(os.path.join(ROOT, package, "**", "*.py"), recursive=True)
     for path in files:
         with open(path) as f:
             text = f.read()
         if path.endswith(".py"):
-            text = "\n".join(ast.get_docstring(node) or "" for node in ast.walk(ast.parse(text))
-                             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)))
+            text = "\n".join(
+                ast.get_docstring(node) or ""
+                for node in ast.walk(ast.parse(text))
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            )
         found = history.search(text)
         assert not found, f"{os.path.relpath(path, ROOT)}: {found.group(0)!r}"
 

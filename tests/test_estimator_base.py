@@ -2,9 +2,11 @@
 ridge-free least-squares fit that supplies only its ``_train``. The base must check the Params
 before touching data, convert the data once, build the strategy its Params name, report every
 optimizer iteration to the fit's callbacks, and release the blocks when training fails."""
+
 import numpy as np
 import pytest
-from pyspark.ml import Predictor, PredictionModel
+from helpers import executor_datasets
+from pyspark.ml import PredictionModel, Predictor
 from pyspark.ml.param.shared import HasAggregationDepth, HasFitIntercept, HasMaxIter, HasTol, HasWeightCol
 
 from sparkml.base.estimator import TorchEstimator
@@ -16,7 +18,6 @@ from sparkml.linear.objective import LinearObjective
 from sparkml.strategies.allreduce import AllReduceStrategy
 from sparkml.strategies.averaging import AveragingStrategy
 from sparkml.strategies.sync import SyncStrategy
-from helpers import executor_datasets
 
 STRATEGY_CLASSES = {"sync": SyncStrategy, "allreduce": AllReduceStrategy, "averaging": AveragingStrategy}
 
@@ -59,12 +60,27 @@ class DummyLeastSquares(TorchEstimator, Predictor, _DummyParams):
         self.strategies.append(type(strategy))
         if self.fail_in_train:
             raise RuntimeError("training failed")
-        objective = LinearObjective(strategy.loss_gradient, n_features=s.n_features, n_outputs=1, fit_intercept=True,
-                                    mean=np.zeros(s.n_features), std=np.ones(s.n_features),
-                                    weight_sum=s.weight_sum, reg_l2=0.0, reg_l1=0.0, standardization=False)
-        theta, summary = strategy.minimize(objective, np.zeros(objective.size), max_iter=self.getMaxIter(),
-                                           tol=self.getTol(), name="Dummy", last_pass=last_pass,
-                                           progress=self._progress())
+        objective = LinearObjective(
+            strategy.loss_gradient,
+            n_features=s.n_features,
+            n_outputs=1,
+            fit_intercept=True,
+            mean=np.zeros(s.n_features),
+            std=np.ones(s.n_features),
+            weight_sum=s.weight_sum,
+            reg_l2=0.0,
+            reg_l1=0.0,
+            standardization=False,
+        )
+        theta, summary = strategy.minimize(
+            objective,
+            np.zeros(objective.size),
+            max_iter=self.getMaxIter(),
+            tol=self.getTol(),
+            name="Dummy",
+            last_pass=last_pass,
+            progress=self._progress(),
+        )
         beta, b = objective.to_original(theta)
         return self._fitted(DummyModel(np.append(beta[0], b[0])), [summary], data.source)
 

@@ -1,30 +1,36 @@
 """Estimators save and load as pyspark.ml's do, and a fitted model keeps its estimator's uid: an
 unfitted Pipeline, a CrossValidator and a fitted CrossValidatorModel holding one of ours round-trip,
 and the loaded CrossValidatorModel predicts what the fitted one did."""
+
 import glob
 import json
 import os
 
 import pytest
+from data_helpers import raw_columns_frame
+from helpers import assert_same_outputs
 from pyspark.ml import Pipeline
 from pyspark.ml.evaluation import BinaryClassificationEvaluator
 from pyspark.ml.feature import VectorAssembler
 from pyspark.ml.tuning import CrossValidator, CrossValidatorModel, ParamGridBuilder
 
-from data_helpers import raw_columns_frame
-from helpers import assert_same_outputs
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression
 
 ESTIMATORS = {
-    "LogisticRegression": lambda: LogisticRegression(regParam=0.1, elasticNetParam=0.2, maxIter=7,
-                                                     strategy="allreduce", dtype="float64", family="binomial"),
+    "LogisticRegression": lambda: LogisticRegression(
+        regParam=0.1, elasticNetParam=0.2, maxIter=7, strategy="allreduce", dtype="float64", family="binomial"
+    ),
     "LinearSVC": lambda: LinearSVC(regParam=0.01, threshold=0.3, localIter=4, strategy="averaging"),
     "LinearRegression": lambda: LinearRegression(solver="l-bfgs", epsilon=2.0, weightCol="w", numWorkers=2),
     "KernelSVC": lambda: KernelSVC(kernel="polynomial", degree=2, gamma=0.5, numLandmarks=50, probability=True),
 }
-MODULE = {"LogisticRegression": "classification", "LinearSVC": "classification", "KernelSVC": "classification",
-          "LinearRegression": "regression"}
+MODULE = {
+    "LogisticRegression": "classification",
+    "LinearSVC": "classification",
+    "KernelSVC": "classification",
+    "LinearRegression": "regression",
+}
 
 
 def params_of(stage):
@@ -79,14 +85,16 @@ def test_an_unfitted_pipeline_and_cross_validator_round_trip(spark, tmp_path):
     assert params_of(loaded.getStages()[1]) == params_of(lr)
 
     grid = ParamGridBuilder().addGrid(lr.regParam, [0.01, 0.1]).addGrid(lr.maxIter, [5, 20]).build()
-    cv = CrossValidator(estimator=lr, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator(),
-                        numFolds=3, seed=9)
+    cv = CrossValidator(
+        estimator=lr, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator(), numFolds=3, seed=9
+    )
     cv.save(str(tmp_path / "cv"))
     cv_loaded = CrossValidator.load(str(tmp_path / "cv"))
     est = cv_loaded.getEstimator()
     assert isinstance(est, LogisticRegression) and params_of(est) == params_of(lr)
-    assert [{(p.parent, p.name): v for p, v in m.items()} for m in cv_loaded.getEstimatorParamMaps()] == \
-        [{(p.parent, p.name): v for p, v in m.items()} for m in grid]
+    assert [{(p.parent, p.name): v for p, v in m.items()} for m in cv_loaded.getEstimatorParamMaps()] == [
+        {(p.parent, p.name): v for p, v in m.items()} for m in grid
+    ]
     assert cv_loaded.getNumFolds() == 3 and cv_loaded.getSeed() == 9
 
 
@@ -94,8 +102,9 @@ def test_a_fitted_cross_validator_model_round_trips_and_predicts_the_same(raw, t
     df = _assembled(raw)
     lr = LogisticRegression(maxIter=30)
     grid = ParamGridBuilder().addGrid(lr.regParam, [0.01, 0.3]).build()
-    cv_model = CrossValidator(estimator=lr, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator(),
-                              numFolds=2, seed=4).fit(df)
+    cv_model = CrossValidator(
+        estimator=lr, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator(), numFolds=2, seed=4
+    ).fit(df)
     assert cv_model.bestModel.uid == lr.uid
     path = str(tmp_path / "cv_model")
     cv_model.write().overwrite().save(path)

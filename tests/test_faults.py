@@ -19,14 +19,14 @@ Blocks left on disk are looked for under every executor's local directory; the k
 directory is its cluster manager's to remove (the process that could delete them is dead), so only
 blocks elsewhere count as a leak.
 """
+
 import json
 import os
 import sys
 
-import pytest
-
 import background
 import fault_runs
+import pytest
 from helpers import ROOT
 
 pytestmark = pytest.mark.cluster
@@ -42,9 +42,15 @@ def _scratch():
 
 def background_runs():
     scratch = _scratch()
-    return {"fault runs": background.Run(
-        [sys.executable, os.path.join(ROOT, "tests", "fault_runs.py"), os.path.join(scratch, "out.json"), scratch],
-        env=background.python_env(sys.executable), cwd=scratch, group="local-cluster", timeout=1200)}
+    return {
+        "fault runs": background.Run(
+            [sys.executable, os.path.join(ROOT, "tests", "fault_runs.py"), os.path.join(scratch, "out.json"), scratch],
+            env=background.python_env(sys.executable),
+            cwd=scratch,
+            group="local-cluster",
+            timeout=1200,
+        )
+    }
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +67,11 @@ def _leaked(blocks, outcome):
     return [b for b in blocks if not any(d and b.startswith(d + os.sep) for d in killed)]
 
 
-@pytest.mark.parametrize("strategy, fault", [(s, "task fails in a pass") for s in STRATEGIES]
-                         + [(s, "task fails in conversion") for s in fault_runs.CONVERSION_LAYOUTS])
+@pytest.mark.parametrize(
+    "strategy, fault",
+    [(s, "task fails in a pass") for s in STRATEGIES]
+    + [(s, "task fails in conversion") for s in fault_runs.CONVERSION_LAYOUTS],
+)
 def test_a_failed_task_changes_nothing(outcome, strategy, fault):
     clean, run = outcome[strategy]["clean"], outcome[strategy][fault]
     assert clean["error"] is None and clean["blocks_left"] == []

@@ -1,12 +1,13 @@
 """``ssp`` and ``gossip`` fits in the shared Spark session: the optimum ``sync`` reaches, to the relative
 objective gaps the strategies promise, with F evaluated exactly at each model (a ``sync`` fit of maxIter 0
 started from it reports F there); the Params they refuse, before any Spark job runs."""
+
 import numpy as np
 import pytest
-
 from data_helpers import linear_frame
 from helpers import coefficient_vector
 from model_kinds import STRATEGY_CASES, compat_cases
+
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression
 
@@ -95,12 +96,21 @@ def test_gossip_on_the_hinge_ends_near_the_optimum(frame):
     assert 0 <= _gap(make, model, optimum, frame) <= 1e-4
 
 
-@pytest.mark.parametrize("make,match", [
-    (lambda: LogisticRegression(strategy="ssp", staleness=-1), "staleness must be >= 0"),
-    (lambda: LinearRegression(strategy="gossip", loss="huber"), "strategy='gossip' cannot fit this LinearRegression"),
-    (lambda: LogisticRegression(strategy="ssp", checkpointDir="/tmp/nowhere"), "strategy='ssp' writes no checkpoints"),
-    (lambda: KernelSVC(strategy="gossip"), "strategy must be one of auto, sync, allreduce"),
-])
+@pytest.mark.parametrize(
+    "make,match",
+    [
+        (lambda: LogisticRegression(strategy="ssp", staleness=-1), "staleness must be >= 0"),
+        (
+            lambda: LinearRegression(strategy="gossip", loss="huber"),
+            "strategy='gossip' cannot fit this LinearRegression",
+        ),
+        (
+            lambda: LogisticRegression(strategy="ssp", checkpointDir="/tmp/nowhere"),
+            "strategy='ssp' writes no checkpoints",
+        ),
+        (lambda: KernelSVC(strategy="gossip"), "strategy must be one of auto, sync, allreduce"),
+    ],
+)
 def test_bad_params_are_refused_before_any_job(spark, frame, make, match):
     tracker = spark.sparkContext.statusTracker()
     spark.sparkContext.setJobGroup("refused", "refused")

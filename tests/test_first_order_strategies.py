@@ -5,6 +5,7 @@ ranks and stragglers can be tried without a cluster, against scipy's optimum. Th
 shared Spark session against ``sync``'s optimum, with F evaluated exactly at each model (a ``sync`` fit
 of maxIter 0 from it), and the Params they refuse before any job runs.
 """
+
 import queue
 import threading
 import time
@@ -65,14 +66,20 @@ class _Problem:
 
     def optimum(self):
         """scipy's L-BFGS without L1; with it, 20000 centralized proximal gradient steps."""
+
         def fun(theta):
             f, g = self._data(np.arange(self.n), theta)
             r, dr = self._l2(theta)
             return f + r, g + dr
 
         if not self.l1.any():
-            return minimize(fun, np.zeros(self.x.shape[1]), jac=True, method="L-BFGS-B",
-                            options=dict(ftol=1e-15, gtol=1e-12, maxiter=10000)).fun
+            return minimize(
+                fun,
+                np.zeros(self.x.shape[1]),
+                jac=True,
+                method="L-BFGS-B",
+                options=dict(ftol=1e-15, gtol=1e-12, maxiter=10000),
+            ).fun
         step = 1 / (0.25 * np.linalg.eigvalsh(self.x.T @ self.x / self.n).max() + self.lam)
         theta = np.zeros(self.x.shape[1])
         for _ in range(20000):
@@ -94,9 +101,21 @@ def _run_gossip(problem, topology):
                 pipes[i, j].put(vector.copy())
             return {j: pipes[j, i].get(timeout=60) for j in peers}
 
-        out[i] = gossip_descent(problem.local(i), problem.prox, problem.value, np.zeros(problem.x.shape[1]), exchange,
-                                mixing_weights(topology, i, world), rank=i, world=world,
-                                lag=diameter(topology, world), step=step, max_iter=20000, tol=1e-12, name="test")
+        out[i] = gossip_descent(
+            problem.local(i),
+            problem.prox,
+            problem.value,
+            np.zeros(problem.x.shape[1]),
+            exchange,
+            mixing_weights(topology, i, world),
+            rank=i,
+            world=world,
+            lag=diameter(topology, world),
+            step=step,
+            max_iter=20000,
+            tol=1e-12,
+            name="test",
+        )
 
     threads = [threading.Thread(target=rank, args=(i,)) for i in range(world)]
     for t in threads:
@@ -106,8 +125,9 @@ def _run_gossip(problem, topology):
     return out
 
 
-@pytest.mark.parametrize("world,topology,l1", [(5, "ring", 0.0), (8, "ring", 0.0), (4, "complete", 0.0),
-                                               (5, "ring", 0.02)])
+@pytest.mark.parametrize(
+    "world,topology,l1", [(5, "ring", 0.0), (8, "ring", 0.0), (4, "complete", 0.0), (5, "ring", 0.02)]
+)
 def test_gossip_reaches_the_optimum_on_any_graph(world, topology, l1):
     """Gradient tracking: every rank ends at the optimum itself (scipy's, or the centralized proximal
     gradient's with L1), not near it, and all ranks agree; the ranks stop at the same iteration."""
@@ -132,8 +152,17 @@ def test_mixing_weights_are_doubly_stochastic():
 def _run_ssp(problem, staleness, slow_rank=None):
     world = problem.world
     lipschitz = np.mean([problem.lipschitz(i) for i in range(world)])
-    server = ParameterServer(np.zeros(problem.x.shape[1]), world, lipschitz, problem.prox, problem.value,
-                             staleness=staleness, max_iter=20000, tol=1e-12, name="test")
+    server = ParameterServer(
+        np.zeros(problem.x.shape[1]),
+        world,
+        lipschitz,
+        problem.prox,
+        problem.value,
+        staleness=staleness,
+        max_iter=20000,
+        tol=1e-12,
+        name="test",
+    )
     inbox, boxes = queue.Queue(), [queue.Queue() for _ in range(world)]
     clocks = [0] * world
 
@@ -192,10 +221,12 @@ class _Sums:
 def _curvature(objective, sums, world):
     """The largest eigenvalue of f_i's Hessian in MLlib's scaled parametrization (squared loss), by central
     differences of the objective's own gradient."""
-    local = objective.with_data_sum(lambda coef: sums.loss_gradient(coef, SquaredLoss()),
-                                    weight_sum=objective.weight_sum / world)
-    hessian = np.stack([(local.fun_grad(e * 1e-3)[1] - local.fun_grad(-e * 1e-3)[1]) / 2e-3
-                        for e in np.eye(objective.size)])
+    local = objective.with_data_sum(
+        lambda coef: sums.loss_gradient(coef, SquaredLoss()), weight_sum=objective.weight_sum / world
+    )
+    hessian = np.stack(
+        [(local.fun_grad(e * 1e-3)[1] - local.fun_grad(-e * 1e-3)[1]) / 2e-3 for e in np.eye(objective.size)]
+    )
     return np.linalg.eigvalsh((hessian + hessian.T) / 2).max()
 
 
@@ -212,9 +243,19 @@ def test_local_lipschitz_bounds_the_curvature_of_f_i(monkeypatch, gram):
     sums, world = _Sums(x[:120], y[:120]), 3
 
     def objective(reg_l2):
-        return LinearObjective(None, n_features=4, n_outputs=1, fit_intercept=True, mean=x.mean(0), std=x.std(0),
-                               weight_sum=300.0, reg_l2=reg_l2, reg_l1=0.0, standardization=False,
-                               label_scale=float(y.std()))
+        return LinearObjective(
+            None,
+            n_features=4,
+            n_outputs=1,
+            fit_intercept=True,
+            mean=x.mean(0),
+            std=x.std(0),
+            weight_sum=300.0,
+            reg_l2=reg_l2,
+            reg_l1=0.0,
+            standardization=False,
+            label_scale=float(y.std()),
+        )
 
     exact = _curvature(objective(0.0), sums, world)
     assert abs(local_lipschitz(objective(0.0), sums, world, SquaredLoss()) - exact) <= 1e-7 * exact

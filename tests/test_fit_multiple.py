@@ -1,16 +1,17 @@
 """``fitMultiple`` (what CrossValidator and TrainValidationSplit call) converts the data once per
 distinct conversion, gives the models separate fits give, and leaves no training blocks behind."""
+
 import gc
 
 import numpy as np
 import pytest
+from data_helpers import label_and_target_frame
+from helpers import coefficient_vector, executor_datasets
 from pyspark.ml import Estimator
 from pyspark.ml.evaluation import BinaryClassificationEvaluator
 from pyspark.ml.linalg import Vectors
 from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
 
-from data_helpers import label_and_target_frame
-from helpers import coefficient_vector, executor_datasets
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.data.training_data import TrainingData
 from sparkml.regression import LinearRegression
@@ -47,13 +48,17 @@ def one_by_one(estimator, df, maps):
     return models
 
 
-@pytest.mark.parametrize("make, grid", [
-    (lambda: LogisticRegression(strategy="sync"), {"regParam": [0.05], "elasticNetParam": [0.0, 0.5]}),
-    (lambda: LogisticRegression(strategy="allreduce"), {"regParam": [0.01, 0.1], "maxIter": [3, 50]}),
-    (lambda: LinearSVC(strategy="allreduce"), {"regParam": [0.0, 0.1]}),
-    (lambda: LinearRegression(labelCol="y", solver="l-bfgs", strategy="sync"), {"regParam": [0.0, 0.3]}),
-    (lambda: LinearRegression(labelCol="y", strategy="allreduce"), {"regParam": [0.0, 0.3]}),
-], ids=["lr-sync", "lr-allreduce", "svc-allreduce", "linreg-lbfgs-sync", "linreg-normal-allreduce"])
+@pytest.mark.parametrize(
+    "make, grid",
+    [
+        (lambda: LogisticRegression(strategy="sync"), {"regParam": [0.05], "elasticNetParam": [0.0, 0.5]}),
+        (lambda: LogisticRegression(strategy="allreduce"), {"regParam": [0.01, 0.1], "maxIter": [3, 50]}),
+        (lambda: LinearSVC(strategy="allreduce"), {"regParam": [0.0, 0.1]}),
+        (lambda: LinearRegression(labelCol="y", solver="l-bfgs", strategy="sync"), {"regParam": [0.0, 0.3]}),
+        (lambda: LinearRegression(labelCol="y", strategy="allreduce"), {"regParam": [0.0, 0.3]}),
+    ],
+    ids=["lr-sync", "lr-allreduce", "svc-allreduce", "linreg-lbfgs-sync", "linreg-normal-allreduce"],
+)
 def test_one_conversion_same_models(spark, data, conversions, make, grid):
     estimator = make()
     builder = ParamGridBuilder()
@@ -77,12 +82,19 @@ def test_one_conversion_same_models(spark, data, conversions, make, grid):
 
 def test_maps_that_convert_differently_get_their_own_conversion(spark, data, conversions):
     lr = LogisticRegression(strategy="sync", regParam=0.01)
-    maps = [{lr.dtype: "float32"}, {lr.dtype: "float64"}, {lr.dtype: "float32", lr.regParam: 0.1},
-            {lr.strategy: "allreduce"}]
+    maps = [
+        {lr.dtype: "float32"},
+        {lr.dtype: "float64"},
+        {lr.dtype: "float32", lr.regParam: 0.1},
+        {lr.strategy: "allreduce"},
+    ]
     before = executor_datasets(spark)
     models = lr.fit(data, maps)
     assert sorted((c["dtype"], c["barrier"]) for c in conversions) == [
-        ("float32", False), ("float32", True), ("float64", False)]
+        ("float32", False),
+        ("float32", True),
+        ("float64", False),
+    ]
     assert executor_datasets(spark) == before
     # float32 storage against float64: the features' rounding only
     np.testing.assert_allclose(coefficient_vector(models[0]), coefficient_vector(models[1]), rtol=1e-5)
@@ -98,8 +110,14 @@ def test_cross_validator_converts_once_per_fold(spark, data, conversions, strate
     results = {}
     for name, estimator in {"ours": LogisticRegression(strategy=strategy), "mllib": MLlibLR()}.items():
         grid = ParamGridBuilder().addGrid(estimator.regParam, grid_values).build()
-        cv = CrossValidator(estimator=estimator, estimatorParamMaps=grid, evaluator=evaluator, numFolds=3, seed=4,
-                            parallelism=parallelism)
+        cv = CrossValidator(
+            estimator=estimator,
+            estimatorParamMaps=grid,
+            evaluator=evaluator,
+            numFolds=3,
+            seed=4,
+            parallelism=parallelism,
+        )
         results[name] = cv.fit(data)
     assert len(conversions) == 3 + 1  # one per fold (not per fold and map), then the best map on all rows
     np.testing.assert_allclose(results["ours"].avgMetrics, results["mllib"].avgMetrics, rtol=1e-4)
@@ -134,8 +152,9 @@ def test_a_failing_map_stops_the_grid_and_leaves_no_blocks(spark, data, conversi
 
 
 def test_bad_data_is_refused_by_every_map(spark, conversions):
-    df = spark.createDataFrame([(Vectors.dense([1.0, 2.0]), 0.0), (Vectors.dense([1.0, float("nan")]), 1.0)],
-                               ["features", "label"])
+    df = spark.createDataFrame(
+        [(Vectors.dense([1.0, 2.0]), 0.0), (Vectors.dense([1.0, float("nan")]), 1.0)], ["features", "label"]
+    )
     lr = LogisticRegression()
     fits = lr.fitMultiple(df, [{lr.regParam: 0.0}, {lr.regParam: 1.0}])
     for _ in range(2):
@@ -143,4 +162,3 @@ def test_bad_data_is_refused_by_every_map(spark, conversions):
             next(fits)
     with pytest.raises(StopIteration):
         next(fits)
-

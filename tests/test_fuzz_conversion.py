@@ -37,16 +37,17 @@ run): ``make test`` runs the default profile, ``DEFAULT_EXAMPLES`` conversion ex
 
 The last test prints (and checks) how many cases each test generated, valid and refused, dense and sparse.
 """
+
 import logging
 import os
 from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, example, given, settings
-
 from fuzz_cases import Case, _clean_case, assert_names_a_problem, cases, corrupt, expected_problems
 from helpers import executor_datasets
+from hypothesis import HealthCheck, example, given, settings
+
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.data import block_store
 from sparkml.data.training_data import TrainingData
@@ -57,8 +58,12 @@ if PROFILE not in ("default", "nightly"):
     raise ValueError(f"SPARKML_FUZZ_PROFILE must be 'default' or 'nightly', got {PROFILE!r}")
 DEFAULT_EXAMPLES = {"default": 12, "nightly": 1500}  # conversion-level examples
 FIT_EXAMPLES = {"default": 2, "nightly": 200}  # whole fits
-_COMMON = dict(deadline=None, database=None, derandomize=True,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+_COMMON = dict(
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 settings.register_profile("sparkml-fuzz", max_examples=DEFAULT_EXAMPLES["default"], **_COMMON)
 settings.register_profile("sparkml-fuzz-nightly", max_examples=DEFAULT_EXAMPLES["nightly"], **_COMMON)
 FUZZ = settings.get_profile("sparkml-fuzz-nightly" if PROFILE == "nightly" else "sparkml-fuzz")
@@ -68,8 +73,8 @@ COUNTS = Counter()  # (test, outcome) -> examples run, reported by the last test
 CREATED = []  # every dataset id the examples asked the block store for
 
 
-
 # ---- Spark side ---------------------------------------------------------------------------------------------
+
 
 def _frame(spark, case):
     """The case's rows as (features, label, w), each partition's rows in its partition (module docstring)."""
@@ -93,8 +98,9 @@ def _frame(spark, case):
             out.append((vec, y, w))
         return out
 
-    schema = StructType([StructField("features", VectorUDT()), StructField("label", DoubleType()),
-                         StructField("w", DoubleType())])
+    schema = StructType(
+        [StructField("features", VectorUDT()), StructField("label", DoubleType()), StructField("w", DoubleType())]
+    )
     parts = [[list(r) for r in p] for p in case.parts]
     return spark.createDataFrame(spark.sparkContext.parallelize(parts, len(parts)).flatMap(build), schema)
 
@@ -140,7 +146,9 @@ def _read_blocks(data):
                 out.append((row[0], x.tolist(), part.y.double().numpy().tolist(), part.w.double().numpy().tolist()))
         return out
 
-    return {p: tuple(np.array(a, dtype=float) for a in arrays) for p, *arrays in data.handles.mapPartitions(read).collect()}
+    return {
+        p: tuple(np.array(a, dtype=float) for a in arrays) for p, *arrays in data.handles.mapPartitions(read).collect()
+    }
 
 
 class _Recorder:
@@ -179,6 +187,7 @@ class _Recorder:
 def block_roots(spark):
     """The block store's directories as the executors' Python workers see them (``block_store.root_dir``),
     found once: local[2]'s executor runs on this machine, so each example then lists them without a job."""
+
     def root(items):
         for _ in items:
             pass
@@ -196,6 +205,7 @@ def assert_no_blocks_left(roots, ids):
 
 
 # ---- the properties -----------------------------------------------------------------------------------------
+
 
 def check_conversion_case(spark, roots, case):
     problems = expected_problems(case)
@@ -234,9 +244,9 @@ def check_conversion_case(spark, roots, case):
         k = len(part)
         if k:
             bx, by, bw = blocks.pop(p)
-            np.testing.assert_array_equal(bx, x[start:start + k])
-            np.testing.assert_array_equal(by, y[start:start + k])
-            np.testing.assert_array_equal(bw, w[start:start + k])
+            np.testing.assert_array_equal(bx, x[start : start + k])
+            np.testing.assert_array_equal(by, y[start : start + k])
+            np.testing.assert_array_equal(bw, w[start : start + k])
         start += k
     assert not blocks, f"blocks of partitions with no rows: {sorted(blocks)}"
     s = data.summary
@@ -251,8 +261,18 @@ def check_conversion_case(spark, roots, case):
         np.testing.assert_allclose(s.class_weights, hist, rtol=1e-12)
 
 
-def fixed_case(model="linear", layout="sparse", corruptions=(), n=24, d=3, n_parts=2, placement="even",
-               weighted=False, dtype="float64", seed=3):
+def fixed_case(
+    model="linear",
+    layout="sparse",
+    corruptions=(),
+    n=24,
+    d=3,
+    n_parts=2,
+    placement="even",
+    weighted=False,
+    dtype="float64",
+    seed=3,
+):
     """A case built as ``cases`` builds them, for the regression examples below."""
     case = _clean_case(model, n, d, layout, n_parts, placement, weighted, dtype, seed)
     for kind, i, p in corruptions:
@@ -290,10 +310,12 @@ REGRESSIONS = {
 
 def regressions(*names):
     """``@example`` of each named regression case (all when none is named)."""
+
     def decorate(test):
         for name in reversed(names or tuple(REGRESSIONS)):
             test = example(case=REGRESSIONS[name])(test)
         return test
+
     return decorate
 
 
@@ -341,8 +363,13 @@ def check_fit_case(spark, roots, case):
         np.testing.assert_allclose(model.intercept, b, rtol=1e-6, atol=1e-6 * scale)
         return
     # the same estimator on the same rows, dense, in one partition
-    clean = Case(case.model, case.d, case.weighted, case.dtype,
-                 [[[("dense", [float(v) for v in x]), float(y), float(w)] for x, y, w in zip(*_dense_rows(case))]])
+    clean = Case(
+        case.model,
+        case.d,
+        case.weighted,
+        case.dtype,
+        [[[("dense", [float(v) for v in x]), float(y), float(w)] for x, y, w in zip(*_dense_rows(case))]],
+    )
     reference = _estimator(clean, dtype="float64", tol=1e-10).fit(_frame(spark, clean))
     np.testing.assert_allclose(_coefficients(model), _coefficients(reference), rtol=1e-6, atol=1e-6)
 

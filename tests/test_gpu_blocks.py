@@ -1,13 +1,14 @@
 """gpu.blocks and gpu.device: dense/CSR products against numpy, device resolution."""
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
-
 from devices import CUDA, DEVICES
+
 import sparkml.gpu as gpu
-from sparkml.gpu import blocks as blocks_mod
 from sparkml.gpu import CsrBlock, DenseBlock, make_block, resolve_device, resolve_dtype
+from sparkml.gpu import blocks as blocks_mod
 
 DTYPES = [torch.float32, torch.float64]
 TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-12, atol=1e-12)}
@@ -84,17 +85,25 @@ def test_float32_storage_computes_exactly_in_float64(layout, device, monkeypatch
     x = _matrix(n=23, d=7) * 1e3 + 0.1  # values far from representable in float32
     x32 = x.astype(np.float32).astype(np.float64)  # what the block stores, exactly
     b = _block(x, layout, torch.float32, device)
-    mixed = (DenseBlock(b.x, compute_dtype=torch.float64) if layout == "dense"
-             else CsrBlock(b.crow_indices, b.col_indices, b.values, b.shape, compute_dtype=torch.float64))
+    mixed = (
+        DenseBlock(b.x, compute_dtype=torch.float64)
+        if layout == "dense"
+        else CsrBlock(b.crow_indices, b.col_indices, b.values, b.shape, compute_dtype=torch.float64)
+    )
     assert (mixed.dtype, mixed.storage_dtype) == (torch.float64, torch.float32)
     assert mixed.to(device).dtype == torch.float64
     rng = np.random.default_rng(2)
     v, r, h = rng.normal(size=(7, 2)), rng.normal(size=23), rng.uniform(0.5, 2, size=23)
     t = lambda a: torch.tensor(a, device=device)  # noqa: E731
     exact = dict(rtol=1e-13, atol=1e-13 * np.abs(x32).max())
-    for out, ref in [(mixed.matmul(t(v[:, 0])), x32 @ v[:, 0]), (mixed.matmul(t(v)), x32 @ v),
-                     (mixed.rmatmul(t(r)), x32.T @ r), (mixed.weighted_gram(t(h)), x32.T @ (x32 * h[:, None])),
-                     (mixed.rows(3, 9), x32[3:9]), (mixed.to_dense(), x32)]:
+    for out, ref in [
+        (mixed.matmul(t(v[:, 0])), x32 @ v[:, 0]),
+        (mixed.matmul(t(v)), x32 @ v),
+        (mixed.rmatmul(t(r)), x32.T @ r),
+        (mixed.weighted_gram(t(h)), x32.T @ (x32 * h[:, None])),
+        (mixed.rows(3, 9), x32[3:9]),
+        (mixed.to_dense(), x32),
+    ]:
         assert out.dtype == torch.float64
         np.testing.assert_allclose(out.cpu().numpy(), ref, **exact)
     # the float32 product itself is off by far more than that: the test can tell the two apart
@@ -110,9 +119,16 @@ def test_take_copies_the_rows_asked_for(layout, device):
     kind that keeps computing as the original (float32 storage computing in float64 here)."""
     x = _matrix()
     index = [5, 3, 0, 22, 5, 11]
-    block = DenseBlock(torch.tensor(x, dtype=torch.float32, device=device), torch.float64) if layout == "dense" \
-        else CsrBlock(*(lambda c: (c.indptr, c.indices, torch.tensor(c.data, dtype=torch.float32, device=device),
-                                   c.shape))(sp.csr_matrix(x)), compute_dtype=torch.float64)
+    block = (
+        DenseBlock(torch.tensor(x, dtype=torch.float32, device=device), torch.float64)
+        if layout == "dense"
+        else CsrBlock(
+            *(lambda c: (c.indptr, c.indices, torch.tensor(c.data, dtype=torch.float32, device=device), c.shape))(
+                sp.csr_matrix(x)
+            ),
+            compute_dtype=torch.float64,
+        )
+    )
     taken = block.take(torch.tensor(index))
     assert type(taken) is type(block) and taken.shape == (6, 7) and taken.dtype == torch.float64
     expected = x.astype(np.float32)[index].astype(np.float64)
@@ -141,8 +157,12 @@ def test_csr_int32_indices_and_duplicates():
 
 
 def test_empty_csr_block():
-    b = CsrBlock(torch.zeros(4, dtype=torch.int64), torch.zeros(0, dtype=torch.int64),
-                 torch.zeros(0, dtype=torch.float32), (3, 2))
+    b = CsrBlock(
+        torch.zeros(4, dtype=torch.int64),
+        torch.zeros(0, dtype=torch.int64),
+        torch.zeros(0, dtype=torch.float32),
+        (3, 2),
+    )
     assert b.nnz == 0 and b.matmul(torch.ones(2)).tolist() == [0.0, 0.0, 0.0]
     assert b.rmatmul(torch.ones(3, 2)).shape == (2, 2)
 
@@ -215,8 +235,7 @@ def test_package_has_no_spark_imports():
 
     for path in pathlib.Path(gpu.__file__).parent.glob("*.py"):
         src = path.read_text()
-        for banned in ("import pyspark", "from pyspark", "import sparkml", "from sparkml",
-                       "import jobs", "from jobs"):
+        for banned in ("import pyspark", "from pyspark", "import sparkml", "from sparkml", "import jobs", "from jobs"):
             assert banned not in src, f"{path.name} must not use {banned!r}"
 
 
@@ -290,7 +309,9 @@ def test_row_stack_is_the_concatenation_of_its_blocks(layout, dtype):
     m1, m2 = stack.weighted_moments(t(h))
     _close(m1, x.T @ h, dtype)
     _close(m2, (x * x).T @ h, dtype)
-    _close(stack.margin_pass(t(v[:, 0]), lambda i, j, m: m * t(h[i:j], dtype=m.dtype)), x.T @ (h * (x @ v[:, 0])), dtype)
+    _close(
+        stack.margin_pass(t(v[:, 0]), lambda i, j, m: m * t(h[i:j], dtype=m.dtype)), x.T @ (h * (x @ v[:, 0])), dtype
+    )
     index = [1, 22, 23, 27, 30, 38]
     _close(stack.take(t(index)).to_dense(), x[index], dtype)
     assert stack.take(t([], dtype=torch.int64)).n_rows == 0

@@ -1,12 +1,13 @@
 """gpu.huber.HuberLoss (MLlib's huber loss with a joint scale sigma): finite differences with respect to
 (coefficients, intercept, sigma), half of scikit-learn's HuberRegressor objective, CSR == dense,
 float32 storage ~ float64, CPU and CUDA."""
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
-
 from devices import DEVICES
+
 from sparkml.gpu import CsrBlock, DenseBlock, HuberLoss
 
 EPSILON = 1.35
@@ -76,8 +77,12 @@ def test_gradient_matches_finite_differences(fit_intercept, layout, device):
     assert value.dtype == grad.dtype == torch.float64 and value.dim() == 0
     assert grad.shape == coef.shape == (X.n_features + fit_intercept + 1,) and grad.device.type == device
     eps = 1e-6
-    fd = torch.stack([(loss.loss(coef + e, X, y, w) - loss.loss(coef - e, X, y, w)) / (2 * eps)
-                      for e in torch.eye(coef.numel(), dtype=torch.float64, device=device) * eps])
+    fd = torch.stack(
+        [
+            (loss.loss(coef + e, X, y, w) - loss.loss(coef - e, X, y, w)) / (2 * eps)
+            for e in torch.eye(coef.numel(), dtype=torch.float64, device=device) * eps
+        ]
+    )
     assert_close(grad, fd, 1e-7)
     assert_close(loss.loss(coef, X, y, w), value, 1e-14)
     assert_close(loss.gradient(coef, X, y, w), grad, 1e-14)

@@ -1,16 +1,27 @@
 """gpu.kernels against scikit-learn's pairwise kernels and closed forms, tiled and untiled."""
+
 import numpy as np
 import pytest
 import torch
+from devices import DEVICES
 from sklearn.metrics import pairwise
 
-from devices import DEVICES
 from sparkml.gpu.kernels import DEFAULT_BUDGET_BYTES, KERNELS, kernel_diagonal, kernel_matmul, kernel_matrix
 
-PARAMS = {"linear": {}, "polynomial": {"gamma": 0.3, "degree": 3, "coef0": 0.5}, "sigmoid": {"gamma": 0.05, "coef0": -0.2},
-          "rbf": {"gamma": 0.2}, "laplacian": {"gamma": 0.1}}
-SKLEARN = {"linear": pairwise.linear_kernel, "polynomial": pairwise.polynomial_kernel,
-           "sigmoid": pairwise.sigmoid_kernel, "rbf": pairwise.rbf_kernel, "laplacian": pairwise.laplacian_kernel}
+PARAMS = {
+    "linear": {},
+    "polynomial": {"gamma": 0.3, "degree": 3, "coef0": 0.5},
+    "sigmoid": {"gamma": 0.05, "coef0": -0.2},
+    "rbf": {"gamma": 0.2},
+    "laplacian": {"gamma": 0.1},
+}
+SKLEARN = {
+    "linear": pairwise.linear_kernel,
+    "polynomial": pairwise.polynomial_kernel,
+    "sigmoid": pairwise.sigmoid_kernel,
+    "rbf": pairwise.rbf_kernel,
+    "laplacian": pairwise.laplacian_kernel,
+}
 TOL = {np.float64: 1e-10, np.float32: 1e-5}
 
 
@@ -31,8 +42,9 @@ def _reference(kind, a, b, params):
 @pytest.mark.parametrize("budget", [DEFAULT_BUDGET_BYTES, 700])  # 700 bytes: tiles of a few pairs in both directions
 def test_matches_sklearn(kind, dtype, device, budget):
     a, b = _data(dtype)
-    got = kernel_matrix(kind, torch.from_numpy(a), torch.from_numpy(b), budget_bytes=budget, device=device,
-                        **PARAMS[kind])
+    got = kernel_matrix(
+        kind, torch.from_numpy(a), torch.from_numpy(b), budget_bytes=budget, device=device, **PARAMS[kind]
+    )
     assert got.dtype == (torch.float64 if dtype == np.float64 else torch.float32)
     assert got.device.type == device
     ref = _reference(kind, a, b, PARAMS[kind])
@@ -55,14 +67,19 @@ def test_rbf_float32_survives_a_large_common_offset():
 def test_closed_forms():
     a = np.array([[1.0, 2.0], [0.0, -1.0]])
     b = np.array([[3.0, 0.0]])
-    np.testing.assert_allclose(kernel_matrix("rbf", a, b, gamma=0.5).numpy()[:, 0],
-                               np.exp(-0.5 * np.array([4 + 4, 9 + 1])))
-    np.testing.assert_allclose(kernel_matrix("laplacian", a, b, gamma=0.5).numpy()[:, 0],
-                               np.exp(-0.5 * np.array([2 + 2, 3 + 1])))
-    np.testing.assert_allclose(kernel_matrix("polynomial", a, b, gamma=2.0, degree=2, coef0=1.0).numpy()[:, 0],
-                               (2.0 * np.array([3.0, 0.0]) + 1.0) ** 2)
-    np.testing.assert_allclose(kernel_matrix("sigmoid", a, b, gamma=0.1, coef0=0.0).numpy()[:, 0],
-                               np.tanh(0.1 * np.array([3.0, 0.0])))
+    np.testing.assert_allclose(
+        kernel_matrix("rbf", a, b, gamma=0.5).numpy()[:, 0], np.exp(-0.5 * np.array([4 + 4, 9 + 1]))
+    )
+    np.testing.assert_allclose(
+        kernel_matrix("laplacian", a, b, gamma=0.5).numpy()[:, 0], np.exp(-0.5 * np.array([2 + 2, 3 + 1]))
+    )
+    np.testing.assert_allclose(
+        kernel_matrix("polynomial", a, b, gamma=2.0, degree=2, coef0=1.0).numpy()[:, 0],
+        (2.0 * np.array([3.0, 0.0]) + 1.0) ** 2,
+    )
+    np.testing.assert_allclose(
+        kernel_matrix("sigmoid", a, b, gamma=0.1, coef0=0.0).numpy()[:, 0], np.tanh(0.1 * np.array([3.0, 0.0]))
+    )
     k = kernel_matrix("rbf", a).numpy()  # B defaults to A: symmetric, unit diagonal
     np.testing.assert_allclose(k, k.T)
     np.testing.assert_allclose(np.diag(k), 1.0)
@@ -71,8 +88,11 @@ def test_closed_forms():
 @pytest.mark.parametrize("kind", KERNELS)
 def test_diagonal_matches_matrix(kind):
     a, _ = _data(np.float64)
-    np.testing.assert_allclose(kernel_diagonal(kind, a, **PARAMS[kind]).numpy(),
-                               np.diag(kernel_matrix(kind, a, **PARAMS[kind]).numpy()), rtol=1e-12)
+    np.testing.assert_allclose(
+        kernel_diagonal(kind, a, **PARAMS[kind]).numpy(),
+        np.diag(kernel_matrix(kind, a, **PARAMS[kind]).numpy()),
+        rtol=1e-12,
+    )
 
 
 def test_errors_name_the_problem():
@@ -96,8 +116,15 @@ def test_errors_name_the_problem():
 def test_kernel_matmul_is_the_kernel_matrix_times_c(kind, dtype, device, budget):
     a, b = _data(dtype)
     c = np.random.default_rng(4).normal(size=(len(b), 3)).astype(dtype)
-    got = kernel_matmul(kind, torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c), budget_bytes=budget,
-                        device=device, **PARAMS[kind])
+    got = kernel_matmul(
+        kind,
+        torch.from_numpy(a),
+        torch.from_numpy(b),
+        torch.from_numpy(c),
+        budget_bytes=budget,
+        device=device,
+        **PARAMS[kind],
+    )
     assert got.dtype == (torch.float64 if dtype == np.float64 else torch.float32) and got.device.type == device
     ref = _reference(kind, a, b, PARAMS[kind]) @ c.astype(np.float64)
     np.testing.assert_allclose(got.cpu().numpy(), ref, rtol=TOL[dtype], atol=10 * TOL[dtype])
@@ -162,15 +189,24 @@ def test_nystroem_eigenbasis_map_is_sklearns_up_to_a_rotation(kind, dtype):
     phi = NystroemMap(kind, torch.from_numpy(ref.components_), rcond=1e-6, **PARAMS[kind])
     x = torch.from_numpy(a.astype(dtype))
     k = phi.kernel_block(x, budget_bytes=2000).numpy()
-    np.testing.assert_allclose(k, pairwise.pairwise_kernels(a, ref.components_, metric=kind, **PARAMS[kind]),
-                               rtol=1e-9 if dtype == np.float64 else 1e-5, atol=1e-9 if dtype == np.float64 else 1e-5)
+    np.testing.assert_allclose(
+        k,
+        pairwise.pairwise_kernels(a, ref.components_, metric=kind, **PARAMS[kind]),
+        rtol=1e-9 if dtype == np.float64 else 1e-5,
+        atol=1e-9 if dtype == np.float64 else 1e-5,
+    )
     got = phi.transform(x, budget_bytes=2000).numpy().astype(np.float64)
     assert got.shape == (len(a), phi.n_components) and phi.n_components <= len(ref.components_)
-    np.testing.assert_allclose(got, k.astype(np.float64) @ phi.projection.numpy(), rtol=0,
-                               atol=(1e-9 if dtype == np.float64 else 1e-4) * np.abs(got).max())
+    np.testing.assert_allclose(
+        got,
+        k.astype(np.float64) @ phi.projection.numpy(),
+        rtol=0,
+        atol=(1e-9 if dtype == np.float64 else 1e-4) * np.abs(got).max(),
+    )
     expected = ref.transform(a) @ ref.transform(a).T
-    np.testing.assert_allclose(got @ got.T, expected, rtol=0,
-                               atol=(1e-7 if dtype == np.float64 else 1e-4) * np.abs(expected).max())
+    np.testing.assert_allclose(
+        got @ got.T, expected, rtol=0, atol=(1e-7 if dtype == np.float64 else 1e-4) * np.abs(expected).max()
+    )
     v, lam = phi.gram_spectrum()
     assert v is None and len(lam) == phi.n_components
     phi_l = phi.transform(torch.from_numpy(ref.components_)).numpy()
@@ -197,8 +233,9 @@ def test_random_fourier_map_is_sklearns_rbf_sampler_with_the_same_draws(dtype, d
     a, _ = _data(dtype)
     sampler = RBFSampler(gamma=0.2, n_components=300, random_state=0).fit(a)
     rff = RandomFourierMap("rbf", frequencies=sampler.random_weights_, offsets=sampler.random_offset_).to(device)
-    np.testing.assert_allclose(rff.transform(torch.from_numpy(a).to(device)).cpu().numpy(), sampler.transform(a),
-                               atol=TOL[dtype] * 10)
+    np.testing.assert_allclose(
+        rff.transform(torch.from_numpy(a).to(device)).cpu().numpy(), sampler.transform(a), atol=TOL[dtype] * 10
+    )
 
 
 @pytest.mark.parametrize("kind", ["rbf", "laplacian"])
@@ -214,8 +251,10 @@ def test_random_fourier_features_approximate_the_kernel(kind):
         RandomFourierMap("polynomial", 6, 10, gamma=1.0)
 
 
-@pytest.mark.parametrize("kind, args", [("rbf", {"gamma": 0.3}), ("polynomial", {"gamma": 0.5, "degree": 3, "coef0": 1.0}),
-                                        ("laplacian", {"gamma": 0.2})])
+@pytest.mark.parametrize(
+    "kind, args",
+    [("rbf", {"gamma": 0.3}), ("polynomial", {"gamma": 0.5, "degree": 3, "coef0": 1.0}), ("laplacian", {"gamma": 0.2})],
+)
 def test_residual_fraction_is_the_relative_trace_of_the_nystroem_residual(kind, args):
     """trace(K - K_nL K_LL^+ K_Ln) / trace(K) against numpy's pseudo-inverse; 0 on the landmarks themselves,
     duplicated landmarks included."""

@@ -1,10 +1,11 @@
 """gpu.kmeans against scikit-learn's Lloyd iterations from the same starting centres."""
+
 import numpy as np
 import pytest
 import torch
+from devices import DEVICES
 from sklearn.cluster import KMeans
 
-from devices import DEVICES
 import sparkml.gpu.kmeans as km
 
 

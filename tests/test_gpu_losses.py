@@ -1,14 +1,23 @@
 """gpu.losses: finite differences, closed forms / scikit-learn, CSR == dense, float32 ~ float64."""
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import scipy.special
 import torch
+from devices import DEVICES
 from sklearn.metrics import log_loss
 
-from devices import DEVICES
-from sparkml.gpu import (CsrBlock, DenseBlock, HingeLoss, LogisticLoss, SmoothedHingeLoss, SoftmaxLoss,
-                 SquaredHingeLoss, SquaredLoss)
+from sparkml.gpu import (
+    CsrBlock,
+    DenseBlock,
+    HingeLoss,
+    LogisticLoss,
+    SmoothedHingeLoss,
+    SoftmaxLoss,
+    SquaredHingeLoss,
+    SquaredLoss,
+)
 from sparkml.gpu.blocks import _PASS_CHUNK_ROWS
 
 K = 3
@@ -22,8 +31,7 @@ DEVICE = pytest.mark.parametrize("device", DEVICES)
 
 
 def make_loss(name, fit_intercept):
-    cls = {"logistic": LogisticLoss, "squared": SquaredLoss, "hinge": HingeLoss,
-           "squared_hinge": SquaredHingeLoss}
+    cls = {"logistic": LogisticLoss, "squared": SquaredLoss, "hinge": HingeLoss, "squared_hinge": SquaredHingeLoss}
     if name == "smoothed_hinge":
         return SmoothedHingeLoss(fit_intercept, width=WIDTH)
     return SoftmaxLoss(K, fit_intercept) if name == "softmax" else cls[name](fit_intercept)
@@ -162,7 +170,7 @@ def reference_loss(name, x, y, w, coef, fit_intercept):
         t = (2 * y - 1) * m
         h = WIDTH
         return np.sum(w * np.where(t > 1 + h, 0.0, np.where(t < 1 - h, 1 - t, (1 + h - t) ** 2 / (4 * h))))
-    return np.sum(w * (slack if name == "hinge" else slack ** 2))
+    return np.sum(w * (slack if name == "hinge" else slack**2))
 
 
 @DEVICE
@@ -182,8 +190,9 @@ def test_matches_sklearn_linear_model_loss(name, fit_intercept):
     from sklearn._loss.loss import HalfBinomialLoss, HalfMultinomialLoss, HalfSquaredError
     from sklearn.linear_model._linear_loss import LinearModelLoss
 
-    base = {"logistic": HalfBinomialLoss(), "squared": HalfSquaredError(),
-            "softmax": HalfMultinomialLoss(n_classes=K)}[name]
+    base = {"logistic": HalfBinomialLoss(), "squared": HalfSquaredError(), "softmax": HalfMultinomialLoss(n_classes=K)}[
+        name
+    ]
     x, y, w, coef = make_data(name, fit_intercept)
     ref_l, ref_g = LinearModelLoss(base, fit_intercept).loss_gradient(coef, x, y, w)
     loss, X, ty, tw, tcoef = setup(name, fit_intercept, "csr")
@@ -309,8 +318,10 @@ def test_loss_gradient_over_float32_storage_reads_rows_in_runs(name, fit_interce
         assert a.dtype == torch.float64
         assert_close(a, b, 1e-12)
     runs = []
-    mixed.margin_pass(torch.zeros(7, dtype=torch.float64),
-                      lambda start, stop, m: runs.append((start, stop, len(m))) or torch.zeros_like(m))
+    mixed.margin_pass(
+        torch.zeros(7, dtype=torch.float64),
+        lambda start, stop, m: runs.append((start, stop, len(m))) or torch.zeros_like(m),
+    )
     run = _PASS_CHUNK_ROWS  # 4096
     assert runs == [(0, run, run), (run, 2 * run, run), (2 * run, n, n - 2 * run)]
     empty = DenseBlock(torch.zeros(0, 7), compute_dtype=torch.float64)  # no run at all: zero sums

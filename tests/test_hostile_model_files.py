@@ -7,6 +7,7 @@ copy and loads it. File and metadata damages go through the same code for every 
 runs each of them on one class (rotating) and ``make test-full`` on all; the damages to the Parquet row
 depend on the class's columns and run on every class.
 """
+
 import glob
 import json
 import os
@@ -18,8 +19,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from sparkml.base.persistence import ModelFileError
-from sparkml.classification import (KernelSVC, KernelSVCModel, LinearSVC, LinearSVCModel, LogisticRegression,
-                                    LogisticRegressionModel)
+from sparkml.classification import (
+    KernelSVC,
+    KernelSVCModel,
+    LinearSVC,
+    LinearSVCModel,
+    LogisticRegression,
+    LogisticRegressionModel,
+)
 from sparkml.regression import LinearRegression, LinearRegressionModel
 
 KINDS = {  # kind -> (estimator, its fit Params, the model class)
@@ -27,11 +34,17 @@ KINDS = {  # kind -> (estimator, its fit Params, the model class)
     "lr_multinomial": (LogisticRegression, {"maxIter": 5, "labelCol": "label3"}, LogisticRegressionModel),
     "linreg": (LinearRegression, {"maxIter": 5, "labelCol": "y"}, LinearRegressionModel),
     "svc": (LinearSVC, {"maxIter": 5}, LinearSVCModel),
-    "kernel_svc": (KernelSVC, {"numLandmarks": 8, "landmarkSelection": "random", "maxIter": 3, "probability": True},
-                   KernelSVCModel),
+    "kernel_svc": (
+        KernelSVC,
+        {"numLandmarks": 8, "landmarkSelection": "random", "maxIter": 3, "probability": True},
+        KernelSVCModel,
+    ),
 }
-FOREIGN_CLASSES = ("sklearn.linear_model.LogisticRegression",
-                   "org.apache.spark.ml.classification.RandomForestClassificationModel", "os.system")
+FOREIGN_CLASSES = (
+    "sklearn.linear_model.LogisticRegression",
+    "org.apache.spark.ml.classification.RandomForestClassificationModel",
+    "os.system",
+)
 SENTINEL = "unpickled-sentinel"  # what the planted pickles would create, in the test's tmp_path
 
 
@@ -102,6 +115,7 @@ def edit_row(model_dir, edit):
 
 # ---- damages: each takes (model directory, kind, sentinel path) and returns (the path the error must
 # name, a piece of the message) ---------------------------------------------------------------------------
+
 
 def data_file_deleted(d, kind, sentinel):
     os.remove(the_file(d, "data"))
@@ -212,10 +226,20 @@ def pickle_named_metadata(d, kind, sentinel):
 
 
 # The row damages: MLlib's vector and matrix structs edited in place.
-COEFFICIENTS = {"lr_binary": "coefficientMatrix", "lr_multinomial": "coefficientMatrix", "linreg": "coefficients",
-                "svc": "coefficients", "kernel_svc": "coefficientMatrix"}
-INTERCEPTS = {"lr_binary": "interceptVector", "lr_multinomial": "interceptVector", "linreg": "intercept",
-              "svc": "intercept", "kernel_svc": "interceptVector"}
+COEFFICIENTS = {
+    "lr_binary": "coefficientMatrix",
+    "lr_multinomial": "coefficientMatrix",
+    "linreg": "coefficients",
+    "svc": "coefficients",
+    "kernel_svc": "coefficientMatrix",
+}
+INTERCEPTS = {
+    "lr_binary": "interceptVector",
+    "lr_multinomial": "interceptVector",
+    "linreg": "intercept",
+    "svc": "intercept",
+    "kernel_svc": "interceptVector",
+}
 
 
 def dims(matrix):
@@ -303,13 +327,35 @@ def two_rows(d, kind, sentinel):
     return edit_row(d, edit), "holds 2 rows, expected one"
 
 
-FILE_DAMAGES = [data_file_deleted, data_dir_deleted, data_truncated, metadata_dir_deleted, metadata_file_deleted,
-                metadata_truncated, metadata_not_json, metadata_a_list, metadata_without_class,
-                metadata_without_param_map, uid_a_number, param_of_the_wrong_type,
-                *map(foreign_class, FOREIGN_CLASSES), foreign_sparkml_class, pickle_beside_data,
-                pickle_beside_metadata, pickle_named_parquet, second_parquet_file_a_pickle, pickle_named_metadata]
-ROW_DAMAGES = [coefficients_one_column_more, coefficients_one_row_more, matrix_values_missing, intercepts_one_short,
-               intercept_column_missing, two_rows]
+FILE_DAMAGES = [
+    data_file_deleted,
+    data_dir_deleted,
+    data_truncated,
+    metadata_dir_deleted,
+    metadata_file_deleted,
+    metadata_truncated,
+    metadata_not_json,
+    metadata_a_list,
+    metadata_without_class,
+    metadata_without_param_map,
+    uid_a_number,
+    param_of_the_wrong_type,
+    *map(foreign_class, FOREIGN_CLASSES),
+    foreign_sparkml_class,
+    pickle_beside_data,
+    pickle_beside_metadata,
+    pickle_named_parquet,
+    second_parquet_file_a_pickle,
+    pickle_named_metadata,
+]
+ROW_DAMAGES = [
+    coefficients_one_column_more,
+    coefficients_one_row_more,
+    matrix_values_missing,
+    intercepts_one_short,
+    intercept_column_missing,
+    two_rows,
+]
 MATRIX_ONLY = {coefficients_one_row_more, matrix_values_missing}
 
 
@@ -369,18 +415,25 @@ def test_a_registry_load_names_the_file_too(spark, saved, tmp_path):
 
 ESTIMATOR_DAMAGES = {  # name -> (damage of a saved estimator's directory, a piece of the message)
     "not_json": (lambda d, s: replace_bytes(the_file(d, "metadata"), b"{truncat"), "not JSON"),
-    "foreign_class": (lambda d, s: edit_metadata(d, lambda m: {**m, "class": "os.system"}),
-                      "the class is 'os.system', expected 'sparkml.classification."),
+    "foreign_class": (
+        lambda d, s: edit_metadata(d, lambda m: {**m, "class": "os.system"}),
+        "the class is 'os.system', expected 'sparkml.classification.",
+    ),
     "uid_a_list": (lambda d, s: edit_metadata(d, lambda m: {**m, "uid": ["x"]}), "'uid' is list"),
-    "unknown_param": (lambda d, s: edit_metadata(d, lambda m: {**m, "paramMap": {"evil": 1}}),
-                      "paramMap has Params a .* lacks: evil"),
-    "pickle_beside": (lambda d, s: replace_bytes(os.path.join(d, "metadata", "evil.pkl"), plant_pickle(s)),
-                      "evil.pkl: unexpected file"),
+    "unknown_param": (
+        lambda d, s: edit_metadata(d, lambda m: {**m, "paramMap": {"evil": 1}}),
+        "paramMap has Params a .* lacks: evil",
+    ),
+    "pickle_beside": (
+        lambda d, s: replace_bytes(os.path.join(d, "metadata", "evil.pkl"), plant_pickle(s)),
+        "evil.pkl: unexpected file",
+    ),
 }
 
 
-@pytest.mark.parametrize("estimator", [LogisticRegression, pytest.param(KernelSVC, marks=pytest.mark.full)],
-                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "estimator", [LogisticRegression, pytest.param(KernelSVC, marks=pytest.mark.full)], ids=lambda c: c.__name__
+)
 @pytest.mark.parametrize("name", sorted(ESTIMATOR_DAMAGES))
 def test_a_damaged_estimator_is_refused_naming_the_file(spark, tmp_path, name, estimator):
     damage, problem = ESTIMATOR_DAMAGES[name]

@@ -5,12 +5,13 @@ Coefficients, intercept and scale (sigma) within 1e-4 of MLlib's, from the same 
 histories begin at the same value) to an objective no higher. The refusals (elastic net, the normal
 solver, epsilon <= 1) are in tests/test_bad_input.py; the row loss's derivatives in tests/test_gpu_huber.py.
 """
+
 import numpy as np
 import pytest
-from pyspark.ml.regression import LinearRegression as StockLinearRegression
-
 from data_helpers import huber_frame
 from helpers import training_summary
+from pyspark.ml.regression import LinearRegression as StockLinearRegression
+
 from sparkml.regression import LinearRegression
 
 CASES = {

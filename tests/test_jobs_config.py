@@ -1,4 +1,5 @@
 """Job config validation, overrides, Java check and output publishing: no Spark session needed."""
+
 import os
 import subprocess
 import sys
@@ -6,14 +7,17 @@ import zipfile
 
 import pytest
 import yaml
-
 from helpers import ROOT
+
 from sparkml.jobs import config, java_check, outputs, session, train
 
 
 def base(**changes):
-    raw = {"data": {"train": "generated:binary"}, "model": {"estimator": "LogisticRegression"},
-           "output": {"dir": "runs/x"}}
+    raw = {
+        "data": {"train": "generated:binary"},
+        "model": {"estimator": "LogisticRegression"},
+        "output": {"dir": "runs/x"},
+    }
     for key, value in changes.items():
         config.apply_override(raw, f"{key}={value}")
     return raw
@@ -28,8 +32,11 @@ def error_of(raw):
 def test_shipped_registry_points_at_sparkml():
     assert all(v[0].startswith("sparkml.") for v in config.ESTIMATORS.values())
     assert {v[0] for v in config.ESTIMATORS.values()} == {
-        "sparkml.classification:LogisticRegression", "sparkml.classification:LinearSVC",
-        "sparkml.classification:KernelSVC", "sparkml.regression:LinearRegression"}
+        "sparkml.classification:LogisticRegression",
+        "sparkml.classification:LinearSVC",
+        "sparkml.classification:KernelSVC",
+        "sparkml.regression:LinearRegression",
+    }
 
 
 def test_defaults_filled():
@@ -39,23 +46,26 @@ def test_defaults_filled():
     assert cfg["data"]["generated"] == {"rows": 20000, "features": 20, "classes": 3, "seed": 0}
 
 
-@pytest.mark.parametrize("raw, key, text", [
-    ({"dat": {}}, "dat", "unknown key (did you mean data?)"),
-    ({"data": {"holdout_fration": 0.1}}, "data.holdout_fration", "did you mean holdout_fraction?"),
-    ({"data": {"generated": {"row": 10}}}, "data.generated.row", "did you mean rows?"),
-    ({"output": {"overwrite": "yes"}}, "output.overwrite", "expected true or false, got 'yes'"),
-    ({"data": {"seed": 1.5}}, "data.seed", "expected an integer"),
-    ({"data": {"seed": True}}, "data.seed", "expected an integer"),
-    ({"data": {"features": 3}}, "data.features", "expected a string or a list or null"),
-    ({"data": {"features": ["a", 2]}}, "data.features", "list of column names"),
-    ({"data": {"holdout_fraction": 1.5}}, "data.holdout_fraction", "(0, 1)"),
-    ({"spark": {"conf": ["x"]}}, "spark.conf", "expected a mapping"),
-    ({"spark": "local"}, "spark", "expected a mapping"),
-    ({"data": {"format": "xls"}}, "data.format", "expected one of parquet, csv, libsvm, got 'xls'"),
-    ({"data": {"train": "generated:binnary"}}, "data.train", "generated:{binary,regression,multiclass}"),
-    ({"data": {"test": "generated:binary"}}, "data.test", "data.train only"),
-    ({"model": {"estimator": "LogisticRegresion"}}, "model.estimator", "did you mean LogisticRegression?"),
-])
+@pytest.mark.parametrize(
+    "raw, key, text",
+    [
+        ({"dat": {}}, "dat", "unknown key (did you mean data?)"),
+        ({"data": {"holdout_fration": 0.1}}, "data.holdout_fration", "did you mean holdout_fraction?"),
+        ({"data": {"generated": {"row": 10}}}, "data.generated.row", "did you mean rows?"),
+        ({"output": {"overwrite": "yes"}}, "output.overwrite", "expected true or false, got 'yes'"),
+        ({"data": {"seed": 1.5}}, "data.seed", "expected an integer"),
+        ({"data": {"seed": True}}, "data.seed", "expected an integer"),
+        ({"data": {"features": 3}}, "data.features", "expected a string or a list or null"),
+        ({"data": {"features": ["a", 2]}}, "data.features", "list of column names"),
+        ({"data": {"holdout_fraction": 1.5}}, "data.holdout_fraction", "(0, 1)"),
+        ({"spark": {"conf": ["x"]}}, "spark.conf", "expected a mapping"),
+        ({"spark": "local"}, "spark", "expected a mapping"),
+        ({"data": {"format": "xls"}}, "data.format", "expected one of parquet, csv, libsvm, got 'xls'"),
+        ({"data": {"train": "generated:binnary"}}, "data.train", "generated:{binary,regression,multiclass}"),
+        ({"data": {"test": "generated:binary"}}, "data.test", "data.train only"),
+        ({"model": {"estimator": "LogisticRegresion"}}, "model.estimator", "did you mean LogisticRegression?"),
+    ],
+)
 def test_bad_values_name_the_key(raw, key, text):
     merged = base()
     for section, values in raw.items():
@@ -70,17 +80,20 @@ def test_required_keys():
     assert str(error_of(raw)) == "output.dir: is required"
 
 
-@pytest.mark.parametrize("param, value, text", [
-    ("regParm", 0.1, "unknown parameter of LogisticRegression (did you mean regParam?)"),
-    ("maxIter", 1.5, "expected an integer, got 1.5"),
-    ("maxIter", "ten", "expected an integer"),
-    ("regParam", "high", "expected a number, got 'high'"),
-    ("regParam", True, "expected a number, got True"),
-    ("fitIntercept", 1, "expected true or false"),
-    ("family", 3, "expected a string"),
-    ("thresholds", "x", "expected a list of numbers"),
-    ("labelCol", "y", "set through data.label"),
-])
+@pytest.mark.parametrize(
+    "param, value, text",
+    [
+        ("regParm", 0.1, "unknown parameter of LogisticRegression (did you mean regParam?)"),
+        ("maxIter", 1.5, "expected an integer, got 1.5"),
+        ("maxIter", "ten", "expected an integer"),
+        ("regParam", "high", "expected a number, got 'high'"),
+        ("regParam", True, "expected a number, got True"),
+        ("fitIntercept", 1, "expected true or false"),
+        ("family", 3, "expected a string"),
+        ("thresholds", "x", "expected a list of numbers"),
+        ("labelCol", "y", "set through data.label"),
+    ],
+)
 def test_estimator_params_checked_against_params(param, value, text):
     raw = base()
     raw["model"]["params"] = {param: value}
@@ -109,8 +122,16 @@ def test_params_readable_without_spark():
 
 
 def test_overrides_parse_yaml_scalars():
-    raw = base(**{"model.params.regParam": "0.1", "output.overwrite": "true", "data.features": "[a, b]",
-                  "data.test": "null", "data.generated.rows": "500", "spark.conf.spark.sql.shuffle.partitions": "8"})
+    raw = base(
+        **{
+            "model.params.regParam": "0.1",
+            "output.overwrite": "true",
+            "data.features": "[a, b]",
+            "data.test": "null",
+            "data.generated.rows": "500",
+            "spark.conf.spark.sql.shuffle.partitions": "8",
+        }
+    )
     assert raw["model"]["params"]["regParam"] == 0.1 and raw["output"]["overwrite"] is True
     assert raw["data"]["features"] == ["a", "b"] and raw["data"]["test"] is None
     assert raw["spark"]["conf"] == {"spark.sql.shuffle.partitions": 8}
@@ -118,8 +139,10 @@ def test_overrides_parse_yaml_scalars():
     assert cfg["data"]["generated"]["rows"] == 500
 
 
-@pytest.mark.parametrize("item, key", [("noequals", "--set"), ("data.train.x=1", "data.train"),
-                                       ("model.params.maxIter=[1", "model.params.maxIter")])
+@pytest.mark.parametrize(
+    "item, key",
+    [("noequals", "--set"), ("data.train.x=1", "data.train"), ("model.params.maxIter=[1", "model.params.maxIter")],
+)
 def test_bad_overrides_name_the_key(item, key):
     with pytest.raises(config.ConfigError) as info:
         config.apply_override(base(), item)
@@ -149,16 +172,22 @@ def test_main_config_error_is_one_line(tmp_path, capsys):
     path.write_text(yaml.safe_dump(base(**{"model.params.regParm": "0.1"})))
     assert train.main(["--config", str(path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == ("config error: model.params.regParm: unknown parameter of LogisticRegression "
-                   "(did you mean regParam?)")
+    assert err == (
+        "config error: model.params.regParm: unknown parameter of LogisticRegression (did you mean regParam?)"
+    )
 
 
 def test_script_mode_config_error_exit_code(tmp_path):
     """`spark-submit jobs/train.py` runs the file as a script: imports must work, errors stay one line."""
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump({**base(), "data": {"train": "x", "format": "xls"}}))
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "jobs", "train.py"), "--config", str(path)],
-                          capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+    proc = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "jobs", "train.py"), "--config", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip() == "config error: data.format: expected one of parquet, csv, libsvm, got 'xls'"
 
@@ -219,8 +248,9 @@ def test_an_example_config_is_found_by_its_name(tmp_path, monkeypatch):
     for given in ("logistic_demo.yaml", "logistic_demo", "conf/logistic_demo.yaml"):
         assert config.resolve_path(given) == os.path.join(config.examples_dir(), "logistic_demo.yaml")
         assert config.load(given)["model"]["estimator"] == "LogisticRegression"
-    (tmp_path / "logistic_demo.yaml").write_text("model: {estimator: LinearSVC}\ndata: {train: generated:binary}\n"
-                                                 "output: {dir: out}\n")
+    (tmp_path / "logistic_demo.yaml").write_text(
+        "model: {estimator: LinearSVC}\ndata: {train: generated:binary}\noutput: {dir: out}\n"
+    )
     assert config.load("logistic_demo.yaml")["model"]["estimator"] == "LinearSVC"
     with pytest.raises(config.ConfigError, match=r"cannot read nope\.yaml.*the example configs: .*logistic_demo\.yaml"):
         config.load("nope.yaml")

@@ -1,15 +1,16 @@
 """Registered models load back (jobs/models.py) and score datasets (jobs/predict.py), against a sqlite
 registry whose versions are created as the retrain job creates them: ``model.save`` -> run artifact
 ``model/`` -> model version with source ``runs:/<run_id>/model``, alias ``champion``."""
+
 import os
 import pickle
 import shutil
 
 import numpy as np
 import pytest
-
 from data_helpers import generated_table
 from helpers import coefficient_vector, output_arrays
+
 from sparkml.jobs import models, outputs, predict
 
 mlflow = pytest.importorskip("mlflow")
@@ -100,20 +101,29 @@ def registry(spark, scoring, tmp_path_factory):
     reg = Registry(str(root))
     df = spark.read.parquet(scoring).cache()
     reg.marker = root / "unpickled"
-    reg.fitted = {"lr1": LogisticRegression(regParam=0.01, maxIter=10).fit(df),
-                  "lr2": LogisticRegression(regParam=0.3, maxIter=5).fit(df),
-                  "kernel": KernelSVC(numLandmarks=20, landmarkSelection="random", maxIter=3)
-                  .fit(df.where(F.col("id") < 7 * 300))}
-    reg.fitted["linreg"] = LinearRegression(maxIter=10).fit(datasets.generate(spark, "regression", 600, FEATURES,
-                                                                              seed=2))
+    reg.fitted = {
+        "lr1": LogisticRegression(regParam=0.01, maxIter=10).fit(df),
+        "lr2": LogisticRegression(regParam=0.3, maxIter=5).fit(df),
+        "kernel": KernelSVC(numLandmarks=20, landmarkSelection="random", maxIter=3).fit(
+            df.where(F.col("id") < 7 * 300)
+        ),
+    }
+    reg.fitted["linreg"] = LinearRegression(maxIter=10).fit(
+        datasets.generate(spark, "regression", 600, FEATURES, seed=2)
+    )
     lr, kernel = "sparkml.classification.LogisticRegression", "sparkml.classification.KernelSVC"
     assert reg.register("lr", reg.fitted["lr1"], lr, alias="champion") == 1
     assert reg.register("lr", reg.fitted["lr2"], lr) == 2
     reg.register("kernel", reg.fitted["kernel"], kernel, alias="champion")
     reg.register("linreg", reg.fitted["linreg"], "sparkml.regression.LinearRegression", alias="champion")
     reg.register("foreign", reg.fitted["lr1"], lr, alias="champion", edit=foreign_class)
-    reg.register("pickled", reg.fitted["lr1"], lr, alias="champion",
-                 edit=lambda p: open(os.path.join(p, "model.pkl"), "wb").write(plant_pickle(reg.marker)))
+    reg.register(
+        "pickled",
+        reg.fitted["lr1"],
+        lr,
+        alias="champion",
+        edit=lambda p: open(os.path.join(p, "model.pkl"), "wb").write(plant_pickle(reg.marker)),
+    )
     df.unpersist()
     yield reg
 
@@ -187,8 +197,19 @@ def test_foreign_class_refused_and_pickles_never_loaded(spark, registry, tmp_pat
     pickle.loads(plant_pickle(tmp_path / "armed"))  # what unpickling it would have done
     assert (tmp_path / "armed").exists()
     (tmp_path / "armed").unlink()
-    code = predict.main(["--model", "models:/foreign@champion", "--input", "x", "--output", str(tmp_path / "out"),
-                         "--tracking-uri", registry.uri], spark=spark)
+    code = predict.main(
+        [
+            "--model",
+            "models:/foreign@champion",
+            "--input",
+            "x",
+            "--output",
+            str(tmp_path / "out"),
+            "--tracking-uri",
+            registry.uri,
+        ],
+        spark=spark,
+    )
     assert code == 2 and "config error: --model: version 1 of model 'foreign'" in capsys.readouterr().err
     assert os.listdir(tmp_path) == []
 
@@ -201,8 +222,18 @@ def transformed(spark, model, path, columns=PREDICTIONS):
 @pytest.mark.compat
 def test_predict_by_alias_and_by_version(spark, registry, scoring, tmp_path, capsys):
     out = tmp_path / "scores" / "by_alias"
-    args = ["--model", "models:/lr@champion", "--input", scoring, "--output", str(out), "--id-cols", "id",
-            "--tracking-uri", registry.uri]
+    args = [
+        "--model",
+        "models:/lr@champion",
+        "--input",
+        scoring,
+        "--output",
+        str(out),
+        "--id-cols",
+        "id",
+        "--tracking-uri",
+        registry.uri,
+    ]
     assert predict.main(args, spark=spark) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith(f"scored {ROWS:,} rows with lr version 1 in ") and line.endswith(f"s -> {out}")
@@ -220,8 +251,22 @@ def test_predict_by_alias_and_by_version(spark, registry, scoring, tmp_path, cap
     csv = tmp_path / "scoring.csv"
     spark.read.parquet(scoring).drop("features").toPandas().to_csv(csv, index=False)
     out = tmp_path / "scores" / "by_version"
-    args = ["--model", "models:/lr/2", "--input", str(csv), "--format", "csv", "--output", str(out),
-            "--features", ",".join(COLUMNS), "--flavor", "pyspark", "--tracking-uri", registry.uri]
+    args = [
+        "--model",
+        "models:/lr/2",
+        "--input",
+        str(csv),
+        "--format",
+        "csv",
+        "--output",
+        str(out),
+        "--features",
+        ",".join(COLUMNS),
+        "--flavor",
+        "pyspark",
+        "--tracking-uri",
+        registry.uri,
+    ]
     assert predict.main(args, spark=spark) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith(f"scored {ROWS:,} rows with lr version 2 in ") and line.endswith(f"s -> {out}")
@@ -239,8 +284,20 @@ def listing(path):
 
 def run_failing(spark, registry, scoring, tmp_path, capsys, *extra, model="models:/lr@champion"):
     """Run the job into tmp_path/out; return its stderr (the exit code must be 2)."""
-    code = predict.main(["--model", model, "--input", scoring, "--output", str(tmp_path / "out"),
-                         "--tracking-uri", registry.uri, *extra], spark=spark)
+    code = predict.main(
+        [
+            "--model",
+            model,
+            "--input",
+            scoring,
+            "--output",
+            str(tmp_path / "out"),
+            "--tracking-uri",
+            registry.uri,
+            *extra,
+        ],
+        spark=spark,
+    )
     assert code == 2
     return capsys.readouterr().err.strip()
 
@@ -267,13 +324,23 @@ def test_bad_model_input_and_store_are_config_errors(spark, registry, scoring, t
     err = run_failing(spark, registry, str(tmp_path / "missing.parquet"), tmp_path, capsys)
     assert err == f"config error: --input: no such input: {tmp_path}/missing.parquet"
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    assert predict.main(["--model", "models:/lr@champion", "--input", scoring, "--output",
-                         str(tmp_path / "out")], spark=spark) == 2
+    assert (
+        predict.main(
+            ["--model", "models:/lr@champion", "--input", scoring, "--output", str(tmp_path / "out")], spark=spark
+        )
+        == 2
+    )
     assert capsys.readouterr().err.startswith("config error: --tracking-uri: no registry to read the model from")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/none.db")
-    assert predict.main(["--model", "models:/lr@champion", "--input", scoring, "--output",
-                         str(tmp_path / "out")], spark=spark) == 2
-    assert capsys.readouterr().err.strip() == f"config error: MLFLOW_TRACKING_URI: no MLflow store at {tmp_path}/none.db"
+    assert (
+        predict.main(
+            ["--model", "models:/lr@champion", "--input", scoring, "--output", str(tmp_path / "out")], spark=spark
+        )
+        == 2
+    )
+    assert (
+        capsys.readouterr().err.strip() == f"config error: MLFLOW_TRACKING_URI: no MLflow store at {tmp_path}/none.db"
+    )
     assert listing(tmp_path) == []
 
 
@@ -284,8 +351,19 @@ def test_existing_output_refused_unless_overwrite(spark, registry, scoring, tmp_
     assert err == f"config error: --output: {tmp_path}/out already exists; pass --overwrite to replace it"
     assert listing(tmp_path / "out") == ["keep.txt"]
     # a file: URI goes through the Hadoop FileSystem, as hdfs:// and s3a:// outputs do
-    args = ["--model", "models:/kernel@champion", "--input", scoring, "--output", f"file://{tmp_path}/out",
-            "--id-cols", "id", "--tracking-uri", registry.uri, "--overwrite"]
+    args = [
+        "--model",
+        "models:/kernel@champion",
+        "--input",
+        scoring,
+        "--output",
+        f"file://{tmp_path}/out",
+        "--id-cols",
+        "id",
+        "--tracking-uri",
+        registry.uri,
+        "--overwrite",
+    ]
     assert predict.main(args, spark=spark) == 0
     assert capsys.readouterr().out.strip().endswith(f"s -> file://{tmp_path}/out")
     result = spark.read.parquet(str(tmp_path / "out"))
@@ -303,9 +381,21 @@ def test_failure_while_publishing_leaves_nothing(spark, registry, scoring, tmp_p
 
     monkeypatch.setattr(outputs.Staging, "publish", broken)
     with pytest.raises(OSError, match="rename failed"):
-        predict.main(["--model", "models:/lr@champion", "--input", scoring, "--output",
-                      str(tmp_path / "deeper" / "out"), "--id-cols", "id", "--tracking-uri", registry.uri],
-                     spark=spark)
+        predict.main(
+            [
+                "--model",
+                "models:/lr@champion",
+                "--input",
+                scoring,
+                "--output",
+                str(tmp_path / "deeper" / "out"),
+                "--id-cols",
+                "id",
+                "--tracking-uri",
+                registry.uri,
+            ],
+            spark=spark,
+        )
     assert listing(tmp_path) == []
 
 
@@ -344,10 +434,18 @@ def test_runs_as_a_file_and_imports_mlflow_lazily(tmp_path):
     from helpers import ROOT
 
     script = os.path.join(ROOT, "jobs", "predict.py")
-    out = subprocess.run([sys.executable, script, "--model", "runs:/x/model", "--input", "in", "--output", "out"],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, script, "--model", "runs:/x/model", "--input", "in", "--output", "out"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert out.returncode == 2 and out.stderr.startswith("config error: --model: expected models:/<name>@<alias>")
-    code = "import sys, sparkml.jobs.predict, sparkml.jobs.models; print('mlflow' in sys.modules, 'pyspark' in sys.modules)"
+    code = (
+        "import sys, sparkml.jobs.predict, sparkml.jobs.models; "
+        "print('mlflow' in sys.modules, 'pyspark' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.stdout.strip() == "False False", out.stderr[-2000:]
     assert os.listdir(tmp_path) == []

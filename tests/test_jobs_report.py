@@ -1,5 +1,6 @@
 """`jobs.report`: ROC/AUC and confusion matrix against scikit-learn, `scores` on Spark predictions
 against pyspark's evaluators, the PNG figures per task and report.md's content."""
+
 import math
 
 import numpy as np
@@ -19,6 +20,7 @@ def png_size(data):
 
 
 # ---- roc_curve / confusion_matrix against sklearn -------------------------------------------------------------
+
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_roc_matches_sklearn_with_ties_and_weights(seed):
@@ -74,6 +76,7 @@ def test_confusion_matrix_matches_sklearn():
 
 # ---- scores on Spark ------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def binary_predictions(spark):
     """A fitted sparkml LogisticRegression's predictions on its 500 noisy training rows (weights 0.5..2)."""
@@ -86,8 +89,9 @@ def binary_predictions(spark):
     x = rng.normal(size=(n, 3))
     label = (rng.random(n) < 1 / (1 + np.exp(-(x @ [1.0, -0.7, 0.3])))).astype(float)
     w = rng.uniform(0.5, 2.0, n)
-    df = spark.createDataFrame([(Vectors.dense(x[i]), float(label[i]), float(w[i])) for i in range(n)],
-                               ["features", "label", "w"]).coalesce(1)  # one Python worker: quicker here
+    df = spark.createDataFrame(
+        [(Vectors.dense(x[i]), float(label[i]), float(w[i])) for i in range(n)], ["features", "label", "w"]
+    ).coalesce(1)  # one Python worker: quicker here
     model = LogisticRegression(regParam=0.01, maxIter=20, weightCol="w").fit(df)
     pred = model.transform(df).cache()
     yield model, pred
@@ -110,7 +114,8 @@ def test_scores_binary_auc_matches_spark_evaluator(binary_predictions):
     # without a probability column the raw prediction ranks the rows the same way
     raw = report.scores(pred.drop("probability"), "binary", "label")
     assert report.roc_curve(raw["label"], raw["score"])[2] == pytest.approx(
-        report.roc_curve(s["label"], s["score"])[2], abs=1e-12)
+        report.roc_curve(s["label"], s["score"])[2], abs=1e-12
+    )
     assert np.ptp(raw["score"]) > 1  # margins, not probabilities
 
 
@@ -127,13 +132,18 @@ def test_scores_sample_is_bounded_and_repeatable(binary_predictions):
 def test_scores_multiclass_and_regression(spark):
     from pyspark.ml.linalg import Vectors
 
-    rows = [(0.0, 0.0, Vectors.dense([0.7, 0.2, 0.1, 0.0]), 2.0), (1.0, 2.0, Vectors.dense([0.1, 0.3, 0.6, 0.0]), 1.0),
-            (2.0, 2.0, Vectors.dense([0.1, 0.1, 0.8, 0.0]), 1.0)]
+    rows = [
+        (0.0, 0.0, Vectors.dense([0.7, 0.2, 0.1, 0.0]), 2.0),
+        (1.0, 2.0, Vectors.dense([0.1, 0.3, 0.6, 0.0]), 1.0),
+        (2.0, 2.0, Vectors.dense([0.1, 0.1, 0.8, 0.0]), 1.0),
+    ]
     df = spark.createDataFrame(rows, ["y", "prediction", "probability", "w"])
     s = report.scores(df, "multiclass", "y", weight_col="w")
     assert s["num_classes"] == 4  # the probability vector's length, beyond the classes seen
-    np.testing.assert_array_equal(report.confusion_matrix(s["label"], s["prediction"], s["num_classes"], s["weight"]),
-                                  [[2, 0, 0, 0], [0, 0, 1, 0], [0, 0, 1, 0], [0, 0, 0, 0]])
+    np.testing.assert_array_equal(
+        report.confusion_matrix(s["label"], s["prediction"], s["num_classes"], s["weight"]),
+        [[2, 0, 0, 0], [0, 0, 1, 0], [0, 0, 1, 0], [0, 0, 0, 0]],
+    )
     assert report.scores(df.drop("probability"), "multiclass", "y")["num_classes"] == 3
 
     reg = spark.createDataFrame([(1, 1.5), (2, 1.0), (3, 3.25)], ["label", "prediction"])  # long labels
@@ -143,6 +153,7 @@ def test_scores_multiclass_and_regression(spark):
 
 
 # ---- figures --------------------------------------------------------------------------------------------------
+
 
 def fake_scores(task, n, seed, shift=0.0):
     rng = np.random.default_rng(seed)
@@ -158,10 +169,11 @@ def fake_scores(task, n, seed, shift=0.0):
     return {"label": label, "prediction": label + rng.normal(size=n) + shift, "weight": np.ones(n)}
 
 
-@pytest.mark.parametrize("task,name", [("binary", "roc.png"), ("multiclass", "confusion.png"),
-                                       ("regression", "residuals.png")])
+@pytest.mark.parametrize(
+    "task,name", [("binary", "roc.png"), ("multiclass", "confusion.png"), ("regression", "residuals.png")]
+)
 def test_figures_per_task_with_and_without_champion(task, name):
-    history = [0.69 * 0.5 ** i + 0.3 for i in range(12)]
+    history = [0.69 * 0.5**i + 0.3 for i in range(12)]
     both = {"candidate": fake_scores(task, 600, 1), "champion": fake_scores(task, 600, 2, shift=0.3)}
     out = report.figures(task, both, objective_history=history)
     assert list(out) == ["objective.png", name]
@@ -195,22 +207,49 @@ def test_figures_without_matplotlib(monkeypatch):
 
 # ---- markdown / write -----------------------------------------------------------------------------------------
 
+
 def full_report():
     return {
-        "title": "Retraining demo, window 2026-11-03", "model_name": "demo", "window": "2026-11-03",
+        "title": "Retraining demo, window 2026-11-03",
+        "model_name": "demo",
+        "window": "2026-11-03",
         "decision": {"outcome": "rejected", "reason": "the candidate failed the gate on areaUnderROC."},
         "versions": {"candidate": "2", "champion": "1"},
-        "gate": [{"metric": "areaUnderROC", "greater_is_better": True, "candidate": 0.70123, "champion": 0.88,
-                  "threshold": 0.85, "min_absolute_change": 0.0, "min_relative_change": None, "passed": False,
-                  "failures": ["areaUnderROC 0.7012 is below the threshold 0.8500"]},
-                 {"metric": "logLoss", "greater_is_better": False, "candidate": 0.41, "champion": 0.4,
-                  "threshold": 0.5, "min_absolute_change": None, "min_relative_change": 0.01, "passed": True,
-                  "failures": []}],
-        "metrics": {"candidate": {"areaUnderROC": 0.70123, "accuracy": 0.86, "logLoss": 0.41},
-                    "champion": {"areaUnderROC": 0.88, "accuracy": 0.9, "f1": 0.875}},
+        "gate": [
+            {
+                "metric": "areaUnderROC",
+                "greater_is_better": True,
+                "candidate": 0.70123,
+                "champion": 0.88,
+                "threshold": 0.85,
+                "min_absolute_change": 0.0,
+                "min_relative_change": None,
+                "passed": False,
+                "failures": ["areaUnderROC 0.7012 is below the threshold 0.8500"],
+            },
+            {
+                "metric": "logLoss",
+                "greater_is_better": False,
+                "candidate": 0.41,
+                "champion": 0.4,
+                "threshold": 0.5,
+                "min_absolute_change": None,
+                "min_relative_change": 0.01,
+                "passed": True,
+                "failures": [],
+            },
+        ],
+        "metrics": {
+            "candidate": {"areaUnderROC": 0.70123, "accuracy": 0.86, "logLoss": 0.41},
+            "champion": {"areaUnderROC": 0.88, "accuracy": 0.9, "f1": 0.875},
+        },
         "warm_start": {"used": True, "from_version": "1", "reason": "same features"},
-        "training": {"estimator": "LogisticRegression", "iterations": 12, "seconds": 3.24,
-                     "rows": {"train": 8000, "test": 2000}},
+        "training": {
+            "estimator": "LogisticRegression",
+            "iterations": 12,
+            "seconds": 3.24,
+            "rows": {"train": 8000, "test": 2000},
+        },
         "data": {"fingerprint": "ab12cd", "source": "data/windows/window=2026-11-03"},
         "run": {"run_id": "r123", "tracking_uri": "file:///tmp/mlruns", "experiment": "retrain-demo"},
         "figures": ["objective.png", "roc.png"],
@@ -227,7 +266,7 @@ def test_markdown_full_report():
     md = report.markdown(full_report())
     assert md.startswith("# Retraining demo, window 2026-11-03\n")
     assert "**Decision: rejected**: the candidate failed the gate on areaUnderROC." in md
-    gate, metrics = md[:md.index("## Metrics")], md[md.index("## Metrics"):]
+    gate, metrics = md[: md.index("## Metrics")], md[md.index("## Metrics") :]
     auc = table_row(gate, "areaUnderROC")
     assert auc[:6] == ["areaUnderROC", "higher is better", "0.7012", "0.8800", "0.8500", "abs 0.0000"]
     assert auc[6] == "**FAIL**: areaUnderROC 0.7012 is below the threshold 0.8500"
@@ -248,23 +287,37 @@ def test_markdown_without_champion_and_sparse():
     r = full_report()
     r["versions"]["champion"] = None
     r["metrics"]["champion"] = None
-    r["gate"] = [{"metric": "areaUnderROC", "greater_is_better": True, "candidate": 0.80004, "champion": None,
-                  "threshold": 0.85, "passed": False}]  # no failure sentence: built from the numbers
+    r["gate"] = [
+        {
+            "metric": "areaUnderROC",
+            "greater_is_better": True,
+            "candidate": 0.80004,
+            "champion": None,
+            "threshold": 0.85,
+            "passed": False,
+        }
+    ]  # no failure sentence: built from the numbers
     r["decision"] = {"outcome": "dry_run", "reason": "dry run: nothing registered"}
     del r["figures"], r["warm_start"]
     md = report.markdown(r)
     assert "**Decision: dry run**: dry run: nothing registered" in md
-    gate, metrics = md[:md.index("## Metrics")], md[md.index("## Metrics"):]
-    assert table_row(gate, "areaUnderROC")[2:] == ["0.8000", "—", "0.8500", "—",
-                                                 "**FAIL**: areaUnderROC 0.8000 is below the threshold 0.8500"]
+    gate, metrics = md[: md.index("## Metrics")], md[md.index("## Metrics") :]
+    assert table_row(gate, "areaUnderROC")[2:] == [
+        "0.8000",
+        "—",
+        "0.8500",
+        "—",
+        "**FAIL**: areaUnderROC 0.8000 is below the threshold 0.8500",
+    ]
     assert table_row(metrics, "accuracy") == ["accuracy", "0.8600", "—", "—"]
     assert "champion version —" in md and "No champion to compare with." in md
     assert "**Warm start:** —" in md and "## Figures" not in md
     # anything may be missing: an empty dict or odd values still render
     empty = report.markdown({})
     assert "**Decision: —**" in empty and "**Training:** —, — iterations, — s" in empty
-    odd = report.markdown({"metrics": {"candidate": {"rmse": float("nan"), "r2": "inf", "n|x": np.int64(3),
-                                                     "mae": np.float32(0.25)}}})
+    odd = report.markdown(
+        {"metrics": {"candidate": {"rmse": float("nan"), "r2": "inf", "n|x": np.int64(3), "mae": np.float32(0.25)}}}
+    )
     assert "| rmse | nan | — | — |" in odd and "| n\\|x | 3 | — | — |" in odd and "| mae | 0.2500 | — | — |" in odd
 
 

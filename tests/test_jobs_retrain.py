@@ -1,6 +1,7 @@
 """`jobs.retrain` end to end on a Parquet dataset partitioned by window, against a real MLflow registry
 (sqlite file; one test against a real `mlflow server` over HTTP): promotion, the gate, warm start,
 reruns, two runs at once, and a run killed between registering and promoting."""
+
 import json
 import os
 import signal
@@ -12,8 +13,8 @@ import time
 import numpy as np
 import pytest
 import yaml
-
 from helpers import ROOT
+
 from sparkml.jobs import config, gate, registry, retrain
 
 mlflow = pytest.importorskip("mlflow")
@@ -52,10 +53,13 @@ def windows(spark, tmp_path_factory):
 
 
 def write_config(tmp_path, data_path, **sections):
-    raw = {"data": {"train": data_path},
-           "model": {"estimator": "LogisticRegression", "params": {"regParam": 0.01, "maxIter": 100}},
-           "output": {"dir": str(tmp_path / "runs")}, "registry": {"model_name": "events"},
-           "gate": {"metrics": GATE}}
+    raw = {
+        "data": {"train": data_path},
+        "model": {"estimator": "LogisticRegression", "params": {"regParam": 0.01, "maxIter": 100}},
+        "output": {"dir": str(tmp_path / "runs")},
+        "registry": {"model_name": "events"},
+        "gate": {"metrics": GATE},
+    }
     for key, value in sections.items():
         raw[key] = {**raw.get(key, {}), **value}
     tmp_path.mkdir(parents=True, exist_ok=True)
@@ -117,10 +121,13 @@ def test_three_windows_promote_reject_and_rerun(spark, windows, tmp_path, capsys
     auc = third["metrics"]["candidate"]["areaUnderROC"]
     champ = third["metrics"]["champion"]["areaUnderROC"]
     failure = f"areaUnderROC {auc:.4f} is below the threshold 0.8500"
-    reason = (f"{failure}; areaUnderROC {auc:.4f} against the champion's {champ:.4f}: a gain of "
-              f"{auc - champ:+.4f}, less than the required 0.0000")
-    assert code == 0 and lines[-1] == ("events window 3: not promoted: version 3 is registered, champion stays "
-                                       f"version 2: {reason}")
+    reason = (
+        f"{failure}; areaUnderROC {auc:.4f} against the champion's {champ:.4f}: a gain of "
+        f"{auc - champ:+.4f}, less than the required 0.0000"
+    )
+    assert code == 0 and lines[-1] == (
+        f"events window 3: not promoted: version 3 is registered, champion stays version 2: {reason}"
+    )
     assert third["decision"] == {"outcome": "rejected", "reason": reason}
     report = (tmp_path / "runs" / "3" / "v3" / "report.md").read_text()
     assert failure in report and "rejected" in report
@@ -136,11 +143,15 @@ def test_three_windows_promote_reject_and_rerun(spark, windows, tmp_path, capsys
     assert run3.data.tags["sparkml.decision"] == "rejected" and run3.data.tags["sparkml.window"] == "3"
     assert run3.data.metrics["holdout_areaUnderROC"] == pytest.approx(auc)
     assert run3.data.metrics["champion_areaUnderROC"] == pytest.approx(third["metrics"]["champion"]["areaUnderROC"])
-    assert {"report.md", "decision.json", "roc.png", "model"} <= {a.path for a in client.list_artifacts(run3.info.run_id)}
+    assert {"report.md", "decision.json", "roc.png", "model"} <= {
+        a.path for a in client.list_artifacts(run3.info.run_id)
+    }
 
     code, lines, _ = run(spark, cfg, "2", capsys)
-    assert code == 0 and lines[-1] == ("events window 2: already registered as version 2 with the same data and "
-                                       "config: promoted (passed the gate against champion version 1); nothing to do")
+    assert code == 0 and lines[-1] == (
+        "events window 2: already registered as version 2 with the same data and "
+        "config: promoted (passed the gate against champion version 1); nothing to do"
+    )
     assert set(versions(client)) == {"1", "2", "3"}
 
 
@@ -151,11 +162,13 @@ def test_config_and_data_errors_exit_2_before_registry_writes(spark, windows, tm
     code, _, err = run(spark, cfg, "1", capsys, "--set", "data.window_column=day")
     assert code == 2 and err.startswith("config error: data.window_column: column 'day' not found")
     code, _, err = run(spark, cfg, "1", capsys, "--set", "gate.metrics.rmse.threshold=1.0")
-    assert code == 2 and err.startswith("config error: gate.metrics.rmse: not a holdout metric of a "
-                                        "classification model")
+    assert code == 2 and err.startswith(
+        "config error: gate.metrics.rmse: not a holdout metric of a classification model"
+    )
     code, _, err = run(spark, cfg, "1", capsys, "--set", "gate.metrics.accuracy.min_relative_change=2")
-    assert code == 2 and err == ("config error: gate.metrics.accuracy.min_relative_change: expected a "
-                                         "number in [0, 1], got 2.0")
+    assert code == 2 and err == (
+        "config error: gate.metrics.accuracy.min_relative_change: expected a number in [0, 1], got 2.0"
+    )
     assert versions(store(tmp_path)) == {}
 
 
@@ -167,11 +180,13 @@ def test_gate_rules_follow_mlflow_metric_threshold():
     assert bad["failures"] == [
         "auc 0.7900 is below the threshold 0.8000",
         "auc 0.7900 against the champion's 0.7850: a gain of +0.0050, less than the required 0.0100",
-        "auc 0.7900 against the champion's 0.7850: a relative gain of +0.64%, less than the required 5.00%"]
+        "auc 0.7900 against the champion's 0.7850: a relative gain of +0.64%, less than the required 5.00%",
+    ]
     lower = gate.Rule("rmse", False, threshold=2.0, min_relative_change=0.1)
     assert lower.check(1.7, champion=2.0)["passed"]  # 1.7 <= 2.0 - 0.1 * 2.0
     assert lower.check(1.9, champion=2.0)["failures"] == [
-        "rmse 1.9000 against the champion's 2.0000: a relative drop of +5.00%, less than the required 10.00%"]
+        "rmse 1.9000 against the champion's 2.0000: a relative drop of +5.00%, less than the required 10.00%"
+    ]
     assert lower.check(2.5)["failures"] == ["rmse 2.5000 is above the threshold 2.0000"]  # no champion: floor only
     tolerant = gate.Rule("auc", True, min_absolute_change=-0.005)
     assert tolerant.check(0.896, champion=0.9)["passed"] and not tolerant.check(0.894, champion=0.9)["passed"]
@@ -188,8 +203,9 @@ def test_stale_lock_of_a_dead_process_is_broken(tmp_path):
     reg = registry.Registry(client, "events", lock_timeout_s=1.0, poll_s=0.05)
     reg.ensure_model()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    client.create_registered_model(reg.lock_name(), tags={registry.OWNER: f"{socket.gethostname()}:"
-                                                                          f"{dead.stdout.strip()}"})
+    client.create_registered_model(
+        reg.lock_name(), tags={registry.OWNER: f"{socket.gethostname()}:{dead.stdout.strip()}"}
+    )
     run_id = client.create_run(client.create_experiment("x")).info.run_id
     version = client.create_model_version("events", f"runs:/{run_id}/model", run_id).version
     reg.promote(version, None)
@@ -200,6 +216,7 @@ def test_stale_lock_of_a_dead_process_is_broken(tmp_path):
 
 
 # -- a real MLflow server over HTTP -------------------------------------------------------------
+
 
 def free_port():
     with socket.socket() as s:
@@ -212,10 +229,27 @@ def test_retrain_against_a_real_mlflow_server(spark, windows, tmp_path, capsys):
     port, server_dir = free_port(), tmp_path / "server"
     server_dir.mkdir()
     server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-         "--backend-store-uri", f"sqlite:///{server_dir}/server.db", "--artifacts-destination",
-         str(server_dir / "artifacts")],
-        cwd=server_dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--backend-store-uri",
+            f"sqlite:///{server_dir}/server.db",
+            "--artifacts-destination",
+            str(server_dir / "artifacts"),
+        ],
+        cwd=server_dir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     uri = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 120
@@ -253,8 +287,10 @@ def test_shipped_retrain_config_and_generated_windows():
     def fit(X, y):
         return np.linalg.lstsq(np.c_[X, np.ones(len(X))], y, rcond=None)[0]
 
-    (X1, y1), (X2, y2), (X1b, y1b) = (datasets.generate_arrays("regression", 400, 5, seed=0, window=w)
-                                      for w in ("2026-11-01", "2026-11-02", "2026-11-01"))
+    (X1, y1), (X2, y2), (X1b, y1b) = (
+        datasets.generate_arrays("regression", 400, 5, seed=0, window=w)
+        for w in ("2026-11-01", "2026-11-02", "2026-11-01")
+    )
     np.testing.assert_array_equal(X1, X1b)
     np.testing.assert_array_equal(y1, y1b)
     assert not np.allclose(X1, X2)
@@ -296,9 +332,15 @@ def paused_runs(request, tmp_path_factory):
 
 def start_retrain(cfg, window, pause):
     env = dict(os.environ, **{retrain.PAUSE_ENV: pause, "PYSPARK_PYTHON": sys.executable})
-    return subprocess.Popen([sys.executable, "-m", "sparkml.jobs.retrain", "--config", cfg, "--window", window],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "sparkml.jobs.retrain", "--config", cfg, "--window", window],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def wait_registered(proc, pause, timeout=300):
@@ -318,8 +360,9 @@ def test_two_runs_at_once_cannot_both_promote(spark, paused_runs, capsys):
         client = store(tmp_path)
         assert versions(client)["2"].tags["sparkml.decision"] == "pending"
         code, lines, _ = run(spark, cfg, "4", capsys)  # also gates against champion 1; promotes version 3
-        assert code == 0 and lines == ["events window 4: promoted version 3 to champion (was version 1); "
-                                       + lines[-1].split("; ", 1)[1]]
+        assert code == 0 and lines == [
+            "events window 4: promoted version 3 to champion (was version 1); " + lines[-1].split("; ", 1)[1]
+        ]
         open(pause, "w").close()
         out, err = other.communicate(timeout=300)
     finally:
@@ -327,7 +370,8 @@ def test_two_runs_at_once_cannot_both_promote(spark, paused_runs, capsys):
     assert other.returncode == 0, err[-3000:]
     assert out.strip().splitlines()[-1] == (
         "events window 2: lost the promotion race: the champion moved from version 1 to version 3 while this "
-        "run's gate ran; version 2 passed its gate against version 1 but is not promoted")
+        "run's gate ran; version 2 passed its gate against version 1 but is not promoted"
+    )
     assert str(client.get_model_version_by_alias("events", "champion").version) == "3"
     assert versions(client)["2"].tags["sparkml.decision"] == "lost"
 
@@ -345,11 +389,12 @@ def test_run_killed_before_promotion_is_finished_by_the_next(spark, paused_runs,
 
     code, lines, _ = run(spark, cfg, "2", capsys)
     assert code == 0
-    assert lines[0] == ("version 2 (window 2) was left undecided by a run that died; it passed its gate against "
-                        "champion version 1, still in service: finished (now champion)")
-    assert lines[-1].startswith("events window 2: already registered as version 2 with the same data and "
-                                "config: promoted")
+    assert lines[0] == (
+        "version 2 (window 2) was left undecided by a run that died; it passed its gate against "
+        "champion version 1, still in service: finished (now champion)"
+    )
+    assert lines[-1].startswith(
+        "events window 2: already registered as version 2 with the same data and config: promoted"
+    )
     assert str(client.get_model_version_by_alias("events", "champion").version) == "2"
     assert set(versions(client)) == {"1", "2"}
-
-

@@ -1,4 +1,5 @@
 """Every `jobs.train` run is an MLflow run (jobs/tracking.py): read back from the store with MlflowClient."""
+
 import json
 import os
 import subprocess
@@ -6,9 +7,9 @@ import sys
 
 import pytest
 import yaml
+from test_jobs_train import SMALL, leftovers, load_model, run_job, write_config
 
 from sparkml.jobs import config, tracking, train
-from test_jobs_train import SMALL, leftovers, load_model, run_job, write_config
 
 mlflow = pytest.importorskip("mlflow")
 from mlflow.tracking import MlflowClient  # noqa: E402
@@ -48,7 +49,7 @@ def test_run_records_params_objective_metrics_and_artifacts(spark, tmp_path, cap
 
     # holdout metrics equal metrics.json's
     published = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    holdout = {k[len("holdout_"):]: v for k, v in run.data.metrics.items() if k.startswith("holdout_")}
+    holdout = {k[len("holdout_") :]: v for k, v in run.data.metrics.items() if k.startswith("holdout_")}
     assert holdout == published["metrics"] and set(holdout) == {"areaUnderROC", "accuracy", "f1"}
     assert run.data.metrics["total_iterations"] == published["totalIterations"]
     assert run.data.metrics["train_rows"] + run.data.metrics["test_rows"] == 1500
@@ -65,8 +66,10 @@ def test_run_records_params_objective_metrics_and_artifacts(spark, tmp_path, cap
     assert open(os.path.join(local, "metrics.json"), "rb").read() == (tmp_path / "run" / "metrics.json").read_bytes()
     assert open(os.path.join(local, "objective.png"), "rb").read() == (tmp_path / "run" / "objective.png").read_bytes()
     assert yaml.safe_load(open(os.path.join(local, "config.yaml"))) == json.loads(json.dumps(cfg))
-    assert load_model("LogisticRegression", os.path.join(local, "model")).coefficients == \
-        load_model("LogisticRegression", str(tmp_path / "run" / "model")).coefficients
+    assert (
+        load_model("LogisticRegression", os.path.join(local, "model")).coefficients
+        == load_model("LogisticRegression", str(tmp_path / "run" / "model")).coefficients
+    )
     # the store and its artifacts live beside output.dir, not in it
     assert (tmp_path / "mlflow.db").is_file() and (tmp_path / "mlartifacts").is_dir()
     assert sorted(os.listdir(tmp_path / "run")) == ["metrics.json", "model", "objective.png"]
@@ -85,15 +88,19 @@ def test_repeated_runs_of_a_config_share_the_experiment(spark, tmp_path):
     cfg = config.load(write_config(tmp_path, DATA))
     assert tracking.config_hash(cfg) == tracking.config_hash({**cfg, "tracking": {"uri": "x", "experiment": "y"}})
     assert tracking.config_hash(cfg) != tracking.config_hash(
-        config.load(write_config(tmp_path, DATA), ["model.params.regParam=0.1"]))
+        config.load(write_config(tmp_path, DATA), ["model.params.regParam=0.1"])
+    )
 
 
-@pytest.mark.parametrize("key, value, text", [
-    ("uri", 3, "tracking.uri: expected a string or null, got 3"),
-    ("uri", "''", "tracking.uri: expected a non-empty string or null, got ''"),
-    ("experiment", "[a]", "tracking.experiment: expected a string or null, got ['a']"),
-    ("urI", "x", "tracking.urI: unknown key (did you mean uri?)"),
-])
+@pytest.mark.parametrize(
+    "key, value, text",
+    [
+        ("uri", 3, "tracking.uri: expected a string or null, got 3"),
+        ("uri", "''", "tracking.uri: expected a non-empty string or null, got ''"),
+        ("experiment", "[a]", "tracking.experiment: expected a string or null, got ['a']"),
+        ("urI", "x", "tracking.urI: unknown key (did you mean uri?)"),
+    ],
+)
 def test_bad_tracking_values_are_config_errors(tmp_path, capsys, key, value, text):
     path = write_config(tmp_path, DATA)
     assert train.main(["--config", path, "--set", f"tracking.{key}={value}"]) == 2
@@ -106,8 +113,11 @@ def test_a_store_that_cannot_be_opened_fails_before_training(spark, tmp_path, ca
     monkeypatch.setattr(train, "build_estimator", lambda *a: fits.append(a))
     path = write_config(tmp_path, DATA)
     assert train.main(["--config", path, "--set", "tracking.uri=nosuch://nowhere"], spark=spark) == 2
-    assert capsys.readouterr().err.strip().startswith(
-        "config error: tracking.uri: cannot open an MLflow run at nosuch://nowhere: ")
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .startswith("config error: tracking.uri: cannot open an MLflow run at nosuch://nowhere: ")
+    )
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "nosuch://env")
     assert train.main(["--config", path], spark=spark) == 2
     assert capsys.readouterr().err.strip().startswith("config error: MLFLOW_TRACKING_URI: cannot open")
@@ -137,18 +147,28 @@ def test_env_uri_honoured_and_yaml_wins(spark, tmp_path, monkeypatch):
     assert (tmp_path / "env" / "mlartifacts").is_dir() and not (tmp_path / "mlflow.db").exists()
     # tracking.uri in the YAML (or --set) wins over the environment; tracking.experiment names the experiment
     yaml_uri = f"sqlite:///{tmp_path}/yaml.db"
-    code, report = run_job(spark, tmp_path, DATA, overwrite=True,
-                           extra=["--set", f"tracking.uri={yaml_uri}", "--set", "tracking.experiment=nightly"])
+    code, report = run_job(
+        spark,
+        tmp_path,
+        DATA,
+        overwrite=True,
+        extra=["--set", f"tracking.uri={yaml_uri}", "--set", "tracking.experiment=nightly"],
+    )
     assert code == 0 and report["mlflow"]["uri"] == yaml_uri and report["mlflow"]["experiment"] == "nightly"
     client = MlflowClient(yaml_uri)
-    assert client.get_run(report["mlflow"]["run_id"]).info.experiment_id == \
-        client.get_experiment_by_name("nightly").experiment_id
+    assert (
+        client.get_run(report["mlflow"]["run_id"]).info.experiment_id
+        == client.get_experiment_by_name("nightly").experiment_id
+    )
 
 
 def test_resolve_without_spark(monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    raw = {"data": {"train": "generated:binary"}, "model": {"estimator": "LogisticRegression"},
-           "output": {"dir": "runs/demo"}}
+    raw = {
+        "data": {"train": "generated:binary"},
+        "model": {"estimator": "LogisticRegression"},
+        "output": {"dir": "runs/demo"},
+    }
     target = tracking.resolve(config.validate(raw), "logistic_demo")
     assert target.uri == "sqlite:///" + os.path.abspath("runs/mlflow.db") and target.source == "default"
     assert target.experiment == "logistic_demo"

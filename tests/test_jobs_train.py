@@ -1,19 +1,23 @@
 """End-to-end `jobs.train` runs in the shared local[2] session, on small generated data and files."""
+
 import importlib
 import json
 import os
 
 import pytest
 import yaml
-
 from data_helpers import generated_table
 from helpers import ROOT
+
 from sparkml.jobs import config, datasets, train
 
 
 def write_config(tmp_path, data, estimator="LogisticRegression", params=None, **output):
-    raw = {"data": data, "model": {"estimator": estimator, "params": params or {"regParam": 0.01, "maxIter": 10}},
-           "output": {"dir": str(tmp_path / "run"), **output}}
+    raw = {
+        "data": data,
+        "model": {"estimator": estimator, "params": params or {"regParam": 0.01, "maxIter": 10}},
+        "output": {"dir": str(tmp_path / "run"), **output},
+    }
     tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(raw))
@@ -64,8 +68,17 @@ def test_existing_model_refused_unless_overwrite(spark, tmp_path, capsys):
     assert code == 2 and "output.dir:" in capsys.readouterr().err
     assert os.path.getmtime(tmp_path / "run" / "model") == stamp
     # overwrite, through a file:// URI so the Hadoop FileSystem publishing path runs too
-    code = train.main(["--config", write_config(tmp_path, data, params={"regParam": 0.5}), "--set",
-                       f"output.dir=file://{tmp_path}/run", "--set", "output.overwrite=true"], spark=spark)
+    code = train.main(
+        [
+            "--config",
+            write_config(tmp_path, data, params={"regParam": 0.5}),
+            "--set",
+            f"output.dir=file://{tmp_path}/run",
+            "--set",
+            "output.overwrite=true",
+        ],
+        spark=spark,
+    )
     report = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert code == 0 and report["params"]["regParam"] == 0.5 and not leftovers(tmp_path / "run")
     assert report["model"] == f"file://{tmp_path}/run/model"
@@ -95,12 +108,18 @@ def test_active_session_reused_and_not_stopped(spark, tmp_path):
 
 @pytest.mark.compat
 def test_multiclass_and_svc(spark, tmp_path):
-    code, report = run_job(spark, tmp_path / "a", {"train": "generated:multiclass",
-                                                   "generated": {**SMALL, "classes": 3}})
+    code, report = run_job(
+        spark, tmp_path / "a", {"train": "generated:multiclass", "generated": {**SMALL, "classes": 3}}
+    )
     assert code == 0 and set(report["metrics"]) == {"accuracy", "f1", "logLoss"}
     assert report["metrics"]["accuracy"] > 0.6
-    code, report = run_job(spark, tmp_path / "b", {"train": "generated:binary", "generated": SMALL}, "LinearSVC",
-                           {"regParam": 0.01, "maxIter": 10})
+    code, report = run_job(
+        spark,
+        tmp_path / "b",
+        {"train": "generated:binary", "generated": SMALL},
+        "LinearSVC",
+        {"regParam": 0.01, "maxIter": 10},
+    )
     assert code == 0 and report["metrics"]["areaUnderROC"] > 0.9
 
 
@@ -109,8 +128,9 @@ def test_kernel_svc_job(spark, tmp_path):
     """The shipped conf/kernel_svc.yaml's model section, on small data."""
     shipped = yaml.safe_load(open(os.path.join(ROOT, "conf", "kernel_svc.yaml")))
     params = {**shipped["model"]["params"], "numLandmarks": 100}
-    code, report = run_job(spark, tmp_path, {"train": "generated:multiclass", "generated": {**SMALL, "classes": 3}},
-                           "KernelSVC", params)
+    code, report = run_job(
+        spark, tmp_path, {"train": "generated:multiclass", "generated": {**SMALL, "classes": 3}}, "KernelSVC", params
+    )
     assert code == 0 and report["metrics"]["accuracy"] > 0.7
     assert 0 < report["metrics"]["logLoss"] < 0.8  # the Platt probabilities reach the evaluator
     model = load_model("KernelSVC", str(tmp_path / "run" / "model"))

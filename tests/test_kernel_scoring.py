@@ -1,11 +1,12 @@
 """KernelSVC's batch scoring (``sparkml.base.prediction``) against numpy: the tiled kernel product, the
 per-worker cache of the landmarks and coefficients, the device."""
+
 import numpy as np
 import pyarrow as pa
 import pytest
+from devices import DEVICES
 from sklearn.metrics import pairwise
 
-from devices import DEVICES
 from sparkml.base import prediction
 from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
 
@@ -36,8 +37,21 @@ def test_nystroem_scores_are_the_kernel_rows_times_the_folded_coefficients(class
     spec, coef, intercept = _model(rng, classes)
     x = rng.normal(size=(2500, 5))  # several of the cache-sized tiles
     key = prediction._fingerprint(spec, coef, intercept)
-    raw, pred = _outputs(prediction._scores(_batch(x), "svc", coef, intercept, 0.0, None, "features", spec,
-                                            kernel_block=True, fingerprint=key, device=device))
+    raw, pred = _outputs(
+        prediction._scores(
+            _batch(x),
+            "svc",
+            coef,
+            intercept,
+            0.0,
+            None,
+            "features",
+            spec,
+            kernel_block=True,
+            fingerprint=key,
+            device=device,
+        )
+    )
     margins = pairwise.rbf_kernel(x, spec.landmarks, gamma=GAMMA) @ coef.T + intercept
     if classes == 1:
         np.testing.assert_allclose(raw, np.stack([-margins[:, 0], margins[:, 0]], 1), rtol=1e-12, atol=1e-12)
@@ -52,8 +66,19 @@ def test_random_fourier_scores_are_the_features_times_the_coefficients():
     spec = FourierSpec("rbf", rng.normal(size=(5, 64)), rng.uniform(0, 2 * np.pi, 64))
     coef, intercept = rng.normal(size=(1, 64)), np.array([0.3])
     x = rng.normal(size=(100, 5))
-    raw, _ = _outputs(prediction._scores(_batch(x), "svc", coef, intercept, 0.0, None, "features", spec,
-                                         fingerprint=prediction._fingerprint(spec, coef, intercept)))
+    raw, _ = _outputs(
+        prediction._scores(
+            _batch(x),
+            "svc",
+            coef,
+            intercept,
+            0.0,
+            None,
+            "features",
+            spec,
+            fingerprint=prediction._fingerprint(spec, coef, intercept),
+        )
+    )
     z = np.sqrt(2 / 64) * np.cos(x @ spec.frequencies + spec.offsets)
     np.testing.assert_allclose(raw[:, 1], z @ coef[0] + intercept[0], rtol=1e-12, atol=1e-12)
 
@@ -77,5 +102,5 @@ def test_each_worker_builds_a_models_tensors_once_and_keeps_a_few_models():
         keys.append(prediction._fingerprint(spec, other, intercept))
         prediction._scores(x, "svc", other, intercept, 0.0, None, "f", spec, kernel_block=True, fingerprint=keys[-1])
     assert key not in {k for k, _ in prediction._DEVICE_MAPS}
-    assert [k for k, _ in prediction._DEVICE_MAPS] == keys[-prediction._DEVICE_MAPS_KEPT:]
+    assert [k for k, _ in prediction._DEVICE_MAPS] == keys[-prediction._DEVICE_MAPS_KEPT :]
     prediction._DEVICE_MAPS.clear()

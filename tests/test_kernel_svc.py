@@ -1,6 +1,8 @@
 """KernelSVC against scikit-learn's SVC (same kernel, gamma and C) on the same train/test split."""
+
 import numpy as np
 import pytest
+from data_helpers import labeled_frame
 from pyspark.ml.linalg import Vectors
 from sklearn import datasets
 from sklearn.calibration import CalibratedClassifierCV, _sigmoid_calibration
@@ -9,9 +11,9 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from data_helpers import labeled_frame
 from sparkml.classification import KernelSVC, KernelSVCModel
 from sparkml.kernel.kernel_svc import _CHOLESKY_MAX_FEATURES
+
 
 def _accuracy(model, frame, y):
     pred = np.array([r.prediction for r in model.transform(frame).select("prediction").collect()])
@@ -34,15 +36,17 @@ def _compare(spark, xtr, xte, ytr, yte, c, **params):
     return model, _accuracy(model, test, yte), sk_acc
 
 
-@pytest.mark.parametrize("name,loader,landmarks", [
-    ("breast cancer", datasets.load_breast_cancer, 2000),  # 398 training rows: all are landmarks, the exact kernel
-    ("digits, 10 classes", datasets.load_digits, 600),  # 600 of 1257 rows, stratified over the 10 classes
-])
+@pytest.mark.parametrize(
+    "name,loader,landmarks",
+    [
+        ("breast cancer", datasets.load_breast_cancer, 2000),  # 398 training rows: all are landmarks, the exact kernel
+        ("digits, 10 classes", datasets.load_digits, 600),  # 600 of 1257 rows, stratified over the 10 classes
+    ],
+)
 def test_rbf_accuracy_within_one_point_of_sklearn(spark, name, loader, landmarks):
     x, y = loader(return_X_y=True)
     xtr, xte, ytr, yte = _split(x, y.astype(float))
-    model, acc, sk_acc = _compare(spark, xtr, xte, ytr, yte, c=1.0, kernel="rbf", gamma="scale",
-                                  numLandmarks=landmarks)
+    model, acc, sk_acc = _compare(spark, xtr, xte, ytr, yte, c=1.0, kernel="rbf", gamma="scale", numLandmarks=landmarks)
     assert model.numClasses == len(np.unique(y))
     assert model.numLandmarksUsed == pytest.approx(min(landmarks, len(ytr)), abs=5)
     assert abs(acc - sk_acc) <= 0.01, (name, acc, sk_acc)
@@ -99,14 +103,22 @@ def test_preconditioned_newton_cg_in_the_barrier_stage_solves_the_cholesky_probl
     # sampled rows as landmarks: their K_LL is better conditioned than k-means centres' (condition number
     # 1.2e3 against 1.8e3 here), so CG at tol 1e-8 lands within 1e-9 of Cholesky's objective (2.5e-9 with
     # centres: within the tolerance, not a defect)
-    params = dict(regParam=1.0 / (len(ytr) * 10.0), gamma=0.05, numLandmarks=300, landmarkSelection="random",
-                  tol=1e-8, dtype="float64")
+    params = dict(
+        regParam=1.0 / (len(ytr) * 10.0),
+        gamma=0.05,
+        numLandmarks=300,
+        landmarkSelection="random",
+        tol=1e-8,
+        dtype="float64",
+    )
     models = {s: KernelSVC(strategy=s, **params).fit(train) for s in ("sync", "allreduce")}
     assert models["allreduce"].numKernelFeatures + 1 > _CHOLESKY_MAX_FEATURES["allreduce"]  # CG, not Cholesky
     objective = {s: m.summary.objectiveHistory[-1] for s, m in models.items()}
     assert objective["allreduce"] == pytest.approx(objective["sync"], rel=1e-9)
-    raw = {s: np.array([r.rawPrediction[1] for r in m.transform(test).select("rawPrediction").collect()])
-           for s, m in models.items()}
+    raw = {
+        s: np.array([r.rawPrediction[1] for r in m.transform(test).select("rawPrediction").collect()])
+        for s, m in models.items()
+    }
     np.testing.assert_allclose(raw["allreduce"], raw["sync"], atol=1e-4)
 
 
@@ -116,8 +128,19 @@ def test_random_fourier_features_on_the_nonlinear_problem(spark, tmp_path):
     Newton-CG solver, inside the barrier stage); saved and loaded."""
     x, y = datasets.make_moons(n_samples=2000, noise=0.25, random_state=1)
     xtr, xte, ytr, yte = _split(x, y.astype(float))
-    model, acc, sk_acc = _compare(spark, xtr, xte, ytr, yte, c=10.0, kernel="rbf", gamma=1.0, method="rff",
-                                  numLandmarks=1500, strategy="allreduce")
+    model, acc, sk_acc = _compare(
+        spark,
+        xtr,
+        xte,
+        ytr,
+        yte,
+        c=10.0,
+        kernel="rbf",
+        gamma=1.0,
+        method="rff",
+        numLandmarks=1500,
+        strategy="allreduce",
+    )
     assert model.numLandmarksUsed == 1500 and model.landmarks is None
     assert abs(acc - sk_acc) <= 0.01, (acc, sk_acc)
     model.save(str(tmp_path / "m"))
@@ -134,11 +157,14 @@ def test_transform_folds_the_projection_into_the_coefficients(spark):
     x, y = datasets.make_blobs(n_samples=300, centers=3, cluster_std=2.0, random_state=3)
     x = np.vstack([x, x[:20]])  # repeated rows: a rank-deficient K_LL when they are landmarks
     y = np.concatenate([y, y[:20]]).astype(float)
-    model = KernelSVC(gamma=0.5, numLandmarks=80, landmarkSelection="random", maxIter=30).fit(labeled_frame(spark, x, y))
+    model = KernelSVC(gamma=0.5, numLandmarks=80, landmarkSelection="random", maxIter=30).fit(
+        labeled_frame(spark, x, y)
+    )
     rows = model.transform(labeled_frame(spark, x, y)).select("features", "rawPrediction", "prediction").collect()
     for r in rows:
-        np.testing.assert_allclose(r.rawPrediction.toArray(), model.predictRaw(r.features).toArray(), rtol=1e-9,
-                                   atol=1e-9)
+        np.testing.assert_allclose(
+            r.rawPrediction.toArray(), model.predictRaw(r.features).toArray(), rtol=1e-9, atol=1e-9
+        )
         assert r.prediction == model.predict(r.features)
 
 
@@ -147,8 +173,7 @@ def test_kmeans_landmarks_approximate_the_kernel_better_than_sampled_rows(spark)
     (per class, over ~10 sampled rows each) than with the sampled rows themselves, which are training rows."""
     from sklearn.metrics.pairwise import rbf_kernel
 
-    x, y = datasets.make_classification(n_samples=1500, n_features=8, n_informative=6, weights=[0.7],
-                                        random_state=0)
+    x, y = datasets.make_classification(n_samples=1500, n_features=8, n_informative=6, weights=[0.7], random_state=0)
     frame = labeled_frame(spark, x, y.astype(float), partitions=4)
     k = rbf_kernel(x, gamma=0.1)
     errors = {}
@@ -199,14 +224,25 @@ def test_integer_weights_fit_the_rows_repeated(spark):
     repeated = labeled_frame(spark, np.repeat(x, reps, axis=0), np.repeat(y, reps).astype(float), partitions=3)
     # the squared hinge in one barrier stage (fewer passes, no Spark job each): the weights enter every
     # loss and strategy the same way
-    params = dict(regParam=1.0 / (w.sum() * 10.0), gamma=0.1, numLandmarks=1000, loss="squared_hinge",
-                  strategy="allreduce", dtype="float64", tol=1e-10)
-    models = {"weighted": KernelSVC(weightCol="w", **params).fit(weighted),
-              "repeated": KernelSVC(**params).fit(repeated)}
+    params = dict(
+        regParam=1.0 / (w.sum() * 10.0),
+        gamma=0.1,
+        numLandmarks=1000,
+        loss="squared_hinge",
+        strategy="allreduce",
+        dtype="float64",
+        tol=1e-10,
+    )
+    models = {
+        "weighted": KernelSVC(weightCol="w", **params).fit(weighted),
+        "repeated": KernelSVC(**params).fit(repeated),
+    }
     assert models["weighted"].numLandmarksUsed == int(np.sum(w > 0))  # the rows of weight 0 are no landmarks
     test = labeled_frame(spark, xte, np.zeros(len(xte)))
-    raw = {k: np.array([r.rawPrediction[1] for r in m.transform(test).select("rawPrediction").collect()])
-           for k, m in models.items()}
+    raw = {
+        k: np.array([r.rawPrediction[1] for r in m.transform(test).select("rawPrediction").collect()])
+        for k, m in models.items()
+    }
     np.testing.assert_allclose(raw["weighted"], raw["repeated"], rtol=0, atol=1e-5)
     unweighted = KernelSVC(**params).fit(weighted.drop("w"))
     plain = np.array([r.rawPrediction[1] for r in unweighted.transform(test).select("rawPrediction").collect()])
@@ -217,8 +253,9 @@ def test_platt_probabilities_are_sklearns_sigmoid_fit_of_the_decision_values(spa
     x, y = datasets.load_breast_cancer(return_X_y=True)
     xtr, xte, ytr, yte = _split(x, y.astype(float))
     c = 1.0
-    model = KernelSVC(regParam=1.0 / (len(ytr) * c), numLandmarks=2000, probability=True, dtype="float64",
-                      strategy="allreduce").fit(labeled_frame(spark, xtr, ytr, partitions=4))
+    model = KernelSVC(
+        regParam=1.0 / (len(ytr) * c), numLandmarks=2000, probability=True, dtype="float64", strategy="allreduce"
+    ).fit(labeled_frame(spark, xtr, ytr, partitions=4))
     train = model.transform(labeled_frame(spark, xtr, ytr)).collect()
     decision = np.array([r.rawPrediction[1] for r in train])
     a, b = _sigmoid_calibration(decision, ytr)  # sklearn: P = 1 / (1 + exp(a f + b))

@@ -1,9 +1,10 @@
 """sparkml.kernel.landmarks: the class-stratified, partitioning-independent landmark sample."""
+
 from types import SimpleNamespace
 
 import numpy as np
-
 from data_helpers import imbalanced_arrays, labeled_frame
+
 from sparkml.gpu.kmeans import kmeans
 from sparkml.kernel.landmarks import choose_landmarks, class_quotas, sample_landmarks
 
@@ -18,8 +19,9 @@ def test_sample_is_stratified_and_the_same_whatever_the_partitioning(spark):
     quota = class_quotas(summary, 40)
     assert quota == {0.0: round(40 * np.mean(y == 0)), 1.0: round(40 * np.mean(y == 1))}
     one = sample_landmarks(labeled_frame(spark, x, y).coalesce(1), "features", "label", summary, quota, 3)
-    many = sample_landmarks(labeled_frame(spark, x[::-1], y[::-1], partitions=5), "features", "label", summary,
-                            quota, 3)
+    many = sample_landmarks(
+        labeled_frame(spark, x[::-1], y[::-1], partitions=5), "features", "label", summary, quota, 3
+    )
     np.testing.assert_array_equal(one[0], many[0])
     np.testing.assert_array_equal(one[1], many[1])
     picked, labels, weights = one
@@ -52,8 +54,7 @@ def test_weighted_rows_sample_and_kmeans(spark):
     frame = labeled_frame(spark, x, y, w=w, partitions=3)
     summary = _summary(x, y)
     weight_of = {tuple(row): wi for row, wi in zip(x, w)}
-    picked, labels, weights = sample_landmarks(frame, "features", "label", summary, class_quotas(summary, 60), 0,
-                                               "w")
+    picked, labels, weights = sample_landmarks(frame, "features", "label", summary, class_quotas(summary, 60), 0, "w")
     assert len(picked) == 60 and np.all(weights > 0)
     np.testing.assert_array_equal(weights, [weight_of[tuple(row)] for row in picked])
     unweighted = sample_landmarks(frame, "features", "label", summary, class_quotas(summary, 60), 0)[0]
@@ -62,10 +63,12 @@ def test_weighted_rows_sample_and_kmeans(spark):
     np.testing.assert_array_equal(random, picked)
     centres, _ = choose_landmarks(frame, "features", "label", summary, 30, "kmeans", 0, "w")
     quota = class_quotas(summary, 30)
-    rows, labels, weights = sample_landmarks(frame, "features", "label", summary,
-                                             {c: q * 10 for c, q in quota.items()}, 0, "w")
-    expected = np.concatenate([kmeans(rows[labels == c], q, iters=10, seed=0, weights=weights[labels == c]).numpy()
-                               for c, q in quota.items()])
+    rows, labels, weights = sample_landmarks(
+        frame, "features", "label", summary, {c: q * 10 for c, q in quota.items()}, 0, "w"
+    )
+    expected = np.concatenate(
+        [kmeans(rows[labels == c], q, iters=10, seed=0, weights=weights[labels == c]).numpy() for c, q in quota.items()]
+    )
     np.testing.assert_allclose(centres, expected, rtol=0, atol=1e-12)
     plain = np.concatenate([kmeans(rows[labels == c], q, iters=10, seed=0).numpy() for c, q in quota.items()])
     assert not np.allclose(centres, plain, atol=1e-3)
@@ -83,8 +86,9 @@ def _grow(spark, residuals, tol=0.05, cap=2000, selection="random", n=3000):
         seen.append((len(landmarks), len(probe)))
         return residuals[len(landmarks)]
 
-    landmarks, rows, trail = grow_landmarks(labeled_frame(spark, x, y), "features", "label", _summary(x, y),
-                                            selection, 0, None, residual, tol, cap)
+    landmarks, rows, trail = grow_landmarks(
+        labeled_frame(spark, x, y), "features", "label", _summary(x, y), selection, 0, None, residual, tol, cap
+    )
     probes = {p for _, p in seen}
     assert trail == [(m, residuals[m]) for m, _ in seen] and len(probes) == 1 and abs(probes.pop() - 1000) <= 1
     probe_free = {tuple(r) for r in landmarks}
@@ -139,8 +143,9 @@ def test_unset_num_landmarks_on_a_small_data_set_keeps_half_of_each_class_for_la
         assert not {tuple(r) for r in landmarks} & {tuple(r) for r in probe}
         return 0.5
 
-    landmarks, _, trail = grow_landmarks(labeled_frame(spark, x, y), "features", "label", _summary(x, y), "random",
-                                         0, None, residual, 0.05, 300)
+    landmarks, _, trail = grow_landmarks(
+        labeled_frame(spark, x, y), "features", "label", _summary(x, y), "random", 0, None, residual, 0.05, 300
+    )
     assert [m for m, _ in trail] == [len(landmarks)] * len(trail) and 0 < len(landmarks) <= 200
     for c in (0.0, 1.0):
         rows_of_c = {tuple(v) for v in x[y == c]}

@@ -22,13 +22,14 @@ Spark (about 20 s here); the allowlist tests replace that inference by its fallb
 stay fast. The tests use their own sqlite store (tmp_path) through $MLFLOW_TRACKING_URI and switch
 autologging off again, so nothing leaks into the other modules' tests.
 """
+
 import os
 
 import numpy as np
 import pytest
 
 mlflow = pytest.importorskip("mlflow")
-import mlflow.pyspark.ml  # noqa: E402
+import mlflow.pyspark.ml  # noqa: E402, F811  (importorskip bound the name)
 import mlflow.spark  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
@@ -112,9 +113,16 @@ def test_autolog_logs_params_and_skips_our_model_then_to_spark_logs_it(spark, bi
     # params: the estimator's whole Param map (set and default values), each as str(value)
     expected = {p.name: str(v) for p, v in estimator.extractParamMap().items()}
     assert run.data.params == expected
-    assert {"regParam": "0.05", "elasticNetParam": "0.25", "maxIter": "30", "tol": "1e-08",
-            "fitIntercept": "True", "strategy": "auto", "device": "auto", "dtype": "float32"}.items() \
-        <= run.data.params.items()
+    assert {
+        "regParam": "0.05",
+        "elasticNetParam": "0.25",
+        "maxIter": "30",
+        "tol": "1e-08",
+        "fitIntercept": "True",
+        "strategy": "auto",
+        "device": "auto",
+        "dtype": "float32",
+    }.items() <= run.data.params.items()
     assert run.data.tags["estimator_class"] == LR_CLASS
     assert run.data.tags["estimator_name"] == "LogisticRegression"
 
@@ -138,7 +146,8 @@ def test_autolog_logs_params_and_skips_our_model_then_to_spark_logs_it(spark, bi
 
 
 def test_allowlisted_model_is_logged_as_mllib_files_and_loads_as_the_stock_model(
-        spark, binary, store, no_requirements_inference, caplog):
+    spark, binary, store, no_requirements_inference, caplog
+):
     from pyspark.ml import PipelineModel
     from pyspark.ml.classification import LogisticRegressionModel as StockModel
 
@@ -174,7 +183,9 @@ def test_allowlisted_model_is_logged_as_mllib_files_and_loads_as_the_stock_model
     part = next(n for n in sorted(os.listdir(meta_dir)) if n.startswith("part-"))
     with open(os.path.join(meta_dir, part)) as f:
         metadata = json.loads(f.readline())
-    assert metadata["class"] == LR_MODEL_STAGE_CLASS and metadata["sparkml"]["class"].endswith("LogisticRegressionModel")
+    assert metadata["class"] == LR_MODEL_STAGE_CLASS and metadata["sparkml"]["class"].endswith(
+        "LogisticRegressionModel"
+    )
 
     # loading it back: pyspark.ml's own model (the files name the Scala class), our numbers and predictions
     loaded = mlflow.spark.load_model(f"runs:/{run.info.run_id}/model")

@@ -1,14 +1,15 @@
 """Transform outputs, thresholds, single-vector predictions, warm start and progress logging behave
 as pyspark.ml's (the stock model with the same numbers comes from ``toSpark()``)."""
+
 import logging
 
 import numpy as np
 import pytest
-from pyspark.ml.feature import VectorSlicer
-
 from helpers import assert_same_outputs, coefficient_vector, output_arrays, output_fields
 from model_kinds import KINDS
+from pyspark.ml.feature import VectorSlicer
 from scoring_reference import largest_differences, plan_text, runs_python
+
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression
 
@@ -16,6 +17,7 @@ pytestmark = pytest.mark.compat  # every linear model's fit and output columns, 
 
 
 # ---- output columns: names, types, values -------------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_output_columns_match_pyspark_ml(data, fitted, kind):
@@ -27,6 +29,7 @@ def test_output_columns_match_pyspark_ml(data, fitted, kind):
 
 
 # ---- threshold / thresholds ---------------------------------------------------------------------------
+
 
 def predictions(df, column="prediction"):
     return output_arrays(df, [column])[column]
@@ -56,8 +59,9 @@ def test_binary_logistic_thresholds_pair_like_mllib(data, fitted):
     assert model.getThreshold() == pytest.approx(0.7)
     stock = model.toSpark()
     np.testing.assert_array_equal(predictions(model.transform(data)), predictions(stock.transform(data)))
-    np.testing.assert_array_equal(predictions(model.transform(data)),
-                                  predictions(fitted("lr_binary").copy().setThreshold(0.7).transform(data)))
+    np.testing.assert_array_equal(
+        predictions(model.transform(data)), predictions(fitted("lr_binary").copy().setThreshold(0.7).transform(data))
+    )
 
 
 def test_threshold_set_on_the_estimator_reaches_the_model(data):
@@ -86,9 +90,14 @@ def test_linear_svc_threshold_like_mllib(data, fitted, threshold):
 # ---- empty output column names --------------------------------------------------------------------------
 
 EMPTY_CASES = {
-    "lr_binary": [("rawPredictionCol",), ("probabilityCol",), ("predictionCol",),
-                  ("rawPredictionCol", "probabilityCol"), ("probabilityCol", "predictionCol"),
-                  ("rawPredictionCol", "probabilityCol", "predictionCol")],
+    "lr_binary": [
+        ("rawPredictionCol",),
+        ("probabilityCol",),
+        ("predictionCol",),
+        ("rawPredictionCol", "probabilityCol"),
+        ("probabilityCol", "predictionCol"),
+        ("rawPredictionCol", "probabilityCol", "predictionCol"),
+    ],
     "lr_multinomial": [("probabilityCol",), ("rawPredictionCol", "probabilityCol")],
     "svc": [("rawPredictionCol",), ("predictionCol",), ("rawPredictionCol", "predictionCol")],
     "linreg": [("predictionCol",)],
@@ -116,6 +125,7 @@ def test_renamed_output_columns(data, fitted):
 
 # ---- multinomial coefficients -------------------------------------------------------------------------
 
+
 def test_multinomial_coefficients_and_intercept_raise_like_mllib(fitted):
     ours, stock = fitted("lr_multinomial"), fitted("lr_multinomial").toSpark()
     assert ours.coefficientMatrix.numRows == 3 and ours.interceptVector.size == 3
@@ -139,6 +149,7 @@ def test_binary_coefficient_matrix_like_mllib(fitted):
 
 # ---- single-vector predictions --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_single_vector_predictions_match_transform(data, fitted, kind):
     model = fitted(kind).copy()
@@ -158,21 +169,25 @@ def test_single_vector_predictions_match_transform(data, fitted, kind):
         np.testing.assert_allclose(model.predictRaw(v).toArray(), row.rawPrediction.toArray(), rtol=0, atol=1e-12)
         np.testing.assert_allclose(model.predictRaw(v).toArray(), stock.predictRaw(v).toArray(), rtol=0, atol=1e-12)
         if kind.startswith("lr"):
-            np.testing.assert_allclose(model.predictProbability(v).toArray(), row.probability.toArray(),
-                                       rtol=0, atol=1e-12)
-            np.testing.assert_allclose(model.predictProbability(v).toArray(),
-                                       stock.predictProbability(v).toArray(), rtol=0, atol=1e-12)
+            np.testing.assert_allclose(
+                model.predictProbability(v).toArray(), row.probability.toArray(), rtol=0, atol=1e-12
+            )
+            np.testing.assert_allclose(
+                model.predictProbability(v).toArray(), stock.predictProbability(v).toArray(), rtol=0, atol=1e-12
+            )
 
 
 # ---- warm start -------------------------------------------------------------------------------------------
 
 WARM = {  # estimator factory from converged settings (allreduce: one Spark job per fit, same iterates)
     "lr_binary": lambda: LogisticRegression(regParam=0.01, tol=1e-10, maxIter=500, strategy="allreduce"),
-    "lr_multinomial": lambda: LogisticRegression(regParam=0.01, labelCol="label3", tol=1e-10, maxIter=500,
-                                                 strategy="allreduce"),
+    "lr_multinomial": lambda: LogisticRegression(
+        regParam=0.01, labelCol="label3", tol=1e-10, maxIter=500, strategy="allreduce"
+    ),
     "svc": lambda: LinearSVC(regParam=0.5, tol=1e-8, maxIter=500, strategy="allreduce"),
-    "linreg": lambda: LinearRegression(regParam=0.01, labelCol="y", solver="l-bfgs", tol=1e-10, maxIter=500,
-                                       strategy="allreduce"),
+    "linreg": lambda: LinearRegression(
+        regParam=0.01, labelCol="y", solver="l-bfgs", tol=1e-10, maxIter=500, strategy="allreduce"
+    ),
 }
 
 
@@ -189,10 +204,14 @@ def warm_pair(data):
     return get
 
 
-HINGE_WARM_START = pytest.mark.xfail(strict=True, reason=(
-    "Breeze's convergence check (sparkml.optim.convergence): the hinge loss has no vanishing gradient at "
-    "its optimum, and the function-value test needs a window of 20 objective values, so OWL-QN always "
-    "runs >= 20 iterations, even from the optimum (test_linear_svc_warm_start_returns_to_the_optimum)"))
+HINGE_WARM_START = pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "Breeze's convergence check (sparkml.optim.convergence): the hinge loss has no vanishing gradient at "
+        "its optimum, and the function-value test needs a window of 20 objective values, so OWL-QN always "
+        "runs >= 20 iterations, even from the optimum (test_linear_svc_warm_start_returns_to_the_optimum)"
+    ),
+)
 
 
 @pytest.mark.parametrize("kind", [k if k != "svc" else pytest.param(k, marks=HINGE_WARM_START) for k in sorted(WARM)])
@@ -226,11 +245,15 @@ def test_warm_start_shape_mismatch_raises(spark, data, fitted):
 
 # ---- progress log ---------------------------------------------------------------------------------------
 
+
 def test_one_info_line_per_iteration(data, caplog):
     with caplog.at_level(logging.INFO, logger="sparkml"):
         model = LogisticRegression(regParam=0.01, maxIter=5).fit(data)
-    lines = [r for r in caplog.records
-             if r.name == "sparkml" and r.levelno == logging.INFO and " iteration " in r.getMessage()]
+    lines = [
+        r
+        for r in caplog.records
+        if r.name == "sparkml" and r.levelno == logging.INFO and " iteration " in r.getMessage()
+    ]
     assert len(lines) == model.summary.totalIterations == 5
     for i, record in enumerate(lines, start=1):
         message = record.getMessage()
@@ -288,8 +311,7 @@ def test_python_scoring_fallback_equals_mllibs_formulas(data, fitted, kind, pyth
     assert set(diffs) == set(KINDS[kind].columns) and max(diffs.values()) <= 1e-12, diffs
 
 
-def test_transform_of_parquet_vectors_is_written_with_spark_43_defaults(spark, data, fitted, tmp_path,
-                                                                          python_scoring):
+def test_transform_of_parquet_vectors_is_written_with_spark_43_defaults(spark, data, fitted, tmp_path, python_scoring):
     """Spark 4.3's columnar input to Arrow UDFs (on by default) fails on a scan carrying a vector column.
     Scoring in the JVM never meets it and leaves the setting alone; scoring in Python workers switches it
     off. Either way scoring a Parquet file and writing the result works and equals the in-memory
@@ -298,8 +320,10 @@ def test_transform_of_parquet_vectors_is_written_with_spark_43_defaults(spark, d
 
     data.write.parquet(str(tmp_path / "in"))
     columns = KINDS["lr_multinomial"].columns
-    for name, model, setting_after in (("jvm", fitted("lr_multinomial"), "true"),
-                                       ("python", python_scoring(fitted("lr_multinomial")), "false")):
+    for name, model, setting_after in (
+        ("jvm", fitted("lr_multinomial"), "true"),
+        ("python", python_scoring(fitted("lr_multinomial")), "false"),
+    ):
         spark.conf.set(COLUMNAR_INPUT, "true")  # the session default, whatever earlier tests did
         model.transform(spark.read.parquet(str(tmp_path / "in"))).write.parquet(str(tmp_path / name))
         assert spark.conf.get(COLUMNAR_INPUT) == setting_after, name

@@ -1,5 +1,6 @@
 """sparkml.optim.newton on local sums: squared-hinge SVMs (one and several at once) and Platt scaling, checked
 against scipy, scikit-learn's LinearSVC and scikit-learn's own Platt fit."""
+
 import numpy as np
 import pytest
 import torch
@@ -51,8 +52,16 @@ def test_newton_reaches_the_minimizer_in_a_few_rounds():
     w = np.random.default_rng(1).uniform(0.5, 2.0, len(y))
     reg = 0.05
     evaluate, _ = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), x, y, w)
-    theta, (summary,) = newton(evaluate, np.zeros((1, 5)), reg=reg, weight_sum=w.sum(), fit_intercept=True,
-                               max_iter=50, tol=1e-12, names=["test"])
+    theta, (summary,) = newton(
+        evaluate,
+        np.zeros((1, 5)),
+        reg=reg,
+        weight_sum=w.sum(),
+        fit_intercept=True,
+        max_iter=50,
+        tol=1e-12,
+        names=["test"],
+    )
     ref = minimize(_svm_objective(x, y, w, reg), np.zeros(5), method="BFGS", options={"gtol": 1e-10}).x
     np.testing.assert_allclose(theta[0], ref, atol=1e-6)
     assert summary.totalIterations <= 10
@@ -65,8 +74,16 @@ def test_regparam_is_one_over_n_c():
     x, y = _problem(seed=3)
     c = 0.7
     evaluate, _ = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), x, y, np.ones(len(y)))
-    theta, _ = newton(evaluate, np.zeros((1, 5)), reg=1 / (len(y) * c), weight_sum=len(y), fit_intercept=True,
-                      max_iter=50, tol=1e-14, names=["test"])
+    theta, _ = newton(
+        evaluate,
+        np.zeros((1, 5)),
+        reg=1 / (len(y) * c),
+        weight_sum=len(y),
+        fit_intercept=True,
+        max_iter=50,
+        tol=1e-14,
+        names=["test"],
+    )
     sk = SkLinearSVC(C=c, loss="squared_hinge", dual=False, tol=1e-12, intercept_scaling=1e3, max_iter=10000).fit(x, y)
     np.testing.assert_allclose(theta[0, :4], sk.coef_[0], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(theta[0, 4], sk.intercept_[0], rtol=1e-4, atol=1e-5)
@@ -77,11 +94,20 @@ def test_one_vs_rest_problems_solved_together_match_each_solved_alone():
     w, reg = np.ones(len(y)), 0.02
     classes = [0.0, 1.0, 2.0, 3.0]
     evaluate, calls = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [classes[j] for j in idx]), x, y, w)
-    theta, summaries = newton(evaluate, np.zeros((4, 5)), reg=reg, weight_sum=w.sum(), fit_intercept=True,
-                              max_iter=50, tol=1e-12, names=[f"class {c}" for c in classes])
+    theta, summaries = newton(
+        evaluate,
+        np.zeros((4, 5)),
+        reg=reg,
+        weight_sum=w.sum(),
+        fit_intercept=True,
+        max_iter=50,
+        tol=1e-12,
+        names=[f"class {c}" for c in classes],
+    )
     for k, c in enumerate(classes):
-        ref = minimize(_svm_objective(x, (y == c).astype(float), w, reg), np.zeros(5), method="BFGS",
-                       options={"gtol": 1e-10}).x
+        ref = minimize(
+            _svm_objective(x, (y == c).astype(float), w, reg), np.zeros(5), method="BFGS", options={"gtol": 1e-10}
+        ).x
         np.testing.assert_allclose(theta[k], ref, atol=1e-6)
     # one pass per round covers every problem still running: fewer passes than solving them one by one
     assert calls[0] == ((0, 1, 2, 3), "loss_gradient_hessian")
@@ -97,10 +123,20 @@ def test_truncated_newton_cg_reaches_the_same_minimizers():
     classes = [0.0, 1.0, 2.0]
     results = {}
     for solver in ("cholesky", "cg"):
-        evaluate, calls = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [classes[j] for j in idx]),
-                                    x, y, w)
-        results[solver] = newton(evaluate, np.zeros((3, 41)), reg=reg, weight_sum=w.sum(), fit_intercept=True,
-                                 max_iter=50, tol=1e-12, names=["a", "b", "c"], solver=solver)
+        evaluate, calls = _evaluate(
+            lambda idx: OneVsRestProblems(SquaredHingeLoss(), [classes[j] for j in idx]), x, y, w
+        )
+        results[solver] = newton(
+            evaluate,
+            np.zeros((3, 41)),
+            reg=reg,
+            weight_sum=w.sum(),
+            fit_intercept=True,
+            max_iter=50,
+            tol=1e-12,
+            names=["a", "b", "c"],
+            solver=solver,
+        )
         kinds = {kind for _, kind in calls}
         assert ("loss_gradient_hessian" in kinds) == (solver == "cholesky") and ("hessp" in kinds) == (solver == "cg")
     np.testing.assert_allclose(results["cg"][0], results["cholesky"][0], atol=1e-6)
@@ -116,8 +152,9 @@ def test_hessian_diagonal_and_products_match_the_hessian():
     h = ovr.hessian_block(coef, block, yt, w).numpy()
     f, g, diag = ovr.loss_gradient_diagonal(coef, block, yt, w)
     np.testing.assert_allclose(diag.numpy(), np.diagonal(h, axis1=1, axis2=2), rtol=1e-12)
-    np.testing.assert_allclose(ovr.hessp(coef, block, yt, w, v).numpy(), np.einsum("kpq,kq->kp", h, v.numpy()),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        ovr.hessp(coef, block, yt, w, v).numpy(), np.einsum("kpq,kq->kp", h, v.numpy()), rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("intercept", [5.0, 0.0])
@@ -131,8 +168,9 @@ def test_hessp_operator_reads_the_active_rows_only(intercept, monkeypatch):
     ovr = OneVsRestProblems(SquaredHingeLoss(), [1.0])
     coef = torch.from_numpy(np.hstack([0.1 * rng.normal(size=(1, 5)), [[intercept]]]))
     taken = []
-    monkeypatch.setattr(DenseBlock, "take", lambda self, index, take=DenseBlock.take: taken.append(len(index))
-                        or take(self, index))
+    monkeypatch.setattr(
+        DenseBlock, "take", lambda self, index, take=DenseBlock.take: taken.append(len(index)) or take(self, index)
+    )
     times = ovr.hessp_operator(coef, block, yt, w)
     assert taken == ([int(np.sum(y == 0))] if intercept else [])
     h = ovr.hessian_block(coef, block, yt, w).numpy()
@@ -154,8 +192,9 @@ def test_one_vs_rest_problems_are_the_binary_loss_on_indicators():
         f1, g1 = SquaredHingeLoss().loss_gradient(coef[j], block, yk, w)
         assert float(f[j]) == pytest.approx(float(f1), rel=1e-14)
         np.testing.assert_allclose(g[j].numpy(), g1.numpy(), rtol=1e-13)
-        np.testing.assert_allclose(h[j].numpy(), SquaredHingeLoss().hessian_block(coef[j], block, yk, w).numpy(),
-                                   rtol=1e-13)
+        np.testing.assert_allclose(
+            h[j].numpy(), SquaredHingeLoss().hessian_block(coef[j], block, yk, w).numpy(), rtol=1e-13
+        )
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -168,8 +207,16 @@ def test_platt_scaling_matches_sklearns_sigmoid_calibration(weighted):
     pos = np.array([w[y == c].sum() for c in classes])
     targets = np.stack([(pos + 1) / (pos + 2), 1 / (w.sum() - pos + 2)], axis=1)
     evaluate, _ = _evaluate(lambda idx: PlattProblems(svm[idx], [classes[j] for j in idx], targets[idx]), x, y, w)
-    ab, summaries = newton(evaluate, np.zeros((3, 2)), reg=0.0, weight_sum=w.sum(), fit_intercept=True,
-                           max_iter=100, tol=1e-14, names=["a", "b", "c"])
+    ab, summaries = newton(
+        evaluate,
+        np.zeros((3, 2)),
+        reg=0.0,
+        weight_sum=w.sum(),
+        fit_intercept=True,
+        max_iter=100,
+        tol=1e-14,
+        names=["a", "b", "c"],
+    )
     for k, c in enumerate(classes):
         decision = x @ svm[k, :4] + svm[k, 4]
         a_ref, b_ref = _sigmoid_calibration(decision, (y == c).astype(float), w if weighted else None)
@@ -191,21 +238,35 @@ def test_landmark_gram_preconditioner_needs_fewer_cg_passes_for_the_same_minimiz
     phi = nystroem.transform(torch.from_numpy(x)).numpy()
     w, reg = np.ones(len(y)), 1.0 / (len(y) * 10.0)
     results = {}
-    for name, solver, preconditioner in [("cholesky", "cholesky", None), ("jacobi", "cg", None),
-                                         ("gram", "cg", (nystroem.gram_spectrum()[0].numpy(),
-                                                         nystroem.gram_spectrum()[1].numpy() / 200))]:
+    for name, solver, preconditioner in [
+        ("cholesky", "cholesky", None),
+        ("jacobi", "cg", None),
+        ("gram", "cg", (nystroem.gram_spectrum()[0].numpy(), nystroem.gram_spectrum()[1].numpy() / 200)),
+    ]:
         evaluate, calls = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), phi, y.astype(float), w)
-        theta, (summary,) = newton(evaluate, np.zeros((1, 201)), reg=reg, weight_sum=w.sum(), fit_intercept=True,
-                                   max_iter=50, tol=1e-10, names=[name], solver=solver, preconditioner=preconditioner)
+        theta, (summary,) = newton(
+            evaluate,
+            np.zeros((1, 201)),
+            reg=reg,
+            weight_sum=w.sum(),
+            fit_intercept=True,
+            max_iter=50,
+            tol=1e-10,
+            names=[name],
+            solver=solver,
+            preconditioner=preconditioner,
+        )
         results[name] = theta, sum(kind == "hessp" for _, kind in calls), summary
+
     def margins(theta):
         return phi @ theta[0, :200] + theta[0, 200]
 
     for name in ("jacobi", "gram"):
         # the same objective and decision values (they differ along K_LL's flat directions: by 1e-5
         # here, by 3.2e-5 on a 16-core machine's numpy)
-        assert results[name][2].objectiveHistory[-1] == pytest.approx(results["cholesky"][2].objectiveHistory[-1],
-                                                                      rel=1e-9)
+        assert results[name][2].objectiveHistory[-1] == pytest.approx(
+            results["cholesky"][2].objectiveHistory[-1], rel=1e-9
+        )
         np.testing.assert_allclose(margins(results[name][0]), margins(results["cholesky"][0]), atol=1e-4)
         assert results[name][2].converged
     # measured 222 against 386 passes (2-D moons, a fast-decaying spectrum), and 224 against 293 on a
@@ -229,18 +290,32 @@ def test_diagonal_preconditioner_of_the_eigenbasis_map():
     v, lam = nystroem.gram_spectrum()
     w, reg = np.ones(len(y)), 1.0 / (len(y) * 10.0)
     results = {}
-    for name, solver, preconditioner in [("cholesky", "cholesky", None), ("jacobi", "cg", None),
-                                         ("diagonal", "cg", (v, lam.numpy() / 200))]:
+    for name, solver, preconditioner in [
+        ("cholesky", "cholesky", None),
+        ("jacobi", "cg", None),
+        ("diagonal", "cg", (v, lam.numpy() / 200)),
+    ]:
         evaluate, calls = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), phi, y.astype(float), w)
-        theta, (summary,) = newton(evaluate, np.zeros((1, r + 1)), reg=reg, weight_sum=w.sum(), fit_intercept=True,
-                                   max_iter=50, tol=1e-10, names=[name], solver=solver, preconditioner=preconditioner)
+        theta, (summary,) = newton(
+            evaluate,
+            np.zeros((1, r + 1)),
+            reg=reg,
+            weight_sum=w.sum(),
+            fit_intercept=True,
+            max_iter=50,
+            tol=1e-10,
+            names=[name],
+            solver=solver,
+            preconditioner=preconditioner,
+        )
         results[name] = phi @ theta[0, :r] + theta[0, r], sum(kind == "hessp" for _, kind in calls), summary
         kinds = {kind for _, kind in calls}
         assert ("loss_gradient_diagonal" in kinds) == (name == "jacobi"), (name, kinds)
     assert v is None and r < 200
     for name in ("jacobi", "diagonal"):
-        assert results[name][2].objectiveHistory[-1] == pytest.approx(results["cholesky"][2].objectiveHistory[-1],
-                                                                      rel=1e-9)
+        assert results[name][2].objectiveHistory[-1] == pytest.approx(
+            results["cholesky"][2].objectiveHistory[-1], rel=1e-9
+        )
         # decision values to 1e-4: an objective within 1e-9 leaves that much along the weakly curved directions
         np.testing.assert_allclose(results[name][0], results["cholesky"][0], atol=1e-4)
     assert results["diagonal"][1] < results["jacobi"][1], (results["diagonal"][1], results["jacobi"][1])
@@ -249,8 +324,18 @@ def test_diagonal_preconditioner_of_the_eigenbasis_map():
 def test_preconditioner_shape_is_checked():
     evaluate, _ = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), *_problem()[:2], np.ones(300))
     with pytest.raises(ValueError, match="q <= 4 penalized coordinates"):
-        newton(evaluate, np.zeros((1, 5)), reg=0.1, weight_sum=300.0, fit_intercept=True, max_iter=5, tol=1e-6,
-               names=["t"], solver="cg", preconditioner=(np.eye(5), np.ones(5)))
+        newton(
+            evaluate,
+            np.zeros((1, 5)),
+            reg=0.1,
+            weight_sum=300.0,
+            fit_intercept=True,
+            max_iter=5,
+            tol=1e-6,
+            names=["t"],
+            solver="cg",
+            preconditioner=(np.eye(5), np.ones(5)),
+        )
 
 
 class _Killed(Exception):
@@ -278,8 +363,16 @@ def test_resumed_newton_takes_the_uninterrupted_rounds(tmp_path, solver, kill_at
     def problems(loss):
         return lambda idx: OneVsRestProblems(loss, [classes[j] for j in idx])
 
-    options = dict(reg=1e-3, weight_sum=w.sum(), fit_intercept=True, max_iter=50, tol=1e-10, names=["a", "b", "c"],
-                   solver=solver, warm_start=(problems(SquaredHingeLoss()), 2))
+    options = dict(
+        reg=1e-3,
+        weight_sum=w.sum(),
+        fit_intercept=True,
+        max_iter=50,
+        tol=1e-10,
+        names=["a", "b", "c"],
+        solver=solver,
+        warm_start=(problems(SquaredHingeLoss()), 2),
+    )
     main, theta0 = problems(SmoothedHingeLoss(width=0.1)), np.zeros((3, 13))
     full_theta, full = newton_warm_started(evaluate_for, main, theta0, **options)
 
@@ -292,11 +385,19 @@ def test_resumed_newton_takes_the_uninterrupted_rounds(tmp_path, solver, kill_at
             raise _Killed
 
     with pytest.raises(_Killed):
-        newton_warm_started(evaluate_for, main, theta0, progress=Progress([kill]),
-                            checkpoint=Checkpoint(str(tmp_path), 1, {"fit": {"id": 1}}, "t"), **options)
+        newton_warm_started(
+            evaluate_for,
+            main,
+            theta0,
+            progress=Progress([kill]),
+            checkpoint=Checkpoint(str(tmp_path), 1, {"fit": {"id": 1}}, "t"),
+            **options,
+        )
     checkpoint = Checkpoint(str(tmp_path), 1, {"fit": {"id": 1}}, "t")
     state = checkpoint.load()
-    assert state["solve"] == ("warm start", "main")[kill_at[0]] and state["iteration"] == 2 * kill_at[0] + kill_at[1] - 1
+    assert (
+        state["solve"] == ("warm start", "main")[kill_at[0]] and state["iteration"] == 2 * kill_at[0] + kill_at[1] - 1
+    )
     theta, resumed = newton_warm_started(evaluate_for, main, theta0, checkpoint=checkpoint, **options)
     np.testing.assert_allclose(theta, full_theta, rtol=0, atol=1e-12)
     for r, f in zip(resumed, full):

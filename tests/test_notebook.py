@@ -6,6 +6,7 @@ since it spends its minute mostly waiting on that JVM. A failing cell (the noteb
 results too) fails the test with the cell's error; the results are read back from the executed
 notebook's outputs.
 """
+
 import ast
 import os
 import sys
@@ -31,9 +32,14 @@ def _paths():
 
 def background_runs():
     out, workdir = _paths()
-    return {"quickstart notebook": background.Run(
-        [sys.executable, os.path.join(ROOT, "tests", "notebook_run.py"), out, workdir],
-        env=background.python_env(sys.executable), cwd=_SCRATCH["dir"], timeout=900)}
+    return {
+        "quickstart notebook": background.Run(
+            [sys.executable, os.path.join(ROOT, "tests", "notebook_run.py"), out, workdir],
+            env=background.python_env(sys.executable),
+            cwd=_SCRATCH["dir"],
+            timeout=900,
+        )
+    }
 
 
 def cell_text(cell):

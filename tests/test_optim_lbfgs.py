@@ -1,4 +1,5 @@
 """Tests for sparkml.optim (L-BFGS / OWL-QN reproducing Breeze as used by Spark MLlib)."""
+
 import math
 import warnings
 
@@ -16,10 +17,10 @@ sklearn = pytest.importorskip("sklearn")
 from sklearn.datasets import load_breast_cancer, load_diabetes  # noqa: E402
 from sklearn.linear_model import Lasso, LogisticRegression  # noqa: E402
 
-
 # ------------------------------------------------------------------------------------------
 # problems
 # ------------------------------------------------------------------------------------------
+
 
 def _standardize(X):
     return (X - X.mean(0)) / X.std(0)
@@ -89,13 +90,13 @@ def _check_history(res: OptimResult, monotone: bool = True):
 # smooth problems (L-BFGS)
 # ------------------------------------------------------------------------------------------
 
+
 def test_quadratic_matches_linear_solve():
     rng = np.random.default_rng(0)
     M = rng.normal(size=(40, 20))
     A = M.T @ M + 0.1 * np.eye(20)
     b = rng.normal(size=20)
-    res = minimize_lbfgs(lambda x: (0.5 * x @ A @ x - b @ x, A @ x - b), np.zeros(20),
-                         max_iter=500, tol=1e-6)
+    res = minimize_lbfgs(lambda x: (0.5 * x @ A @ x - b @ x, A @ x - b), np.zeros(20), max_iter=500, tol=1e-6)
     np.testing.assert_allclose(res.x, np.linalg.solve(A, b), atol=1e-6)
     assert res.converged and res.message == "gradient converged"
     assert res.x.dtype == np.float64 and res.x.shape == (20,)
@@ -106,12 +107,11 @@ def test_quadratic_matches_linear_solve():
 def test_rosenbrock_vs_scipy(n):
     x0 = np.tile([-1.2, 1.0], n // 2)
     res = minimize_lbfgs(lambda x: (rosen(x), rosen_der(x)), x0, max_iter=1000, tol=1e-12)
-    ref = minimize(rosen, x0, jac=rosen_der, method="L-BFGS-B",
-                   options=dict(maxiter=1000, ftol=1e-15, gtol=1e-12))
+    ref = minimize(rosen, x0, jac=rosen_der, method="L-BFGS-B", options=dict(maxiter=1000, ftol=1e-15, gtol=1e-12))
     np.testing.assert_allclose(res.x, np.ones(n), atol=1e-6)
     np.testing.assert_allclose(res.x, ref.x, atol=1e-6)
     assert res.converged
-    assert res.n_evals <= 2 * res.n_iter + 5      # strong-Wolfe steps are mostly accepted at 1
+    assert res.n_evals <= 2 * res.n_iter + 5  # strong-Wolfe steps are mostly accepted at 1
     _check_history(res)
 
 
@@ -120,8 +120,7 @@ def test_l2_logistic_vs_sklearn(cancer):
     n, p = X.shape
     C = 0.5
     ref = LogisticRegression(C=C, tol=1e-12, max_iter=10000).fit(X, y)
-    res = minimize_lbfgs(logistic_fun(X, y, 1.0 / (C * n)), np.zeros(p + 1),
-                         max_iter=500, tol=1e-12)
+    res = minimize_lbfgs(logistic_fun(X, y, 1.0 / (C * n)), np.zeros(p + 1), max_iter=500, tol=1e-12)
     np.testing.assert_allclose(res.x, np.r_[ref.coef_[0], ref.intercept_], atol=1e-5)
     _check_history(res)
 
@@ -130,14 +129,14 @@ def test_l2_logistic_vs_sklearn(cancer):
 # L1 problems (OWL-QN)
 # ------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("alpha", [1.0, 5.0])
 def test_lasso_vs_sklearn(diabetes, alpha):
     X, y = diabetes
     y = y - y.mean()
     p = X.shape[1]
     ref = Lasso(alpha=alpha, fit_intercept=False, tol=1e-14, max_iter=100000).fit(X, y)
-    res = minimize_lbfgs(least_squares_fun(X, y), np.zeros(p), l1=np.full(p, alpha),
-                         max_iter=1000, tol=1e-12)
+    res = minimize_lbfgs(least_squares_fun(X, y), np.zeros(p), l1=np.full(p, alpha), max_iter=1000, tol=1e-12)
     np.testing.assert_allclose(res.x, ref.coef_, atol=1e-5)
     zeros = ref.coef_ == 0
     assert zeros.any()
@@ -148,13 +147,12 @@ def test_lasso_vs_sklearn(diabetes, alpha):
 
 def test_lasso_unpenalised_intercept(diabetes):
     X, y = diabetes
-    y = 0.01 * y - 3.0           # negative mean: the intercept must go below zero
+    y = 0.01 * y - 3.0  # negative mean: the intercept must go below zero
     p = X.shape[1]
     alpha = 0.02
     ref = Lasso(alpha=alpha, fit_intercept=True, tol=1e-14, max_iter=100000).fit(X, y)
     l1 = np.r_[np.full(p, alpha), 0.0]
-    res = minimize_lbfgs(least_squares_fun(X, y, intercept=True), np.zeros(p + 1), l1=l1,
-                         max_iter=1000, tol=1e-12)
+    res = minimize_lbfgs(least_squares_fun(X, y, intercept=True), np.zeros(p + 1), l1=l1, max_iter=1000, tol=1e-12)
     np.testing.assert_allclose(res.x[:p], ref.coef_, atol=1e-5)
     assert res.x[p] == pytest.approx(ref.intercept_, abs=1e-5) and res.x[p] < -1
     assert (ref.coef_ == 0).any() and np.all(res.x[:p][ref.coef_ == 0] == 0.0)
@@ -169,11 +167,16 @@ def _elastic_net_reference(fg, l1):
         f, g = fg(z[:k] - z[k:])
         return f + l1 @ (z[:k] + z[k:]), np.concatenate([g + l1, -g + l1])
 
-    free = l1 == 0                      # unpenalised coordinates keep an unbounded u
-    bounds = [(None, None) if fr else (0, None) for fr in free] + \
-             [(0, 0) if fr else (0, None) for fr in free]
-    out = minimize(split, np.zeros(2 * k), jac=True, method="L-BFGS-B", bounds=bounds,
-                   options=dict(maxiter=20000, ftol=1e-16, gtol=1e-13, maxcor=30))
+    free = l1 == 0  # unpenalised coordinates keep an unbounded u
+    bounds = [(None, None) if fr else (0, None) for fr in free] + [(0, 0) if fr else (0, None) for fr in free]
+    out = minimize(
+        split,
+        np.zeros(2 * k),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options=dict(maxiter=20000, ftol=1e-16, gtol=1e-13, maxcor=30),
+    )
     return out.x[:k] - out.x[k:]
 
 
@@ -183,8 +186,9 @@ def test_elastic_net_logistic_vs_saga_and_scipy(cancer):
     C, rho = 0.05, 0.5
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        saga = LogisticRegression(penalty="elasticnet", solver="saga", l1_ratio=rho, C=C,
-                                  tol=1e-12, max_iter=200000).fit(X, y)
+        saga = LogisticRegression(
+            penalty="elasticnet", solver="saga", l1_ratio=rho, C=C, tol=1e-12, max_iter=200000
+        ).fit(X, y)
     fg = logistic_fun(X, y, (1 - rho) / (C * n))
     l1 = np.r_[np.full(p, rho / (C * n)), 0.0]
     res = minimize_lbfgs(fg, np.zeros(p + 1), l1=l1, max_iter=1000, tol=1e-12)
@@ -214,6 +218,7 @@ def test_owlqn_forced_without_l1_matches_lbfgs(cancer):
 # Breeze's exact step rules (hand-traced)
 # ------------------------------------------------------------------------------------------
 
+
 def _parabola(x):
     return 0.5 * float((x[0] - 3.0) ** 2), np.array([x[0] - 3.0])
 
@@ -225,7 +230,7 @@ def test_lbfgs_first_step_is_one_over_grad_norm():
     assert f.calls == res.n_evals == 2
     assert res.x[0] == pytest.approx(1.0)
     res = minimize_lbfgs(_parabola, np.zeros(1), max_iter=10)
-    assert res.n_iter == 2 and res.x[0] == pytest.approx(3.0)   # secant step is exact
+    assert res.n_iter == 2 and res.x[0] == pytest.approx(3.0)  # secant step is exact
 
 
 def test_owlqn_first_step_follows_breeze_backtracking():
@@ -233,7 +238,7 @@ def test_owlqn_first_step_follows_breeze_backtracking():
     res = minimize_lbfgs(f, np.zeros(1), max_iter=1, method="owlqn")
     # init 0.5/|g| = 1/6; Breeze's stale Armijo test shrinks it (x0.1) without using phi(1/6),
     # so we never evaluate it; then 1/60 -> grows x2.1 three times until the slope is flat enough.
-    expected = 3.0 * (1 / 60) * 2.1 ** 3
+    expected = 3.0 * (1 / 60) * 2.1**3
     assert f.calls == 5
     assert res.x[0] == pytest.approx(expected)
     assert not any(pt[0] == pytest.approx(0.5) for pt in f.points)
@@ -266,7 +271,7 @@ def test_convergence_rules_follow_breeze():
     assert c.reason(0, 0.0, 2e-8) is None
     # max iterations first; negative means unlimited
     assert c.reason(100, 5.0, 0.0) == "max iterations reached"
-    assert BreezeConvergence(-1, 0.0, 1.0).reason(10 ** 6, 1.0, 1.0) is None
+    assert BreezeConvergence(-1, 0.0, 1.0).reason(10**6, 1.0, 1.0) is None
 
 
 def test_stops_exactly_when_gradient_rule_first_holds(cancer):
@@ -274,8 +279,13 @@ def test_stops_exactly_when_gradient_rule_first_holds(cancer):
     n, p = X.shape
     tol = 1e-6
     seen = []
-    res = minimize_lbfgs(logistic_fun(X, y, 1e-3), np.zeros(p + 1), tol=tol, max_iter=500,
-                         callback=lambda it, x, f, gn: seen.append((it, f, gn, x.copy())))
+    res = minimize_lbfgs(
+        logistic_fun(X, y, 1e-3),
+        np.zeros(p + 1),
+        tol=tol,
+        max_iter=500,
+        callback=lambda it, x, f, gn: seen.append((it, f, gn, x.copy())),
+    )
     assert res.message == "gradient converged" and res.converged
     assert [s[0] for s in seen] == list(range(1, res.n_iter + 1))
     assert [s[1] for s in seen] == res.objective_history[1:]
@@ -288,10 +298,12 @@ def test_stops_exactly_when_gradient_rule_first_holds(cancer):
 # iteration cap, callback, robustness
 # ------------------------------------------------------------------------------------------
 
+
 def test_max_iter_and_callback():
     calls = []
-    res = minimize_lbfgs(lambda x: (rosen(x), rosen_der(x)), np.array([-1.2, 1.0]),
-                         max_iter=5, callback=lambda *a: calls.append(a))
+    res = minimize_lbfgs(
+        lambda x: (rosen(x), rosen_der(x)), np.array([-1.2, 1.0]), max_iter=5, callback=lambda *a: calls.append(a)
+    )
     assert res.n_iter == 5 and len(res.objective_history) == 6 and len(calls) == 5
     assert res.message == "max iterations reached" and not res.converged
     _check_history(res)
@@ -308,21 +320,20 @@ def test_max_iter_zero_returns_x0_evaluated():
 
 
 def test_non_finite_trial_points_shrink_the_step():
-    def fg(x):   # sum(x - log x): defined for x > 0 only, minimum at 1
+    def fg(x):  # sum(x - log x): defined for x > 0 only, minimum at 1
         if np.any(x <= 0):
             return math.nan, np.full_like(x, math.nan)
         return float(np.sum(x - np.log(x))), 1.0 - 1.0 / x
 
     for l1, method in [(None, "auto"), (None, "owlqn"), (np.full(3, 0.1), "auto")]:
-        res = minimize_lbfgs(fg, np.array([30.0, 0.05, 4.0]), max_iter=200, tol=1e-10,
-                             l1=l1, method=method)
+        res = minimize_lbfgs(fg, np.array([30.0, 0.05, 4.0]), max_iter=200, tol=1e-10, l1=l1, method=method)
         want = 1.0 if l1 is None else 1.0 / 1.1
         np.testing.assert_allclose(res.x, want, atol=1e-4)
         _check_history(res)
 
 
 def test_failed_line_search_stops_without_raising():
-    def wrong(x):                       # gradient points uphill
+    def wrong(x):  # gradient points uphill
         return float(x @ x), -2.0 * x
 
     for l1 in (None, np.ones(3)):
@@ -352,8 +363,8 @@ def test_building_blocks():
     # line searches on phi(t) = (t - 2)^2
     phi = lambda t: ((t - 2.0) ** 2, 2.0 * (t - 2.0))  # noqa: E731
     assert abs(2 * (strong_wolfe(phi, 4.0, -4.0, 1.0) - 2)) <= 0.9 * 4
-    assert backtracking(phi, 4.0, -4.0, 1.0) == 1.0          # Armijo and strong Wolfe hold
-    assert backtracking(phi, 4.0, -4.0, 0.1) == pytest.approx(0.21)   # slope too steep: grow
+    assert backtracking(phi, 4.0, -4.0, 1.0) == 1.0  # Armijo and strong Wolfe hold
+    assert backtracking(phi, 4.0, -4.0, 0.1) == pytest.approx(0.21)  # slope too steep: grow
     with pytest.raises(LineSearchError):
         strong_wolfe(phi, 4.0, 4.0, 1.0)
 
@@ -368,7 +379,7 @@ def test_degenerate_memory_gives_a_null_owlqn_step_as_in_breeze():
     evaluate, _ = _make_evaluator(f, np.zeros(2))
     cur = evaluate(np.array([1.0, 1.0]))
     h = InverseHessian(10)
-    h.update(np.array([1.0, 0.0]), np.array([0.0, 1.0]))          # s'y == 0
+    h.update(np.array([1.0, 0.0]), np.array([0.0, 1.0]))  # s'y == 0
     assert not np.any(np.isfinite(h.direction(cur.pg)))
     assert _owlqn_step(cur, h, 3, evaluate) is cur and f.calls == 1
     h.update(np.zeros(2), np.zeros(2))

@@ -7,34 +7,75 @@ contain steps that *raise* the objective: Breeze's backtracking returns some ste
 checking their value (the stale first Armijo test of scalanlp/breeze#697, and the trial cap),
 and refusing them (as an earlier version did) sent our iterates elsewhere and stopped early.
 """
+
 import numpy as np
 import pytest
-
 from data_helpers import parity_arrays
+
 from sparkml.linear.objective import LinearObjective
 from sparkml.optim import minimize_lbfgs
 from sparkml.optim.line_search import backtracking
 
 # MLlib: LinearSVC(regParam=0.0) (fitIntercept, no weights), maxIter=100: 101 entries.
 MLLIB_INTERCEPT_HEAD = [
-    1.0, 0.11679319258687826, 0.10370833047377861, 0.1222398385558804, 0.07366389657690983,
-    0.07303020435082899, 0.07266466577794606, 0.0723645551337041, 0.07226269714411777,
-    0.07197445096783793, 0.07176944088998082, 0.07148890034049375]
+    1.0,
+    0.11679319258687826,
+    0.10370833047377861,
+    0.1222398385558804,
+    0.07366389657690983,
+    0.07303020435082899,
+    0.07266466577794606,
+    0.0723645551337041,
+    0.07226269714411777,
+    0.07197445096783793,
+    0.07176944088998082,
+    0.07148890034049375,
+]
 MLLIB_INTERCEPT_LAST = 0.06833619969831739
 
 # MLlib: LinearSVC(regParam=0.1, fitIntercept=False, weightCol="weight"): function values
 # converge after 38 iterations.
 MLLIB_NO_INTERCEPT = [
-    1.0, 0.08866532623961662, 0.08196589949295034, 0.0819061742922419, 0.08181442947298266,
-    0.0810529707754437, 0.07948368562666454, 0.07926915363959205, 0.07920252041858925,
-    0.07920066607209879, 0.07920022701129864, 0.07919978260254483, 0.07919949418277428,
-    0.07919882960356335, 0.07919839905576281, 0.07919725782161109, 0.07919596780345266,
-    0.07919581334572046, 0.07919431917590375, 0.07919349685297797, 0.0791932692437084,
-    0.07919302680439663, 0.07919288919726425, 0.07919288683346574, 0.0791928864545519,
-    0.07919288639715782, 0.07919288637794948, 0.07919288642879269, 0.07919288639378602,
-    0.07919288524393062, 0.0791928852107458, 0.07919288550882501, 0.07919288535478168,
-    0.07919289211854891, 0.07919287946825941, 0.07919286799111407, 0.07919286441577003,
-    0.07919285995564217, 0.07919285995812808]
+    1.0,
+    0.08866532623961662,
+    0.08196589949295034,
+    0.0819061742922419,
+    0.08181442947298266,
+    0.0810529707754437,
+    0.07948368562666454,
+    0.07926915363959205,
+    0.07920252041858925,
+    0.07920066607209879,
+    0.07920022701129864,
+    0.07919978260254483,
+    0.07919949418277428,
+    0.07919882960356335,
+    0.07919839905576281,
+    0.07919725782161109,
+    0.07919596780345266,
+    0.07919581334572046,
+    0.07919431917590375,
+    0.07919349685297797,
+    0.0791932692437084,
+    0.07919302680439663,
+    0.07919288919726425,
+    0.07919288683346574,
+    0.0791928864545519,
+    0.07919288639715782,
+    0.07919288637794948,
+    0.07919288642879269,
+    0.07919288639378602,
+    0.07919288524393062,
+    0.0791928852107458,
+    0.07919288550882501,
+    0.07919288535478168,
+    0.07919289211854891,
+    0.07919287946825941,
+    0.07919286799111407,
+    0.07919286441577003,
+    0.07919285995564217,
+    0.07919285995812808,
+]
 
 
 def _svc_objective(fit_intercept, reg, weighted):
@@ -43,7 +84,7 @@ def _svc_objective(fit_intercept, reg, weighted):
         w = np.ones_like(y)
     wsum = w.sum()
     mean = w @ x / wsum
-    var = (w @ x**2 - wsum * mean**2) / (wsum - (w @ w) / wsum)   # MLlib's Summarizer
+    var = (w @ x**2 - wsum * mean**2) / (wsum - (w @ w) / wsum)  # MLlib's Summarizer
     s = 2 * y - 1
 
     def data_sum(coef):
@@ -54,9 +95,18 @@ def _svc_objective(fit_intercept, reg, weighted):
         g = x.T @ r
         return float(w[active] @ slack[active]), (np.append(g, r.sum()) if fit_intercept else g)
 
-    return LinearObjective(data_sum, n_features=x.shape[1], n_outputs=1, fit_intercept=fit_intercept,
-                           mean=mean, std=np.sqrt(var), weight_sum=wsum, reg_l2=reg, reg_l1=0.0,
-                           standardization=True)
+    return LinearObjective(
+        data_sum,
+        n_features=x.shape[1],
+        n_outputs=1,
+        fit_intercept=fit_intercept,
+        mean=mean,
+        std=np.sqrt(var),
+        weight_sum=wsum,
+        reg_l2=reg,
+        reg_l1=0.0,
+        standardization=True,
+    )
 
 
 def test_svc_with_intercept_follows_mllib_through_an_objective_increase():
@@ -66,7 +116,7 @@ def test_svc_with_intercept_follows_mllib_through_an_objective_increase():
     assert len(h) == 101 and res.message == "max iterations reached"
     # iteration 3 raises the objective (an unchecked backtracking step), as in MLlib
     assert h[3] > h[2]
-    np.testing.assert_allclose(h[:len(MLLIB_INTERCEPT_HEAD)], MLLIB_INTERCEPT_HEAD, rtol=1e-12)
+    np.testing.assert_allclose(h[: len(MLLIB_INTERCEPT_HEAD)], MLLIB_INTERCEPT_HEAD, rtol=1e-12)
     assert h[-1] == pytest.approx(MLLIB_INTERCEPT_LAST, rel=1e-9)
 
 
@@ -81,16 +131,17 @@ def test_svc_without_intercept_runs_as_long_as_mllib():
 # Breeze's BacktrackingLineSearch: steps returned without checking their value
 # ------------------------------------------------------------------------------------------
 
+
 def test_backtracking_returns_the_unchecked_step_at_the_trial_cap():
     calls = []
 
-    def phi(alpha):                         # every trial is worse than phi(0) = 1
+    def phi(alpha):  # every trial is worse than phi(0) = 1
         calls.append(alpha)
         return 2.0, -1.0
 
     alpha = backtracking(phi, f0=1.0, d0=-1.0, init=1.0)
     # init + 19 halvings; Breeze then evaluates a 20th trial, drops it and returns the 19th step
-    assert alpha == 0.5 ** 19 and calls == [0.5 ** k for k in range(20)]
+    assert alpha == 0.5**19 and calls == [0.5**k for k in range(20)]
 
 
 def test_backtracking_judges_the_initial_step_on_its_slope_when_the_stale_test_passes():
@@ -113,7 +164,7 @@ def test_max_iter_counts_steps_not_history_resets():
     current state in the history without counting as an iteration."""
     poison = [0]
 
-    def fg(x):                              # a convex quadratic, "infinite" while poisoned
+    def fg(x):  # a convex quadratic, "infinite" while poisoned
         v, g = 0.5 * float(x @ (np.arange(1, 4) * x)), np.arange(1, 4) * x
         if poison[0] > 0:
             poison[0] -= 1
@@ -122,10 +173,10 @@ def test_max_iter_counts_steps_not_history_resets():
 
     def callback(it, f, gn, sec):
         if it == 1:
-            poison[0] = 10                  # the whole line search of iteration 2 fails
+            poison[0] = 10  # the whole line search of iteration 2 fails
 
     res = minimize_lbfgs(fg, np.array([1.0, -1.0, 2.0]), max_iter=4, tol=0.0, callback=callback)
     h = res.objective_history
-    assert h[2] == h[1]                     # the reset repeats the state...
+    assert h[2] == h[1]  # the reset repeats the state...
     assert res.n_iter == 5 and len(h) == 6  # ...and 4 steps are still taken
     assert res.message.startswith("max iterations reached") and "1 memory reset" in res.message

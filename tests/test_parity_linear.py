@@ -6,15 +6,16 @@ Every combination of regParam x elasticNetParam x fitIntercept x standardization
 dense/sparse is generated; the ones in ``COVER`` (every axis value at least once) run in
 ``make test``, the rest are marked ``full`` and run in ``make test-full``.
 """
+
 import itertools
 
 import numpy as np
 import pytest
+from data_helpers import parity_frame
+from helpers import coefficient_vector, training_summary
 from pyspark.ml import classification as stock_cls
 from pyspark.ml import regression as stock_reg
 
-from data_helpers import parity_frame
-from helpers import coefficient_vector, training_summary
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression
 
@@ -24,7 +25,9 @@ BOOL = (True, False)
 
 
 def grid(with_net=True):
-    for reg, net, fit, std, weighted, sparse in itertools.product(REG, NET if with_net else (0.0,), BOOL, BOOL, BOOL, BOOL):
+    for reg, net, fit, std, weighted, sparse in itertools.product(
+        REG, NET if with_net else (0.0,), BOOL, BOOL, BOOL, BOOL
+    ):
         if reg == 0.0 and net != 0.0:
             continue  # elasticNetParam has no effect without regularization
         yield reg, net, fit, std, weighted, sparse
@@ -41,8 +44,16 @@ COVER = {
 
 
 def cases(with_net=True):
-    return [pytest.param(*c, marks=() if c in COVER else pytest.mark.full, id="reg{}-net{}-fit{}-std{}-w{}-{}".format(
-        c[0], c[1], int(c[2]), int(c[3]), int(c[4]), "sparse" if c[5] else "dense")) for c in grid(with_net)]
+    return [
+        pytest.param(
+            *c,
+            marks=() if c in COVER else pytest.mark.full,
+            id="reg{}-net{}-fit{}-std{}-w{}-{}".format(
+                c[0], c[1], int(c[2]), int(c[3]), int(c[4]), "sparse" if c[5] else "dense"
+            ),
+        )
+        for c in grid(with_net)
+    ]
 
 
 _DATA = {}
@@ -96,8 +107,10 @@ def test_multinomial_logistic_matches_mllib(spark, reg, net, fit, std, weighted,
     ours, ref = fit_both(LogisticRegression, stock_cls.LogisticRegression, df, p)
     assert ours.numClasses == ref.numClasses == 3
     if reg > 0:
-        diff = rel_diff((ours.coefficientMatrix.toArray(), ours.interceptVector.toArray()),
-                        (ref.coefficientMatrix.toArray(), ref.interceptVector.toArray()))
+        diff = rel_diff(
+            (ours.coefficientMatrix.toArray(), ours.interceptVector.toArray()),
+            (ref.coefficientMatrix.toArray(), ref.interceptVector.toArray()),
+        )
         assert diff < 1e-4, f"coefficients differ by {diff:.2e} relative"
     else:  # not unique without regularization: compare what the model predicts
         p_ours = np.array([r[0].toArray() for r in ours.transform(df).select("probability").collect()])
@@ -125,18 +138,24 @@ def linear_regression_reference(df, reg, net, fit, std, weighted):
     sy, d = std_of(y), x.shape[1]
 
     def f(z):
-        bp, bm, b0 = z[:d], z[d:2 * d], (z[-1] if fit else 0.0)
+        bp, bm, b0 = z[:d], z[d : 2 * d], (z[-1] if fit else 0.0)
         beta = bp - bm
         r = x @ beta + b0 - y
-        val = 0.5 * w @ (r * r) / W + reg * (1 - net) / (2 * sy) * np.sum((s * beta) ** 2) + reg * net * np.sum(s * (bp + bm))
+        val = (
+            0.5 * w @ (r * r) / W
+            + reg * (1 - net) / (2 * sy) * np.sum((s * beta) ** 2)
+            + reg * net * np.sum(s * (bp + bm))
+        )
         g_beta = x.T @ (w * r) / W + reg * (1 - net) / sy * s * s * beta
         grad = np.concatenate([g_beta + reg * net * s, -g_beta + reg * net * s] + ([[w @ r / W]] if fit else []))
         return val, grad
 
     z0 = np.zeros(2 * d + fit)
     bounds = [(0, None)] * (2 * d) + [(None, None)] * fit
-    z = minimize(f, z0, jac=True, method="L-BFGS-B", bounds=bounds, options=dict(maxiter=20000, ftol=1e-15, gtol=1e-12)).x
-    return z[:d] - z[d:2 * d], (z[-1] if fit else 0.0)
+    z = minimize(
+        f, z0, jac=True, method="L-BFGS-B", bounds=bounds, options=dict(maxiter=20000, ftol=1e-15, gtol=1e-12)
+    ).x
+    return z[:d] - z[d : 2 * d], (z[-1] if fit else 0.0)
 
 
 @pytest.mark.parametrize("reg,net,fit,std,weighted,sparse", cases())

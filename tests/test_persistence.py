@@ -1,15 +1,16 @@
 """Models are saved in MLlib's own layout: stock pyspark.ml loads ours, ours loads stock MLlib's,
 ``toSpark()`` gives the stock model, and the files are JSON and Parquet only (no pickle)."""
+
 import glob
 import json
 import os
 
 import numpy as np
 import pytest
-from pyspark.ml import classification as stock_classification
-
 from helpers import assert_same_outputs
 from model_kinds import KINDS
+from pyspark.ml import classification as stock_classification
+
 from sparkml.base.params import TORCH_PARAM_NAMES
 from sparkml.classification import LogisticRegression, LogisticRegressionModel
 
@@ -90,8 +91,7 @@ def test_our_round_trip_keeps_every_param(data, fitted, tmp_path, kind):
 
 
 def test_torch_params_of_the_estimator_reach_the_saved_model(data, tmp_path):
-    est = LogisticRegression(regParam=0.05, device="cpu", dtype="float32", strategy="sync", threshold=0.6,
-                             maxIter=20)
+    est = LogisticRegression(regParam=0.05, device="cpu", dtype="float32", strategy="sync", threshold=0.6, maxIter=20)
     model = est.fit(data)
     assert (model.getDevice(), model.getDtype(), model.getStrategy()) == ("cpu", "float32", "sync")
     path = str(tmp_path / "lr32")
@@ -147,11 +147,19 @@ def test_saved_files_are_json_and_parquet_with_known_params(data, fitted, tmp_pa
             assert head == b"PAR1", f"{f} is not Parquet"
         else:
             assert os.path.basename(os.path.dirname(f)) == "metadata", f
-    lines = [line for f in _files(os.path.join(path, "metadata"))
-             if os.path.basename(f).startswith("part-") for line in open(f, encoding="utf-8") if line.strip()]
+    lines = [
+        line
+        for f in _files(os.path.join(path, "metadata"))
+        if os.path.basename(f).startswith("part-")
+        for line in open(f, encoding="utf-8")
+        if line.strip()
+    ]
     assert len(lines) == 1
     metadata = json.loads(lines[0])
-    assert metadata["class"] == f"org.apache.spark.ml.{stock_model_cls.__module__.split('.')[-1]}.{stock_model_cls.__name__}"
+    assert (
+        metadata["class"]
+        == f"org.apache.spark.ml.{stock_model_cls.__module__.split('.')[-1]}.{stock_model_cls.__name__}"
+    )
     assert metadata["uid"] == model.uid
     stock = stock_model_cls.load(path)
     for section in ("paramMap", "defaultParamMap"):

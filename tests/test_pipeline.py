@@ -1,15 +1,15 @@
 """Our estimators inside pyspark.ml Pipelines and CrossValidator, and the best PipelineModel saved,
 loaded with ``PipelineModel.load`` and transforming exactly as before."""
+
 import numpy as np
 import pytest
+from data_helpers import raw_columns_frame
+from helpers import assert_same_outputs
 from pyspark.ml import Pipeline, PipelineModel
-from pyspark.ml.evaluation import (BinaryClassificationEvaluator, MulticlassClassificationEvaluator,
-                                   RegressionEvaluator)
+from pyspark.ml.evaluation import BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator
 from pyspark.ml.feature import VectorAssembler
 from pyspark.ml.tuning import CrossValidator, CrossValidatorModel, ParamGridBuilder
 
-from data_helpers import raw_columns_frame
-from helpers import assert_same_outputs
 from sparkml.classification import KernelSVC, KernelSVCModel, LogisticRegression, LogisticRegressionModel
 from sparkml.regression import LinearRegression, LinearRegressionModel
 
@@ -62,8 +62,13 @@ def test_logistic_regression_in_cross_validator(raw, tmp_path):
     assert model.getRegParam() == [0.01, 0.5][int(np.argmax(cv_model.avgMetrics))]
     assert model.numFeatures == 3 and model.hasSummary
     assert evaluator.evaluate(best.transform(raw)) > 0.8
-    loaded = check_save_load(raw, best, str(tmp_path / "best"), ["rawPrediction", "probability", "prediction"],
-                             (LogisticRegressionModel, StockModel))
+    loaded = check_save_load(
+        raw,
+        best,
+        str(tmp_path / "best"),
+        ["rawPrediction", "probability", "prediction"],
+        (LogisticRegressionModel, StockModel),
+    )
     np.testing.assert_array_equal(loaded.stages[-1].coefficients.toArray(), model.coefficients.toArray())
 
 
@@ -95,10 +100,16 @@ def test_multiclass_logistic_regression_in_cross_validator(raw, tmp_path):
     model = best.stages[-1]
     assert isinstance(model, LogisticRegressionModel) and model.numClasses == 3 and model.getRegParam() == 0.001
     assert model.coefficientMatrix.numRows == 3
-    assert MulticlassClassificationEvaluator(labelCol="label3", metricName="accuracy").evaluate(best.transform(raw)) > 0.6
-    check_save_load(raw, best, str(tmp_path / "best"), ["rawPrediction", "probability", "prediction"],
-                    (LogisticRegressionModel, StockModel))
-
+    assert (
+        MulticlassClassificationEvaluator(labelCol="label3", metricName="accuracy").evaluate(best.transform(raw)) > 0.6
+    )
+    check_save_load(
+        raw,
+        best,
+        str(tmp_path / "best"),
+        ["rawPrediction", "probability", "prediction"],
+        (LogisticRegressionModel, StockModel),
+    )
 
 
 def test_kernel_svc_in_cross_validator(raw, tmp_path):
@@ -111,6 +122,7 @@ def test_kernel_svc_in_cross_validator(raw, tmp_path):
     model = best.stages[-1]
     assert isinstance(model, KernelSVCModel) and model.numClasses == 3 and model.getRegParam() == 1e-3
     assert evaluator.evaluate(best.transform(raw)) > 0.75
-    loaded = check_save_load(raw, best, str(tmp_path / "best"), ["rawPrediction", "probability", "prediction"],
-                             (KernelSVCModel,))
+    loaded = check_save_load(
+        raw, best, str(tmp_path / "best"), ["rawPrediction", "probability", "prediction"], (KernelSVCModel,)
+    )
     np.testing.assert_array_equal(loaded.stages[-1].plattCoefficients.toArray(), model.plattCoefficients.toArray())

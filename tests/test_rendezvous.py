@@ -5,6 +5,7 @@ reads every key and value it can list and tries to join the process group under 
 unsealed store would use: it must learn nothing (opaque keys, ciphertext, no address or host name)
 and fail to join, and the fit must end with the same model as a fit nobody disturbed.
 """
+
 import json
 import os
 import socket
@@ -15,9 +16,9 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
-
 from data_helpers import linear_frame
 from helpers import ROOT, coefficient_vector
+
 from sparkml.classification import LogisticRegression
 from sparkml.data import block_store
 from sparkml.strategies import rendezvous
@@ -33,7 +34,7 @@ def test_sealed_values_round_trip_and_strangers_see_ciphertext():
     assert rendezvous.sealed(server, secret, "fit").get("where/0") == b"host-a:/tmp/blocks"
     assert ours.add("count", 2) == 2 and ours.add("count", 1) == 3
 
-    (key, _), = [(k, v) for k, v in ((k, server.get(k)) for k in server.list_keys()) if len(v) > 8]
+    ((key, _),) = [(k, v) for k, v in ((k, server.get(k)) for k in server.list_keys()) if len(v) > 8]
     assert len(key) == 64 and "where" not in key  # HMAC-SHA256 in hex
     assert b"host-a" not in server.get(key)
     other = rendezvous.sealed(server, rendezvous.new_secret(), "fit")  # another fit's secret
@@ -89,10 +90,12 @@ def frame(spark):
 def _hold_until(path):
     """A per-iteration callback (it runs in rank 0's task, mid-fit) that holds the fit at its second
     iteration until ``path`` exists: the stranger has done all it can while the ranks wait."""
+
     def hold(iteration):
         deadline = time.time() + 120
         while iteration.iteration == 2 and not os.path.exists(path) and time.time() < deadline:
             time.sleep(0.05)
+
     return hold
 
 
@@ -106,8 +109,12 @@ def test_a_stranger_during_a_fit_learns_nothing_and_changes_nothing(frame, tmp_p
         return est.fit(frame)
 
     clean = fit()
-    stranger = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "rendezvous_stranger.py"),
-                                 str(address), str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    stranger = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "tests", "rendezvous_stranger.py"), str(address), str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     real_tcp_store = rendezvous.tcp_store
 
     def announce(host, port, world, timeout, listening=None):  # the driver's store: tell the stranger where
@@ -131,8 +138,12 @@ def test_a_stranger_during_a_fit_learns_nothing_and_changes_nothing(frame, tmp_p
     assert len(got["keys"]) >= 3  # it was connected while the ranks met
     assert all(len(k) == 64 and set(k) <= set("0123456789abcdef") for k in got["keys"]), got["keys"]
     host = address.read_text().split()[0]
-    plain = [host.encode(), socket.inet_aton(socket.gethostbyname(host)), socket.gethostname().encode(),
-             block_store.store_key().encode()]
+    plain = [
+        host.encode(),
+        socket.inet_aton(socket.gethostbyname(host)),
+        socket.gethostname().encode(),
+        block_store.store_key().encode(),
+    ]
     for value in map(bytes.fromhex, got["values"].values()):
         assert not any(p in value for p in plain), value
     assert got["joins"] and not any(j == "joined" for j in got["joins"].values()), got["joins"]

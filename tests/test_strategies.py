@@ -4,12 +4,13 @@
 stage with torch.distributed sums, so it must land on the same objective (1e-6 relative is the
 issue's bar; in practice the iterates agree to rounding).
 """
+
 import numpy as np
 import pytest
-
 from data_helpers import linear_frame
-from model_kinds import STRATEGY_CASES, compat_cases
 from helpers import coefficient_vector, training_summary
+from model_kinds import STRATEGY_CASES, compat_cases
+
 from sparkml.classification import LogisticRegression
 from sparkml.strategies.barrier import assign_blocks, plan_workers
 
@@ -74,8 +75,12 @@ def test_exact_strategies_convert_one_block_per_task_slot(frame, spark):
     from sparkml.data.training_data import TrainingData
     from sparkml.strategies import block_partitions
 
-    assert [block_partitions(s, spark) for s in ("sync", "allreduce", "averaging", "allreduce-averaging")] \
-        == [2, 2, None, None]
+    assert [block_partitions(s, spark) for s in ("sync", "allreduce", "averaging", "allreduce-averaging")] == [
+        2,
+        2,
+        None,
+        None,
+    ]
     assert block_partitions("allreduce", spark, num_workers=1) == 1
     for limit, blocks in ((2, 2), (None, 4), (8, 4)):
         data = TrainingData.prepare(frame, "features", "label", max_partitions=limit)

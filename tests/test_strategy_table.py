@@ -1,5 +1,6 @@
 """sparkml.strategies.table: one row per strategy, read by validation, ``auto``, the conversion, the fit and
 the docs. A new strategy is its own class plus one row: shown here with a toy one."""
+
 import dataclasses
 
 import numpy as np
@@ -7,11 +8,12 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from data_helpers import linear_frame  # noqa: E402
-from helpers import coefficient_vector  # noqa: E402
-from sparkml.classification import KernelSVC, LogisticRegression  # noqa: E402
-from sparkml.strategies import block_partitions, table  # noqa: E402
-from sparkml.strategies.sync import SyncStrategy  # noqa: E402
+from data_helpers import linear_frame
+from helpers import coefficient_vector
+
+from sparkml.classification import KernelSVC, LogisticRegression
+from sparkml.strategies import block_partitions, table
+from sparkml.strategies.sync import SyncStrategy
 
 
 class CountingSync(SyncStrategy):
@@ -25,8 +27,14 @@ class CountingSync(SyncStrategy):
         CountingSync.built.append(options)
 
 
-TOY = dataclasses.replace(table.get("sync"), name="counting-sync", implementation=f"{__name__}:CountingSync",
-                          kernel_svc=False, summary="sync, counted", use_when="never")
+TOY = dataclasses.replace(
+    table.get("sync"),
+    name="counting-sync",
+    implementation=f"{__name__}:CountingSync",
+    kernel_svc=False,
+    summary="sync, counted",
+    use_when="never",
+)
 
 
 @pytest.fixture

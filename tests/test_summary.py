@@ -6,32 +6,51 @@ Both sides fit to tol 1e-12 so that they stop at the same optimum, and ours stor
 float64: with the default float32 storage the coefficients (and so every metric) agree to about
 1e-7 instead. The Spark Connect session checks the same walk (connect_fits.py, test_connect.py).
 """
+
 import numpy as np
 import pytest
+from helpers import training_summary
+from model_kinds import KINDS
 from pyspark.ml import classification as stock_classification
 from pyspark.ml import regression as stock_regression
 from pyspark.sql import functions as F
-
-from helpers import training_summary
-from model_kinds import KINDS
 from summary_walk import summary_differences
 
 pytestmark = pytest.mark.compat  # the training summaries, on every Spark line
 
 TIGHT = {"tol": 1e-12, "maxIter": 1000}
 CASES = {  # name: (model kind, extra Params, training summary class, evaluation summary class)
-    "lr_binary": ("lr_binary", TIGHT, stock_classification.BinaryLogisticRegressionTrainingSummary,
-                  stock_classification.BinaryLogisticRegressionSummary),
-    "lr_multinomial": ("lr_multinomial", TIGHT, stock_classification.LogisticRegressionTrainingSummary,
-                       stock_classification.LogisticRegressionSummary),
+    "lr_binary": (
+        "lr_binary",
+        TIGHT,
+        stock_classification.BinaryLogisticRegressionTrainingSummary,
+        stock_classification.BinaryLogisticRegressionSummary,
+    ),
+    "lr_multinomial": (
+        "lr_multinomial",
+        TIGHT,
+        stock_classification.LogisticRegressionTrainingSummary,
+        stock_classification.LogisticRegressionSummary,
+    ),
     "svc": ("svc", {}, stock_classification.LinearSVCTrainingSummary, stock_classification.LinearSVCSummary),
-    "linreg_normal": ("linreg", {"solver": "normal"}, stock_regression.LinearRegressionTrainingSummary,
-                      stock_regression.LinearRegressionSummary),
-    "linreg_normal_weighted": ("linreg", {"solver": "normal", "weightCol": "w"},
-                               stock_regression.LinearRegressionTrainingSummary,
-                               stock_regression.LinearRegressionSummary),
-    "linreg_lbfgs": ("linreg", {"solver": "l-bfgs", **TIGHT}, stock_regression.LinearRegressionTrainingSummary,
-                     stock_regression.LinearRegressionSummary),
+    "linreg_normal": (
+        "linreg",
+        {"solver": "normal"},
+        stock_regression.LinearRegressionTrainingSummary,
+        stock_regression.LinearRegressionSummary,
+    ),
+    "linreg_normal_weighted": (
+        "linreg",
+        {"solver": "normal", "weightCol": "w"},
+        stock_regression.LinearRegressionTrainingSummary,
+        stock_regression.LinearRegressionSummary,
+    ),
+    "linreg_lbfgs": (
+        "linreg",
+        {"solver": "l-bfgs", **TIGHT},
+        stock_regression.LinearRegressionTrainingSummary,
+        stock_regression.LinearRegressionSummary,
+    ),
 }
 
 
@@ -52,8 +71,10 @@ def side_by_side(frames):
         if case not in cache:
             kind, extra, _, _ = CASES[case]
             k, params = KINDS[kind], {**KINDS[kind].params, **extra}
-            cache[case] = (k.estimator(**params, dtype="float64").fit(frames[0]),
-                           k.stock_estimator(**params).fit(frames[0]))
+            cache[case] = (
+                k.estimator(**params, dtype="float64").fit(frames[0]),
+                k.stock_estimator(**params).fit(frames[0]),
+            )
         return cache[case]
 
     return get
@@ -118,10 +139,12 @@ def test_kernel_svc_summary_is_mllibs_classification_summary(frames, label):
         rows = model.transform(df).select(label, "w", "prediction", "rawPrediction").collect()
         y, w, pred = (np.array([r[i] for r in rows]) for i in range(3))
         assert s.accuracy == pytest.approx(metrics.accuracy_score(y, pred, sample_weight=w), abs=1e-12)
-        np.testing.assert_allclose(s.precisionByLabel, metrics.precision_score(y, pred, average=None, sample_weight=w),
-                                   atol=1e-12)
-        assert s.weightedRecall == pytest.approx(metrics.recall_score(y, pred, average="weighted", sample_weight=w),
-                                                 abs=1e-12)
+        np.testing.assert_allclose(
+            s.precisionByLabel, metrics.precision_score(y, pred, average=None, sample_weight=w), atol=1e-12
+        )
+        assert s.weightedRecall == pytest.approx(
+            metrics.recall_score(y, pred, average="weighted", sample_weight=w), abs=1e-12
+        )
         if label == "label":
             assert isinstance(s, _BinaryClassificationSummary)
             score = np.array([r[3][1] for r in rows])

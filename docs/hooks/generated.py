@@ -5,6 +5,7 @@
 * ``{{ strategy_table }}``: the strategies' table (``sparkml/strategies/table.py``), the one validation and
   ``auto`` read.
 """
+
 import importlib.util
 import os
 import sys

@@ -21,6 +21,7 @@ JSON under ``path/metadata``, the class recorded by its public name, e.g.
 ``sparkml.classification.LogisticRegression``), so a ``Pipeline`` or a ``CrossValidator`` holding
 one saves and loads back with it.
 """
+
 import logging
 
 from pyspark import keyword_only
@@ -32,8 +33,8 @@ from sparkml.base.validation import check_params
 from sparkml.catalog import public_class_name
 from sparkml.compat import require_connect_ml
 from sparkml.data.training_data import TrainingData
-from sparkml.optim.checkpoint import check_params as check_checkpoint_params
 from sparkml.optim.checkpoint import Checkpoint, checkpoint_dir, fingerprint
+from sparkml.optim.checkpoint import check_params as check_checkpoint_params
 from sparkml.optim.progress import Progress
 
 logger = logging.getLogger("sparkml")
@@ -68,8 +69,9 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
         directory = checkpoint_dir(self)
         if directory is None:
             return None
-        checkpoint = Checkpoint(directory, self.getCheckpointInterval(), fingerprint(self, summary, theta0),
-                                type(self).__name__)
+        checkpoint = Checkpoint(
+            directory, self.getCheckpointInterval(), fingerprint(self, summary, theta0), type(self).__name__
+        )
         checkpoint.load()
         return checkpoint
 
@@ -114,11 +116,15 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
         from sparkml.strategies import block_partitions, table
 
         strategy = strategy or self._strategy_name(dataset.sparkSession)
-        return {"features_col": self.getFeaturesCol(), "label_col": self.getLabelCol(),
-                "weight_col": self._weight_col(),
-                "dtype": self.getDtype(), "compute_dtype": self._compute_dtype,
-                "max_partitions": block_partitions(strategy, dataset.sparkSession, self.getNumWorkers()),
-                "barrier": table.get(strategy).barrier}
+        return {
+            "features_col": self.getFeaturesCol(),
+            "label_col": self.getLabelCol(),
+            "weight_col": self._weight_col(),
+            "dtype": self.getDtype(),
+            "compute_dtype": self._compute_dtype,
+            "max_partitions": block_partitions(strategy, dataset.sparkSession, self.getNumWorkers()),
+            "barrier": table.get(strategy).barrier,
+        }
 
     def _make_strategy(self, data, loss):
         """The strategy over ``data`` for the ``sparkml.gpu`` loss ``loss``: the ``strategy`` Param's, or for
@@ -128,9 +134,19 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
         name = self.getStrategy()
         if name == "auto":
             name = "allreduce" if data.barrier else "sync"
-        return make_strategy(name, data, loss, StrategyOptions(
-            device=self.getDevice(), aggregation_depth=self.getAggregationDepth(), num_workers=self.getNumWorkers(),
-            local_iter=self.getLocalIter(), staleness=self.getStaleness(), topology=self.getTopology()))
+        return make_strategy(
+            name,
+            data,
+            loss,
+            StrategyOptions(
+                device=self.getDevice(),
+                aggregation_depth=self.getAggregationDepth(),
+                num_workers=self.getNumWorkers(),
+                local_iter=self.getLocalIter(),
+                staleness=self.getStaleness(),
+                topology=self.getTopology(),
+            ),
+        )
 
     def _add_iteration_callback(self, callback):
         """Call ``callback(iteration)`` (an ``optim.progress.Iteration``) at the end of every
@@ -145,8 +161,9 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
     def _fit(self, dataset):
         require_connect_ml(dataset.sparkSession)
         self._check_params()
-        return self._fit_falling_back(dataset, lambda conversion: self._fit_converted(dataset, conversion),
-                                      self._conversion(dataset))
+        return self._fit_falling_back(
+            dataset, lambda conversion: self._fit_converted(dataset, conversion), self._conversion(dataset)
+        )
 
     def _fit_converted(self, dataset, conversion):
         """The model trained on ``dataset`` converted with ``conversion``: a conversion kept for the cached
@@ -168,8 +185,11 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
             reuse.done(entry, broken=lost)
             if not (lost and reused):
                 raise
-            logger.warning("%s: the conversion kept for this DataFrame lost blocks since it was made (%s); "
-                           "converting it again", type(self).__name__, str(e).strip().splitlines()[0][:300])
+            logger.warning(
+                "%s: the conversion kept for this DataFrame lost blocks since it was made (%s); converting it again",
+                type(self).__name__,
+                str(e).strip().splitlines()[0][:300],
+            )
             return self._fit_converted(dataset, conversion)
         reuse.done(entry)
         return model
@@ -184,8 +204,11 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
 
             if not isinstance(e, ExecutorLost) or self.getStrategy() != "auto":
                 raise
-            logger.warning("%s: strategy 'auto' lost an executor in its barrier stage (%s); fitting again with "
-                           "strategy 'sync'", type(self).__name__, str(e).splitlines()[0])
+            logger.warning(
+                "%s: strategy 'auto' lost an executor in its barrier stage (%s); fitting again with strategy 'sync'",
+                type(self).__name__,
+                str(e).splitlines()[0],
+            )
             return fit(self._conversion(dataset, "sync"))
 
     def fitMultiple(self, dataset, paramMaps):

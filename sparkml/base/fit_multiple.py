@@ -16,6 +16,7 @@ and a conversion of its own (``TorchEstimator._fit_falling_back``).
 Only the estimator itself benefits: a ``Pipeline`` in ``CrossValidator`` fits its stages one map at
 a time (pyspark's ``Pipeline.fitMultiple``).
 """
+
 import threading
 import weakref
 
@@ -65,9 +66,11 @@ class SharedConversionFits:
         self.dataset = dataset
         self.estimators = [estimator.copy(m) for m in param_maps]
         if len(self.estimators) > 1 and any(checkpoint_dir(e) for e in self.estimators):
-            raise ValueError(f"checkpointDir is set but fitMultiple fits {len(self.estimators)} param maps (a "
-                             f"CrossValidator or TrainValidationSplit grid), and a checkpointDir serves one fit: "
-                             f"unset checkpointDir")
+            raise ValueError(
+                f"checkpointDir is set but fitMultiple fits {len(self.estimators)} param maps (a "
+                f"CrossValidator or TrainValidationSplit grid), and a checkpointDir serves one fit: "
+                f"unset checkpointDir"
+            )
         by_key = {}
         self.conversions = []
         for est in self.estimators:

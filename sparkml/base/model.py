@@ -1,5 +1,6 @@
 """What the models share: MLlib-format persistence, the training summary, conversion to the stock
 pyspark.ml model, and (on the estimators) the warm start from a previous model."""
+
 import numpy as np
 from pyspark.ml.util import MLReadable, MLWritable
 
@@ -118,14 +119,16 @@ class ConvertsToStock:
             return self._stock_in_jvm()
         try:
             return self._stock_through_files(spark)
-        except Exception as e:  # noqa: BLE001  (the server could not read the files: score in Python)
+        except Exception as e:
             import logging
 
             logging.getLogger("sparkml").warning(
                 "%s: the Spark Connect server could not load the stock model from a temporary directory "
                 "(%s); transform scores in Python workers instead. Set SPARKML_TEMP_DFS_PATH to a directory "
-                "the server can read to score in the JVM", type(self).__name__,
-                str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__)
+                "the server can read to score in the JVM",
+                type(self).__name__,
+                str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__,
+            )
             return None
 
     def evaluate(self, dataset):
@@ -208,8 +211,12 @@ class HasInitialModel:
             return None
         matrix = model.coefficientMatrix if hasattr(model, "coefficientMatrix") else None
         beta = np.atleast_2d(np.asarray(matrix.toArray() if matrix is not None else model.coefficients.toArray()))
-        b = np.atleast_1d(np.asarray(model.interceptVector.toArray() if hasattr(model, "interceptVector")
-                                     else model.intercept, dtype=np.float64))
+        b = np.atleast_1d(
+            np.asarray(
+                model.interceptVector.toArray() if hasattr(model, "interceptVector") else model.intercept,
+                dtype=np.float64,
+            )
+        )
         if beta.shape != (n_outputs, n_features):
             raise ValueError(
                 f"initial model has coefficients of shape {beta.shape}, but this fit needs "

@@ -3,6 +3,7 @@
 Everything else (regParam, elasticNetParam, maxIter, tol, the column Params, ...) comes from
 pyspark.ml's own Param mixins, so names, defaults and documentation match MLlib exactly.
 """
+
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasCheckpointInterval
 
@@ -13,13 +14,23 @@ DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
 TOPOLOGIES = ("ring", "complete")
 # Params that stock MLlib does not know: kept out of the MLlib-format metadata's paramMap.
-TORCH_PARAM_NAMES = ("strategy", "device", "dtype", "numWorkers", "localIter", "staleness", "topology", "checkpointDir",
-                     "checkpointInterval")
+TORCH_PARAM_NAMES = (
+    "strategy",
+    "device",
+    "dtype",
+    "numWorkers",
+    "localIter",
+    "staleness",
+    "topology",
+    "checkpointDir",
+    "checkpointInterval",
+)
 
 
 def one_of(name, allowed):
     """A Param type converter: the value as a string, or ValueError naming the Param and the choices
     (``allowed``: a tuple, or a function returning one, read at each conversion)."""
+
     def convert(value):
         value = TypeConverters.toString(value)
         choices = allowed() if callable(allowed) else allowed
@@ -49,10 +60,12 @@ def _accessors(prefix, make, doc):
     return for_params
 
 
-with_getters = _accessors("get", lambda name: lambda self: self.getOrDefault(name),
-                          "Gets the value of :py:attr:`{}` or its default.")
-with_setters = _accessors("set", lambda name: lambda self, value: self._set(**{name: value}),
-                          "Sets the value of :py:attr:`{}`.")
+with_getters = _accessors(
+    "get", lambda name: lambda self: self.getOrDefault(name), "Gets the value of :py:attr:`{}` or its default."
+)
+with_setters = _accessors(
+    "set", lambda name: lambda self, value: self._set(**{name: value}), "Sets the value of :py:attr:`{}`."
+)
 
 
 @with_getters(*TORCH_PARAM_NAMES)
@@ -67,7 +80,8 @@ class HasTorchTrainingParams(HasCheckpointInterval):
         "strategy",
         "How training is distributed. 'auto' (default): 'allreduce' where Spark can run one barrier stage "
         "for the fit (the cluster's task slots are known, dynamic allocation is off, checkpointDir is unset), "
-        "else 'sync'; a fit whose barrier stage loses an executor is fitted again with 'sync'. 'sync': every iteration broadcasts the coefficients, "
+        "else 'sync'; a fit whose barrier stage loses an executor is fitted again with 'sync'. "
+        "'sync': every iteration broadcasts the coefficients, "
         "each partition computes its loss and gradient, treeAggregate sums them and a "
         "driver-side L-BFGS / OWL-QN takes the step. 'allreduce': one barrier stage for the "
         "whole fit; every task runs the same optimizer and the partition sums are added with "
@@ -145,5 +159,13 @@ class HasTorchTrainingParams(HasCheckpointInterval):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(strategy="auto", device="auto", dtype="float32", numWorkers=0, localIter=10, staleness=3,
-                         topology="ring", checkpointInterval=10)
+        self._setDefault(
+            strategy="auto",
+            device="auto",
+            dtype="float32",
+            numWorkers=0,
+            localIter=10,
+            staleness=3,
+            topology="ring",
+            checkpointInterval=10,
+        )

@@ -10,6 +10,7 @@ Estimators are written as pyspark.ml's Python estimators are (``EstimatorWriter`
 line alone). Everything is JSON and Parquet: no pickle anywhere. Loading checks the files before
 building anything (``ModelFiles``); a damaged or foreign directory is a ``ModelFileError`` naming the file.
 """
+
 import json
 import math
 import reprlib
@@ -19,15 +20,17 @@ from pyspark.ml.util import DefaultParamsReader, MLReader, MLWriter
 from pyspark.sql import SparkSession
 
 from sparkml.base.params import TORCH_PARAM_NAMES
-from sparkml.session_kind import is_connect
 from sparkml.catalog import public_class_name
+from sparkml.session_kind import is_connect
 
 
 def _numbers(values):
     """Floats as MLlib's JSON writes them: non-finite ones as the strings "Infinity", "-Infinity", "NaN"
     (MLlib's own reader cannot read those back; ours can)."""
-    return [v if math.isfinite(v) else ("NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity"))
-            for v in map(float, values)]
+    return [
+        v if math.isfinite(v) else ("NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity"))
+        for v in map(float, values)
+    ]
 
 
 def _floats(values):
@@ -40,10 +43,19 @@ def _jsonable(value):
     from pyspark.ml.linalg import DenseMatrix, DenseVector, Matrix, SparseVector
 
     if isinstance(value, Matrix):
-        dense = value if isinstance(value, DenseMatrix) else DenseMatrix(value.numRows, value.numCols,
-                                                                         value.toArray().ravel(order="F"))
-        return {"class": "matrix", "type": 1, "numRows": dense.numRows, "numCols": dense.numCols,
-                "values": _numbers(dense.values), "isTransposed": bool(dense.isTransposed)}
+        dense = (
+            value
+            if isinstance(value, DenseMatrix)
+            else DenseMatrix(value.numRows, value.numCols, value.toArray().ravel(order="F"))
+        )
+        return {
+            "class": "matrix",
+            "type": 1,
+            "numRows": dense.numRows,
+            "numCols": dense.numCols,
+            "values": _numbers(dense.values),
+            "isTransposed": bool(dense.isTransposed),
+        }
     if isinstance(value, SparseVector):
         return {"type": 0, "size": value.size, "indices": value.indices.tolist(), "values": _numbers(value.values)}
     if isinstance(value, DenseVector):
@@ -60,8 +72,14 @@ def param_value(value):
     if value.get("class") == "matrix":
         if value["type"] == 1:
             return DenseMatrix(value["numRows"], value["numCols"], _floats(value["values"]), value["isTransposed"])
-        return SparseMatrix(value["numRows"], value["numCols"], value["colPtrs"], value["rowIndices"],
-                            _floats(value["values"]), value["isTransposed"])
+        return SparseMatrix(
+            value["numRows"],
+            value["numCols"],
+            value["colPtrs"],
+            value["rowIndices"],
+            _floats(value["values"]),
+            value["isTransposed"],
+        )
     if "type" in value and "values" in value:
         if value["type"] == 1:
             return Vectors.dense(_floats(value["values"]))
@@ -118,8 +136,7 @@ class MLlibModelWriter(_Writer):
             "defaultParamMap": _param_json(inst, inst._defaultParamMap),
             "sparkml": {
                 "class": f"{type(inst).__module__}.{type(inst).__name__}",
-                "paramMap": {n: inst.getOrDefault(n) for n in TORCH_PARAM_NAMES
-                             if inst.hasParam(n) and inst.isSet(n)},
+                "paramMap": {n: inst.getOrDefault(n) for n in TORCH_PARAM_NAMES if inst.hasParam(n) and inst.isSet(n)},
             },
         }
 
@@ -139,8 +156,11 @@ class EstimatorWriter(_Writer):
         from pyspark.ml.util import DefaultParamsWriter
 
         params = {p.name: _jsonable(v) for p, v in self.instance._paramMap.items()}
-        return json.loads(DefaultParamsWriter._get_metadata_to_save(self.instance, spark, paramMap=params,
-                                                                     extraMetadata={"class": self.class_name}))
+        return json.loads(
+            DefaultParamsWriter._get_metadata_to_save(
+                self.instance, spark, paramMap=params, extraMetadata={"class": self.class_name}
+            )
+        )
 
 
 class ModelFileError(ValueError):
@@ -165,7 +185,7 @@ def _shown(uri):
     """A file as Spark lists it, a local one as a plain path (``file:///tmp/m`` -> ``/tmp/m``)."""
     for scheme in ("file://", "file:"):
         if uri.startswith(scheme):
-            return uri[len(scheme):]
+            return uri[len(scheme) :]
     return uri
 
 
@@ -192,8 +212,9 @@ class ModelFiles:
             files = sorted(self.spark.read.text(directory).inputFiles())
         except Exception as e:
             if "PATH_NOT_FOUND" in str(e):
-                raise ModelFileError(f"{directory}: no such directory (a saved model holds metadata/ and "
-                                     "data/)") from None
+                raise ModelFileError(
+                    f"{directory}: no such directory (a saved model holds metadata/ and data/)"
+                ) from None
             raise ModelFileError(f"{directory}: cannot list this directory ({_first_line(e)})") from e
         for f in files:
             parent, name = f.rstrip("/").split("/")[-2:]
@@ -216,8 +237,10 @@ class ModelFiles:
         try:
             metadata = json.loads(first[0] if first is not None else "")
         except ValueError as e:
-            raise ModelFileError(f"{file}: not model metadata (its first line is not JSON: {e}); "
-                                 "the file is truncated or not a saved model's") from None
+            raise ModelFileError(
+                f"{file}: not model metadata (its first line is not JSON: {e}); "
+                "the file is truncated or not a saved model's"
+            ) from None
         problem = _metadata_problem(metadata, classes, sparkml_class)
         if problem:
             raise ModelFileError(f"{file}: {problem}")
@@ -236,23 +259,27 @@ class ModelFiles:
             raise ModelFileError(f"{file}: not a readable Parquet file ({_first_line(e)})") from e
         for field in expected.fields:
             if field.name not in schema.names:
-                raise ModelFileError(f"{file}: no column {field.name!r} (a {cls.__name__} has "
-                                     f"{', '.join(expected.names)})")
+                raise ModelFileError(
+                    f"{file}: no column {field.name!r} (a {cls.__name__} has {', '.join(expected.names)})"
+                )
             found, wanted = schema[field.name].dataType.simpleString(), field.dataType.simpleString()
             if found != wanted:
                 raise ModelFileError(f"{file}: column {field.name!r} is {found}, expected {wanted}")
         try:
             rows = frame.select(*expected.names).take(2)
         except AssertionError as e:  # pyspark.ml.linalg's checks, decoding a vector or matrix
-            raise ModelFileError(f"{file}: a vector or matrix in its row has values that do not fit its size"
-                                 f"{f' ({e})' if str(e) else ''}") from e
+            raise ModelFileError(
+                f"{file}: a vector or matrix in its row has values that do not fit its size"
+                f"{f' ({e})' if str(e) else ''}"
+            ) from e
         except Exception as e:
             raise ModelFileError(f"{file}: cannot read its row ({_first_line(e)})") from e
         if len(rows) != 1:
             raise ModelFileError(f"{file}: holds {frame.count()} rows, expected one")
         row = rows[0]
-        scalars = {f.name: row[f.name] for f in expected.fields
-                   if f.dataType.simpleString() not in ("vector", "matrix")}
+        scalars = {
+            f.name: row[f.name] for f in expected.fields if f.dataType.simpleString() not in ("vector", "matrix")
+        }
         for name, value in scalars.items():
             if value is None:
                 raise ModelFileError(f"{file}: column {name!r} is null")
@@ -267,12 +294,15 @@ class ModelFiles:
             if value is None:
                 raise ModelFileError(f"{file}: column {column!r} is null")
             found = (value.numRows, value.numCols) if isinstance(value, Matrix) else (value.size,)
-            wanted = tuple(sizes.setdefault(s, (n, column))[0] if isinstance(s, str) else s
-                           for s, n in zip(shape, found))
+            wanted = tuple(
+                sizes.setdefault(s, (n, column))[0] if isinstance(s, str) else s for s, n in zip(shape, found)
+            )
             if found != wanted:
                 names = [f"{s}={sizes[s][0]} as in {sizes[s][1]!r}" for s in shape if isinstance(s, str)]
-                raise ModelFileError(f"{file}: column {column!r} is {_dims(found)}, expected {_dims(wanted)} "
-                                     f"({', '.join(names + ([context] if context else []))})")
+                raise ModelFileError(
+                    f"{file}: column {column!r} is {_dims(found)}, expected {_dims(wanted)} "
+                    f"({', '.join(names + ([context] if context else []))})"
+                )
         return row
 
 
@@ -297,9 +327,9 @@ def _metadata_problem(metadata, classes, sparkml_class):
         return f"the class is {metadata['class']!r}, expected {' or '.join(map(repr, classes))}"
     ours = metadata.get("sparkml", {})
     if "class" in ours and ours["class"] != sparkml_class:
-        return f"the \"sparkml\" class is {ours['class']!r}, expected {sparkml_class!r}"
+        return f'the "sparkml" class is {ours["class"]!r}, expected {sparkml_class!r}'
     if not isinstance(ours.get("paramMap", {}), dict):
-        return "\"sparkml\".paramMap is not an object"
+        return '"sparkml".paramMap is not an object'
     return None
 
 
@@ -308,8 +338,9 @@ def _set_params(instance, values, setter, file):
         try:
             setter(**{name: param_value(value)})
         except Exception as e:
-            raise ModelFileError(f"{file}: Param {name!r} cannot take the value {reprlib.repr(value)} "
-                                 f"({_first_line(e)})") from e
+            raise ModelFileError(
+                f"{file}: Param {name!r} cannot take the value {reprlib.repr(value)} ({_first_line(e)})"
+            ) from e
 
 
 class EstimatorReader(DefaultParamsReader):
@@ -345,7 +376,9 @@ class MLlibModelReader(MLReader):
         instance = self.cls._from_data(files.data_row(self.cls))
         instance._resetUid(metadata["uid"])
         extra = metadata.get("sparkml", {}).get("paramMap", {})
-        for source, setter in ((metadata.get("defaultParamMap", {}), instance._setDefault),
-                               ({**metadata["paramMap"], **extra}, instance._set)):
+        for source, setter in (
+            (metadata.get("defaultParamMap", {}), instance._setDefault),
+            ({**metadata["paramMap"], **extra}, instance._set),
+        ):
             _set_params(instance, {k: v for k, v in source.items() if instance.hasParam(k)}, setter, file)
         return instance

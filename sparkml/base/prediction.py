@@ -2,7 +2,8 @@
 
 The features column goes through ``vector_to_array`` (dense, float64) into a scalar UDF that scores
 a whole Arrow batch with ``sparkml.gpu.prediction`` (``sparkml.compat.vectorized_udf``: Spark's
-``arrow_udf`` where it has one) and returns a struct of the output columns; the vector outputs come back as ``VectorUDT`` through ``array_to_vector``. The output columns, their
+``arrow_udf`` where it has one) and returns a struct of the output columns; the vector outputs come back as
+``VectorUDT`` through ``array_to_vector``. The output columns, their
 names and types are MLlib's: ``rawPrediction`` and ``probability`` (vectors), ``prediction`` (double).
 The linear models use this path only where MLlib's own transform is not available; KernelSVC always
 does. A kernel model's margins K(X, L) (P theta^T) run tile by tile (``sparkml.gpu.kernels.kernel_matmul``)
@@ -15,6 +16,7 @@ UNSUPPORTED_DATATYPE on any plan whose scan carries a vector column, e.g. a feat
 Parquet, whatever the UDF reads. ``transform`` therefore switches the setting off in the dataset's
 session (once, logged at INFO): the row path it falls back to is the one Spark used before 4.3.
 """
+
 import hashlib
 import logging
 import warnings
@@ -25,7 +27,6 @@ from pyspark.ml.functions import array_to_vector, vector_to_array
 from pyspark.sql import functions as F
 
 from sparkml.compat import require_connect_ml, vectorized_udf
-
 
 _DEVICE_MAPS = {}  # (fingerprint, device) -> (feature map, coefficients^T, intercepts) there, most recent last
 _DEVICE_MAPS_KEPT = 4
@@ -41,8 +42,11 @@ def _scoring_state(feature_map, coef, intercept, fingerprint, device):
     key = (fingerprint, str(device))
     state = _DEVICE_MAPS.pop(key, None)
     if state is None:
-        state = (make_feature_map(feature_map).to(device), torch.from_numpy(coef).T.contiguous().to(device),
-                 torch.from_numpy(intercept).to(device))
+        state = (
+            make_feature_map(feature_map).to(device),
+            torch.from_numpy(coef).T.contiguous().to(device),
+            torch.from_numpy(intercept).to(device),
+        )
     _DEVICE_MAPS[key] = state
     while len(_DEVICE_MAPS) > _DEVICE_MAPS_KEPT:
         _DEVICE_MAPS.pop(next(iter(_DEVICE_MAPS)))
@@ -66,12 +70,29 @@ def _kernel_margins(x, feature_map, coef, intercept, kernel_block, fingerprint, 
     return margins.cpu()
 
 
-def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col, feature_map=None, platt=None,
-            kernel_block=False, fingerprint=None, device="cpu"):
+def _scores(
+    features,
+    kind,
+    coef,
+    intercept,
+    raw_threshold,
+    thresholds,
+    features_col,
+    feature_map=None,
+    platt=None,
+    kernel_block=False,
+    fingerprint=None,
+    device="cpu",
+):
     """Score one Arrow batch; returns a StructArray (raw, probability, prediction)."""
     import torch
 
-    from sparkml.gpu.prediction import binary_logistic_probability, linear_margins, platt_probability, softmax_probability
+    from sparkml.gpu.prediction import (
+        binary_logistic_probability,
+        linear_margins,
+        platt_probability,
+        softmax_probability,
+    )
 
     if features.null_count:
         raise ValueError(f"features column {features_col!r} has null rows; cannot score them")
@@ -109,15 +130,19 @@ def _scores(features, kind, coef, intercept, raw_threshold, thresholds, features
         if t is None:
             return pa.nulls(n, pa.list_(pa.float64()))
         k = t.shape[1]
-        return pa.ListArray.from_arrays(pa.array(np.arange(0, n * k + 1, k, dtype=np.int32)), pa.array(t.numpy().ravel()))
+        return pa.ListArray.from_arrays(
+            pa.array(np.arange(0, n * k + 1, k, dtype=np.int32)), pa.array(t.numpy().ravel())
+        )
 
     return pa.StructArray.from_arrays([vectors(raw), vectors(prob), pa.array(pred.numpy())], ["raw", "prob", "pred"])
 
 
 def _fingerprint(feature_map, coef, intercept):
     """A digest of what a kernel model scores with: the key of the executors' ``_DEVICE_MAPS``."""
-    digest = hashlib.blake2b(repr((type(feature_map).__name__, feature_map.kernel,
-                                   getattr(feature_map, "kernel_args", None))).encode(), digest_size=16)
+    digest = hashlib.blake2b(
+        repr((type(feature_map).__name__, feature_map.kernel, getattr(feature_map, "kernel_args", None))).encode(),
+        digest_size=16,
+    )
     for name in feature_map._arrays:
         digest.update(getattr(feature_map, name).tobytes())
     digest.update(coef.tobytes())
@@ -138,12 +163,25 @@ def use_row_input_for_arrow_udfs(dataset):
         spark.conf.set(COLUMNAR_INPUT, "false")
     except Exception:  # a Spark without the setting
         return
-    logging.getLogger(__name__).info("set %s=false: Spark's columnar input to Arrow UDFs cannot carry "
-                                     "vector columns", COLUMNAR_INPUT)
+    logging.getLogger(__name__).info(
+        "set %s=false: Spark's columnar input to Arrow UDFs cannot carry vector columns", COLUMNAR_INPUT
+    )
 
 
-def transform_linear(dataset, features_col, outputs, kind, coef, intercept, raw_threshold=0.0, thresholds=None,
-                     feature_map=None, platt=None, kernel_block=False, device="cpu"):
+def transform_linear(
+    dataset,
+    features_col,
+    outputs,
+    kind,
+    coef,
+    intercept,
+    raw_threshold=0.0,
+    thresholds=None,
+    feature_map=None,
+    platt=None,
+    kernel_block=False,
+    device="cpu",
+):
     """Add MLlib's output columns to ``dataset``.
 
     ``outputs`` maps 'raw' / 'prob' / 'pred' to output column names (empty names are skipped, as in
@@ -158,8 +196,10 @@ def transform_linear(dataset, features_col, outputs, kind, coef, intercept, raw_
     if features_col not in dataset.columns:  # MLlib's error, raised eagerly (MLflow's autolog probes for it)
         from pyspark.errors import IllegalArgumentException
 
-        raise IllegalArgumentException(f"[FIELD_NOT_FOUND] No such struct field `{features_col}` in "
-                                       f"{', '.join(f'`{c}`' for c in dataset.columns)}. SQLSTATE: 42704")
+        raise IllegalArgumentException(
+            f"[FIELD_NOT_FOUND] No such struct field `{features_col}` in "
+            f"{', '.join(f'`{c}`' for c in dataset.columns)}. SQLSTATE: 42704"
+        )
     require_connect_ml(dataset.sparkSession)
     use_row_input_for_arrow_udfs(dataset)
     coef = np.ascontiguousarray(np.atleast_2d(coef), dtype=np.float64)
@@ -168,8 +208,20 @@ def transform_linear(dataset, features_col, outputs, kind, coef, intercept, raw_
     fingerprint = None if feature_map is None else _fingerprint(feature_map, coef, intercept)
 
     def scores(features):
-        return _scores(features, kind, coef, intercept, raw_threshold, thresholds, features_col, feature_map, platt,
-                       kernel_block, fingerprint, device)
+        return _scores(
+            features,
+            kind,
+            coef,
+            intercept,
+            raw_threshold,
+            thresholds,
+            features_col,
+            feature_map,
+            platt,
+            kernel_block,
+            fingerprint,
+            device,
+        )
 
     score = vectorized_udf(scores, _RESULT_TYPE)
 

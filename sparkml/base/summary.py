@@ -27,10 +27,11 @@ otherwise, and their ``...TrainingSummary`` forms) are pyspark.ml's binary / mul
 classification summaries computed by MLlib's own summary code in the JVM over this model's
 predictions: classic sessions only (a Spark Connect server builds summaries of its own models only).
 """
+
 import numpy as np
 from pyspark.ml import classification as _classification
-from pyspark.ml.classification import _BinaryClassificationSummary, _ClassificationSummary, _TrainingSummary
 from pyspark.ml import regression as _regression
+from pyspark.ml.classification import _BinaryClassificationSummary, _ClassificationSummary, _TrainingSummary
 
 
 class _OptimizerRecord:
@@ -68,8 +69,9 @@ class _OptimizerRecord:
         return self
 
 
-class BinaryLogisticRegressionTrainingSummary(_OptimizerRecord,
-                                              _classification.BinaryLogisticRegressionTrainingSummary):
+class BinaryLogisticRegressionTrainingSummary(
+    _OptimizerRecord, _classification.BinaryLogisticRegressionTrainingSummary
+):
     """pyspark.ml's binary logistic regression training summary."""
 
 
@@ -144,17 +146,20 @@ def jvm_classification_summary(model, dataset, record=None):
     if sc is None or not hasattr(dataset, "_jdf"):
         raise NotImplementedError(
             f"{type(model).__name__}'s summary metrics are computed by MLlib in the JVM: they need a classic "
-            "session (in Spark Connect, use pyspark.ml.evaluation's evaluators on transform())")
+            "session (in Spark Connect, use pyspark.ml.evaluation's evaluators on transform())"
+        )
     predictions = model.transform(dataset)._jdf
     weight = (model.getOrDefault("weightCol") if model.isDefined("weightCol") else None) or ""
     jvm = sc._jvm.org.apache.spark.ml.classification
     if model.numClasses == 2:
-        java = jvm.LinearSVCSummaryImpl(predictions, model.getRawPredictionCol(), model.getPredictionCol(),
-                                        model.getLabelCol(), weight)
+        java = jvm.LinearSVCSummaryImpl(
+            predictions, model.getRawPredictionCol(), model.getPredictionCol(), model.getLabelCol(), weight
+        )
         cls = KernelSVCSummary if record is None else KernelSVCTrainingSummary
     else:
-        java = jvm.MultilayerPerceptronClassificationSummaryImpl(predictions, model.getPredictionCol(),
-                                                                 model.getLabelCol(), weight)
+        java = jvm.MultilayerPerceptronClassificationSummaryImpl(
+            predictions, model.getPredictionCol(), model.getLabelCol(), weight
+        )
         cls = KernelSVCMulticlassSummary if record is None else KernelSVCMulticlassTrainingSummary
     summary = cls(java)
     summary._record = record

@@ -7,17 +7,26 @@
 The checks of the data itself (schema, null, NaN or infinite values, ragged vectors, weights) are
 ``sparkml.data.checks``. Each raises ``ValueError`` naming the Param or column and the problem.
 """
+
 from sparkml.data.statistics import MAX_CLASSES
 
 # (Param, accepted, why not): the rules every estimator shares, when it has the Param
-COMMON_RULES = (("maxIter", lambda v: v >= 0, "must be >= 0"), ("tol", lambda v: v >= 0, "must be >= 0"),
-                ("regParam", lambda v: v >= 0, "must be >= 0"),
-                ("elasticNetParam", lambda v: 0 <= v <= 1, "must be in [0, 1]"),
-                ("aggregationDepth", lambda v: v >= 2, "must be >= 2"),
-                ("numWorkers", lambda v: v >= 0, "must be >= 0"), ("localIter", lambda v: v >= 1, "must be >= 1"),
-                ("staleness", lambda v: v >= 0, "must be >= 0"))
-BOUND_PARAMS = ("lowerBoundsOnCoefficients", "upperBoundsOnCoefficients", "lowerBoundsOnIntercepts",
-                "upperBoundsOnIntercepts")
+COMMON_RULES = (
+    ("maxIter", lambda v: v >= 0, "must be >= 0"),
+    ("tol", lambda v: v >= 0, "must be >= 0"),
+    ("regParam", lambda v: v >= 0, "must be >= 0"),
+    ("elasticNetParam", lambda v: 0 <= v <= 1, "must be in [0, 1]"),
+    ("aggregationDepth", lambda v: v >= 2, "must be >= 2"),
+    ("numWorkers", lambda v: v >= 0, "must be >= 0"),
+    ("localIter", lambda v: v >= 1, "must be >= 1"),
+    ("staleness", lambda v: v >= 0, "must be >= 0"),
+)
+BOUND_PARAMS = (
+    "lowerBoundsOnCoefficients",
+    "upperBoundsOnCoefficients",
+    "lowerBoundsOnIntercepts",
+    "upperBoundsOnIntercepts",
+)
 
 
 def check_params(est, rules=()):
@@ -33,12 +42,16 @@ def check_bounds_params(est):
     term); intercept bounds need fitIntercept. The shapes are checked by ``linear.bounds``."""
     bounded = [name for name in BOUND_PARAMS if est.hasParam(name) and est.isSet(name)]
     if bounded and est.getOrDefault("elasticNetParam") != 0:
-        raise ValueError(f"elasticNetParam must be 0 when {bounded[0]} is set: fitting under bound constrained "
-                         f"optimization only supports L2 regularization; got {est.getOrDefault('elasticNetParam')}")
+        raise ValueError(
+            f"elasticNetParam must be 0 when {bounded[0]} is set: fitting under bound constrained "
+            f"optimization only supports L2 regularization; got {est.getOrDefault('elasticNetParam')}"
+        )
     intercepts = [name for name in bounded if name.endswith("Intercepts")]
     if intercepts and not est.getOrDefault("fitIntercept"):
-        raise ValueError(f"{intercepts[0]} is set but fitIntercept is False: don't set bounds on intercepts "
-                         f"if fitting without intercept")
+        raise ValueError(
+            f"{intercepts[0]} is set but fitIntercept is False: don't set bounds on intercepts "
+            f"if fitting without intercept"
+        )
 
 
 def check_huber_params(est):
@@ -49,11 +62,15 @@ def check_huber_params(est):
     if est.getOrDefault("loss") != "huber":
         return
     if est.getOrDefault("solver") == "normal":
-        raise ValueError("solver='normal' does not support loss='huber': LinearRegression with huber loss doesn't "
-                         "support normal solver, please change solver to auto or l-bfgs")
+        raise ValueError(
+            "solver='normal' does not support loss='huber': LinearRegression with huber loss doesn't "
+            "support normal solver, please change solver to auto or l-bfgs"
+        )
     if est.getOrDefault("elasticNetParam") != 0:
-        raise ValueError(f"elasticNetParam must be 0 with loss='huber': LinearRegression with huber loss only "
-                         f"supports L2 regularization; got {est.getOrDefault('elasticNetParam')}")
+        raise ValueError(
+            f"elasticNetParam must be 0 with loss='huber': LinearRegression with huber loss only "
+            f"supports L2 regularization; got {est.getOrDefault('elasticNetParam')}"
+        )
 
 
 def check_choice(name, value, allowed, why=""):

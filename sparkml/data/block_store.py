@@ -1,8 +1,10 @@
 """Training blocks resident on executors, converted once per fit and read by every iteration.
 
 Moving a partition from the JVM to Python costs 10x to 100x the arithmetic of one pass over it
-(``benchmarks/bench_conversion.py``, ``bench_blocks.py``), so the conversion job writes each partition once, as raw arrays
-(``<name>.bin`` plus their dtype and shape in ``meta.json``), into the executor's Spark local directory, and every later task reads it back through a
+(``benchmarks/bench_conversion.py``, ``bench_blocks.py``), so the conversion job writes each partition once, as raw
+arrays
+(``<name>.bin`` plus their dtype and shape in ``meta.json``), into the executor's Spark local directory, and every
+later task reads it back through a
 memory map. The page cache is shared by all Python workers of an executor, so the training copy
 exists once per partition however many workers touch it; each worker additionally keeps the opened
 tensors (or their device copy) in a small per-process cache keyed by dataset and partition.
@@ -17,6 +19,7 @@ partition after the fit's cleanup has run. ``drop`` therefore leaves a tombstone
 dropped dataset, checking again after its rename so that a commit racing the drop removes itself.
 Tombstones are empty files, pruned by later drops once a day old.
 """
+
 import glob
 import json
 import os

@@ -7,6 +7,7 @@
 Each raises ``ValueError`` naming the column and the problem. The Params' and labels' checks are the
 estimators' (``sparkml.base.validation``).
 """
+
 from pyspark.ml.linalg import VectorUDT
 from pyspark.sql.types import NumericType
 
@@ -44,8 +45,10 @@ def _problem_message(key, value, features_col, label_col, weight_col):
 
 def invalid_sparse_message(features_col, which, detail=""):
     """An invalid sparse vector (pyspark's and MLlib's SparseVector refuse them; built past their checks)."""
-    return (f"features column {features_col!r} holds invalid sparse vectors ({which}): indices must be one per "
-            f"value, in [0, size) and strictly increasing, the size >= 0" + (f"; {detail}" if detail else ""))
+    return (
+        f"features column {features_col!r} holds invalid sparse vectors ({which}): indices must be one per "
+        f"value, in [0, size) and strictly increasing, the size >= 0" + (f"; {detail}" if detail else "")
+    )
 
 
 def ragged_features_message(features_col, sizes):

@@ -6,6 +6,7 @@ Every partition returns one row of statistics (``statistics.PartitionStats``: we
 label histogram, problem counts), from which the driver validates the whole dataset and derives
 standardization before any iteration.
 """
+
 import json
 
 import numpy as np
@@ -65,14 +66,14 @@ def _sparse_rows(column, dtype):
     if dense_rows.any():
         indices = np.empty(indptr[-1], dtype=np.int32)
         for i in np.flatnonzero(dense_rows):
-            indices[indptr[i]:indptr[i + 1]] = np.arange(row_nnz[i], dtype=np.int32)
+            indices[indptr[i] : indptr[i + 1]] = np.arange(row_nnz[i], dtype=np.int32)
         sparse = np.flatnonzero(~dense_rows)
         if len(sparse):
             idx_flat = index_lists.flatten().to_numpy(zero_copy_only=False)
             idx_len = np.asarray(index_lists.value_lengths().fill_null(0), dtype=np.int64)
             idx_off = np.concatenate([[0], np.cumsum(idx_len)])
             for i in sparse:
-                indices[indptr[i]:indptr[i + 1]] = idx_flat[idx_off[i]:idx_off[i + 1]]
+                indices[indptr[i] : indptr[i + 1]] = idx_flat[idx_off[i] : idx_off[i + 1]]
     else:
         indices = index_lists.flatten().to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
     return (indptr, indices, values), set(unique_sizes.tolist()), 0
@@ -124,8 +125,14 @@ def convert_partition(batches, dataset_id, sparse, dtype):
                 stats.features(x, w, sizes, column.null_count, invalid)
                 if not stats.has_problems():
                     indptr, indices, values = x
-                    for name, array in (("indptr", indptr), ("indices", indices), ("values", values),
-                                        ("shape", np.array([len(y), max(sizes)])), ("y", y), ("w", w)):
+                    for name, array in (
+                        ("indptr", indptr),
+                        ("indices", indices),
+                        ("values", values),
+                        ("shape", np.array([len(y), max(sizes)])),
+                        ("y", y),
+                        ("w", w),
+                    ):
                         writer.append(name, array)
         else:
             for batch in batches:
@@ -159,10 +166,12 @@ def convert_partition(batches, dataset_id, sparse, dtype):
 
 def stats_batch(partition, rows, info, moments):
     """One handle row (``STATS_SCHEMA``) as an Arrow batch."""
-    schema = pa.schema([("partition", pa.int32()), ("rows", pa.int64()), ("info", pa.string()),
-                        ("moments", pa.binary())])
-    return pa.RecordBatch.from_pydict({"partition": [partition], "rows": [rows], "info": [info],
-                                       "moments": [moments]}, schema=schema)
+    schema = pa.schema(
+        [("partition", pa.int32()), ("rows", pa.int64()), ("info", pa.string()), ("moments", pa.binary())]
+    )
+    return pa.RecordBatch.from_pydict(
+        {"partition": [partition], "rows": [rows], "info": [info], "moments": [moments]}, schema=schema
+    )
 
 
 def handle_rows(batches):

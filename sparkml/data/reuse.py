@@ -24,6 +24,7 @@ the executors' local disks, and in the memory of the Python workers that read th
 
 A fit whose kept blocks are gone (an executor died since) converts again (``TorchEstimator``).
 """
+
 import logging
 import re
 import threading
@@ -74,7 +75,7 @@ def _alive(spark):
         if is_connect(spark):
             return not getattr(spark, "is_stopped", False)
         return spark.sparkContext._jsc is not None
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False
 
 

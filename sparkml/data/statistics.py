@@ -5,6 +5,7 @@ histogram, and the counts of input problems, batch by batch. Driver side: ``summ
 partitions' rows into one ``DatasetSummary`` (after ``data.checks.check_conversion`` has
 refused bad input).
 """
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,8 +13,17 @@ import numpy as np
 MAX_CLASSES = 10_000  # a label above this is reported, not histogrammed
 _MOMENT_ROWS = 1024
 # the problems a partition counts, in the order they are reported (``base.validation``)
-PROBLEM_KEYS = ("null_features", "invalid_sparse_features", "feature_sizes", "null_labels", "null_weights",
-                "nonfinite_features", "nonfinite_labels", "negative_weights", "nonfinite_weights")
+PROBLEM_KEYS = (
+    "null_features",
+    "invalid_sparse_features",
+    "feature_sizes",
+    "null_labels",
+    "null_weights",
+    "nonfinite_features",
+    "nonfinite_labels",
+    "negative_weights",
+    "nonfinite_weights",
+)
 
 
 @dataclass
@@ -59,10 +69,10 @@ def _moments(x, w):
     c, cc = np.empty((_MOMENT_ROWS, d)), np.empty((_MOMENT_ROWS, d))
     for i in range(0, len(x), _MOMENT_ROWS):
         k = min(_MOMENT_ROWS, len(x) - i)
-        np.copyto(c[:k], x[i:i + k])
+        np.copyto(c[:k], x[i : i + k])
         np.multiply(c[:k], c[:k], out=cc[:k])
-        s1 += w[i:i + k] @ c[:k]
-        s2 += w[i:i + k] @ cc[:k]
+        s1 += w[i : i + k] @ c[:k]
+        s2 += w[i : i + k] @ cc[:k]
     return s1, s2
 
 
@@ -76,9 +86,19 @@ class PartitionStats:
 
     def __init__(self):
         self.rows, self.sizes = 0, set()
-        self.problems = dict.fromkeys(("null_features", "invalid_sparse_features", "null_labels", "null_weights",
-                                       "nonfinite_features", "nonfinite_labels", "negative_weights",
-                                       "nonfinite_weights"), 0)
+        self.problems = dict.fromkeys(
+            (
+                "null_features",
+                "invalid_sparse_features",
+                "null_labels",
+                "null_weights",
+                "nonfinite_features",
+                "nonfinite_labels",
+                "negative_weights",
+                "nonfinite_weights",
+            ),
+            0,
+        )
         self.sx = self.sxx = None
         self.w_sum = self.w_sq_sum = self.wy_sum = self.wy_sq_sum = 0.0
         self.label_min, self.label_max, self.label_integral = np.inf, -np.inf, True
@@ -107,7 +127,7 @@ class PartitionStats:
         if self.hist is not None:
             if len(fy) == len(y) and self.label_integral and self.label_min >= 0 and self.label_max < MAX_CLASSES:
                 h = np.bincount(y.astype(np.int64), w, len(self.hist))
-                h[:len(self.hist)] += self.hist
+                h[: len(self.hist)] += self.hist
                 self.hist = h
             elif len(y):
                 self.hist = None  # NaN, fractional, negative or huge labels: reported, not histogrammed
@@ -128,8 +148,8 @@ class PartitionStats:
         if self.sx is None:
             self.sx, self.sxx = np.zeros(d), np.zeros(d)
         if len(s1) <= len(self.sx):
-            self.sx[:len(s1)] += s1
-            self.sxx[:len(s2)] += s2
+            self.sx[: len(s1)] += s1
+            self.sxx[: len(s2)] += s2
 
     def has_problems(self):
         return any(self.problems.values()) or len(self.sizes) > 1
@@ -139,9 +159,17 @@ class PartitionStats:
         if len(self.sizes) > 1:
             info["feature_sizes"] = sorted(int(s) for s in self.sizes)[:5]
         d = max(self.sizes) if self.sizes else 0
-        info.update(rows=self.rows, n_features=d, label_min=float(self.label_min), label_max=float(self.label_max),
-                    label_integral=bool(self.label_integral), w_sum=self.w_sum, w_sq_sum=self.w_sq_sum,
-                    wy_sum=self.wy_sum, wy_sq_sum=self.wy_sq_sum)
+        info.update(
+            rows=self.rows,
+            n_features=d,
+            label_min=float(self.label_min),
+            label_max=float(self.label_max),
+            label_integral=bool(self.label_integral),
+            w_sum=self.w_sum,
+            w_sq_sum=self.w_sq_sum,
+            wy_sum=self.wy_sum,
+            wy_sq_sum=self.wy_sq_sum,
+        )
         hist = self.hist if self.hist is not None else np.zeros(0)
         info["n_classes_hist"] = len(hist)
         sx = self.sx if self.sx is not None else np.zeros(d)
@@ -162,20 +190,29 @@ def summarize(rows, infos):
             continue
         m = np.frombuffer(row[3], dtype=np.float64)
         sum_x += m[:d]
-        sum_xx += m[d:2 * d]
-        h = m[2 * d:]
-        hist[:len(h)] += h
+        sum_xx += m[d : 2 * d]
+        h = m[2 * d :]
+        hist[: len(h)] += h
     live = [i for i in infos if i["rows"]]
     w_sum = sum(i["w_sum"] for i in live)
     w_sq = sum(i["w_sq_sum"] for i in live)
     mean, var_u, var_p = DatasetSummary._variances(sum_x, sum_xx, w_sum, w_sq)
     y_mean, y_var_u, y_var_p = DatasetSummary._variances(
-        np.array([sum(i["wy_sum"] for i in live)]), np.array([sum(i["wy_sq_sum"] for i in live)]), w_sum, w_sq)
+        np.array([sum(i["wy_sum"] for i in live)]), np.array([sum(i["wy_sq_sum"] for i in live)]), w_sum, w_sq
+    )
     return DatasetSummary(
-        rows=sum(i["rows"] for i in live), n_features=d, weight_sum=w_sum, weight_sq_sum=w_sq,
-        mean=mean, var_unbiased=var_u, var_population=var_p,
-        label_mean=float(y_mean[0]), label_var_unbiased=float(y_var_u[0]), label_var_population=float(y_var_p[0]),
-        label_min=min(i["label_min"] for i in live), label_max=max(i["label_max"] for i in live),
+        rows=sum(i["rows"] for i in live),
+        n_features=d,
+        weight_sum=w_sum,
+        weight_sq_sum=w_sq,
+        mean=mean,
+        var_unbiased=var_u,
+        var_population=var_p,
+        label_mean=float(y_mean[0]),
+        label_var_unbiased=float(y_var_u[0]),
+        label_var_population=float(y_var_p[0]),
+        label_min=min(i["label_min"] for i in live),
+        label_max=max(i["label_max"] for i in live),
         label_integral=all(i["label_integral"] for i in live),
         class_weights=hist if all_hist else np.zeros(0),
     )

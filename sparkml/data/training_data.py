@@ -7,6 +7,7 @@ vectors, negative weights, an empty dataset). On any problem the blocks already 
 deleted and a ``ValueError`` naming the column is raised, so nothing is left behind and no
 iteration has run. ``TrainingData`` owns the blocks' lifecycle: derive, barrier handles, release.
 """
+
 import json
 import logging
 import re
@@ -17,11 +18,11 @@ from pyspark.ml.functions import vector_to_array
 from pyspark.ml.linalg import SparseVector
 from pyspark.sql import functions as F
 
-from sparkml.session_kind import is_connect, task_slots
-from sparkml.data.checks import check_conversion, check_schema, invalid_sparse_message
 from sparkml.data import block_store
+from sparkml.data.checks import check_conversion, check_schema, invalid_sparse_message
 from sparkml.data.convert import STATS_SCHEMA, convert_partition, handle_rows, stats_batch
 from sparkml.data.statistics import PROBLEM_KEYS, summarize
+from sparkml.session_kind import is_connect, task_slots
 
 logger = logging.getLogger("sparkml")
 SPARSE_DENSITY = 0.5  # first row sparser than this -> CSR blocks
@@ -29,7 +30,8 @@ SPARSE_DENSITY = 0.5  # first row sparser than this -> CSR blocks
 _JVM_INVALID_SPARSE = re.compile(
     r"requirement failed: ((?:Index -?\d+ follows -?\d+ and is not strictly increasing|Found negative index|"
     r"Index -?\d+ out of bounds for vector of size|Sparse vectors require that the dimension of the indices|"
-    r"You provided \d+ indices and values, which exceeds|The size of the requested sparse vector)[^\n]*)")
+    r"You provided \d+ indices and values, which exceeds|The size of the requested sparse vector)[^\n]*)"
+)
 
 
 def _is_sparse(df, features_col):
@@ -64,8 +66,17 @@ class TrainingData:
         self.nbytes = 0  # of the blocks on the executors (``prepare``)
 
     @classmethod
-    def prepare(cls, df, features_col, label_col, weight_col=None, dtype="float64", compute_dtype=None,
-                max_partitions=None, barrier=False):
+    def prepare(
+        cls,
+        df,
+        features_col,
+        label_col,
+        weight_col=None,
+        dtype="float64",
+        compute_dtype=None,
+        max_partitions=None,
+        barrier=False,
+    ):
         """Convert ``df`` into blocks stored in ``dtype``, read by passes computing in ``compute_dtype``
         (default ``dtype``; float64 over float32 storage is exact arithmetic on the stored values).
 
@@ -238,14 +249,17 @@ class TrainingData:
                 self.handles.mapInArrow(drop, STATS_SCHEMA).collect()
             else:
                 self.handles.mapPartitions(drop).count()
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             if not best_effort:  # the handles are gone (a lost executor): drop where the tasks land
-                logger.warning("the training blocks of dataset %s could not be dropped where they were "
-                               "converted (%s); dropping them on every task slot instead", dataset_id,
-                               str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__)
+                logger.warning(
+                    "the training blocks of dataset %s could not be dropped where they were "
+                    "converted (%s); dropping them on every task slot instead",
+                    dataset_id,
+                    str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__,
+                )
                 try:
                     drop_on_task_slots()
-                except Exception:  # noqa: BLE001  (never hides the fit's own error)
+                except Exception:
                     logger.warning("dropping the training blocks of dataset %s failed", dataset_id)
         finally:
             self.handles.unpersist(blocking=False)

@@ -47,8 +47,9 @@ def fit_feature_map(est, dataset, summary, gamma):
         landmarks, rows = _grown_landmarks(est, where, gamma)
     else:
         landmarks, rows = choose_landmarks(*where, m, est.getLandmarkSelection(), est.getSeed(), est._weight_col())
-    nystroem = NystroemMap(kernel, landmarks, rcond=NYSTROEM_RCOND, gamma=gamma, degree=est.getDegree(),
-                           coef0=est.getCoef0())
+    nystroem = NystroemMap(
+        kernel, landmarks, rcond=NYSTROEM_RCOND, gamma=gamma, degree=est.getDegree(), coef0=est.getCoef0()
+    )
     if rows is None:  # landmarks sampled from the rows: their average phi phi^T is diag(lambda) / m
         s = nystroem.gram_spectrum()[1].numpy() / len(landmarks)
     else:  # k-means centres: the diagonal of the sampled rows' average phi phi^T
@@ -90,12 +91,22 @@ def _grown_landmarks(est, where, gamma):
     cap = max(1, min(est.getMaxLandmarks(), AUTO_BLOCK_BYTES // max(1, summary.rows * itemsize)))
     args = {"gamma": gamma, "degree": est.getDegree(), "coef0": est.getCoef0()}
     landmarks, rows, trail = grow_landmarks(
-        *where, est.getLandmarkSelection(), est.getSeed(), est._weight_col(),
-        lambda lm, probe: residual_fraction(est.getKernel(), lm, probe, **args), est.getLandmarkTol(), cap)
-    logger.info("KernelSVC: numLandmarks unset: %d landmarks (relative residual trace by landmarks: %s; "
-                "landmarkTol %g, at most %d)", len(landmarks),
-                ", ".join(f"{m}: {r:.4f}" if r is not None else f"{m}: every row" for m, r in trail),
-                est.getLandmarkTol(), cap)
+        *where,
+        est.getLandmarkSelection(),
+        est.getSeed(),
+        est._weight_col(),
+        lambda lm, probe: residual_fraction(est.getKernel(), lm, probe, **args),
+        est.getLandmarkTol(),
+        cap,
+    )
+    logger.info(
+        "KernelSVC: numLandmarks unset: %d landmarks (relative residual trace by landmarks: %s; "
+        "landmarkTol %g, at most %d)",
+        len(landmarks),
+        ", ".join(f"{m}: {r:.4f}" if r is not None else f"{m}: every row" for m, r in trail),
+        est.getLandmarkTol(),
+        cap,
+    )
     return landmarks, rows
 
 

@@ -20,7 +20,8 @@ with ``loss="hinge"`` (the default, as ``SVC``) l(t) = max(0, 1 - t) smoothed by
 |1 - t| <= 0.1 (``sparkml.gpu.SmoothedHingeLoss``, at most 0.025 above the hinge), started from two Newton
 rounds of the squared hinge; or ``loss="squared_hinge"``, l(t) = max(0, 1 - t)^2. The hinge
 tracks SVC's accuracy more closely (``benchmarks/bench_kernel_svc.py --loss``); its Hessians are
-over the rows in the band only, but it takes more Newton rounds. It is solved by a distributed Newton method (``sparkml.optim.newton``; H formed for up
+over the rows in the band only, but it takes more Newton rounds. It is solved by a distributed Newton method
+(``sparkml.optim.newton``; H formed for up
 to 256 features with
 ``allreduce``, 1024 with ``sync``, Newton-CG beyond, preconditioned by the shape of the features'
 second moment for Nystroem and by the diagonal for rff): every round is ONE pass over the features for
@@ -41,6 +42,7 @@ not by an internal 5-fold cross-validation (which would cost 5 more fits): on ro
 very well the probabilities are somewhat overconfident. Multi-class: the K sigmoids normalized to
 sum to one; ``prediction`` stays the argmax of the decision values.
 """
+
 import numpy as np
 from pyspark import keyword_only
 from pyspark.ml.classification import Classifier
@@ -66,9 +68,27 @@ _PLATT_MAX_ITER, _PLATT_TOL = 100, 1e-14
 _CHOLESKY_MAX_FEATURES = {"allreduce": 257, "sync": 1025}
 
 
-@with_setters("maxIter", "tol", "regParam", "fitIntercept", "weightCol", "threshold", "seed", "aggregationDepth",
-              "kernel", "gamma", "degree", "coef0", "method", "numLandmarks", "maxLandmarks", "landmarkTol",
-              "landmarkSelection", "loss", "probability")
+@with_setters(
+    "maxIter",
+    "tol",
+    "regParam",
+    "fitIntercept",
+    "weightCol",
+    "threshold",
+    "seed",
+    "aggregationDepth",
+    "kernel",
+    "gamma",
+    "degree",
+    "coef0",
+    "method",
+    "numLandmarks",
+    "maxLandmarks",
+    "landmarkTol",
+    "landmarkSelection",
+    "loss",
+    "probability",
+)
 class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
     """Kernel SVM classifier (binary and one-vs-rest multi-class) trained on Spark with PyTorch kernels.
 
@@ -79,33 +99,71 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
     data and Params resumes from them.
     """
 
-    _param_rules = (("regParam", lambda v: v > 0, "must be > 0 for KernelSVC (1 / (n C))"),
-                    ("numLandmarks", lambda v: v >= 1, "must be >= 1"), ("degree", lambda v: v >= 1, "must be >= 1"),
-                    ("maxLandmarks", lambda v: v >= 1, "must be >= 1"),
-                    ("landmarkTol", lambda v: 0 < v < 1, "must be in (0, 1)"))
+    _param_rules = (
+        ("regParam", lambda v: v > 0, "must be > 0 for KernelSVC (1 / (n C))"),
+        ("numLandmarks", lambda v: v >= 1, "must be >= 1"),
+        ("degree", lambda v: v >= 1, "must be >= 1"),
+        ("maxLandmarks", lambda v: v >= 1, "must be >= 1"),
+        ("landmarkTol", lambda v: 0 < v < 1, "must be in (0, 1)"),
+    )
 
     _compute_dtype = None  # computes in ``dtype``: its features are derived in it
 
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction",
-                 rawPredictionCol="rawPrediction", probabilityCol="probability", kernel="rbf", gamma="scale",
-                 degree=3, coef0=0.0, regParam=1e-4, method="nystroem", numLandmarks=None, maxLandmarks=4000,
-                 landmarkTol=0.05, landmarkSelection="kmeans",
-                 loss="hinge", probability=False, maxIter=100, tol=1e-6, seed=0, fitIntercept=True, threshold=0.0,
-                 weightCol=None,
-                 aggregationDepth=2, strategy="auto", device="auto", dtype="float32", numWorkers=0, localIter=10,
-                 staleness=3, topology="ring", checkpointDir=None, checkpointInterval=10):
+    def __init__(
+        self,
+        *,
+        featuresCol="features",
+        labelCol="label",
+        predictionCol="prediction",
+        rawPredictionCol="rawPrediction",
+        probabilityCol="probability",
+        kernel="rbf",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        regParam=1e-4,
+        method="nystroem",
+        numLandmarks=None,
+        maxLandmarks=4000,
+        landmarkTol=0.05,
+        landmarkSelection="kmeans",
+        loss="hinge",
+        probability=False,
+        maxIter=100,
+        tol=1e-6,
+        seed=0,
+        fitIntercept=True,
+        threshold=0.0,
+        weightCol=None,
+        aggregationDepth=2,
+        strategy="auto",
+        device="auto",
+        dtype="float32",
+        numWorkers=0,
+        localIter=10,
+        staleness=3,
+        topology="ring",
+        checkpointDir=None,
+        checkpointInterval=10,
+    ):
         super().__init__()
         self._set(**self._input_kwargs)
 
     def _check_params(self):
         super()._check_params()
         if self.getMethod() == "rff" and self.getKernel() not in FOURIER_KERNELS:
-            raise ValueError(f"method='rff' needs a shift-invariant kernel ({', '.join(FOURIER_KERNELS)}); "
-                             f"kernel is {self.getKernel()!r}: use method='nystroem'")
-        check_choice("strategy", self.getStrategy(), (strategy_table.AUTO, *strategy_table.names_where(kernel_svc=True)),
-                     " (KernelSVC solves by Newton's method, whose passes are exact sums: no model averaging, parameter "
-                     "server or gossip)")
+            raise ValueError(
+                f"method='rff' needs a shift-invariant kernel ({', '.join(FOURIER_KERNELS)}); "
+                f"kernel is {self.getKernel()!r}: use method='nystroem'"
+            )
+        check_choice(
+            "strategy",
+            self.getStrategy(),
+            (strategy_table.AUTO, *strategy_table.names_where(kernel_svc=True)),
+            " (KernelSVC solves by Newton's method, whose passes are exact sums: no model averaging, parameter "
+            "server or gossip)",
+        )
 
     def _checkpoint_refusal(self):
         return None  # the feature map and the Newton rounds (Platt scaling, a few cheap passes, is not kept)
@@ -156,11 +214,22 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         else:  # both solves in one Spark job sequence or barrier stage
             main = problems(SmoothedHingeLoss(fit_intercept, width=_HINGE_WIDTH))
             warm_start = (squared, _HINGE_WARM_START_ROUNDS)
-        return strategy.newton(main, np.zeros((len(classes), p)), warm_start=warm_start, solver=solver,
-                               preconditioner=gram if solver == "cg" else None, reg=self.getRegParam(),
-                               weight_sum=summary.weight_sum, fit_intercept=fit_intercept, max_iter=self.getMaxIter(),
-                               tol=self.getTol(), names=names, last_pass=not self.getProbability(),
-                               progress=self._progress(), checkpoint=checkpoint)
+        return strategy.newton(
+            main,
+            np.zeros((len(classes), p)),
+            warm_start=warm_start,
+            solver=solver,
+            preconditioner=gram if solver == "cg" else None,
+            reg=self.getRegParam(),
+            weight_sum=summary.weight_sum,
+            fit_intercept=fit_intercept,
+            max_iter=self.getMaxIter(),
+            tol=self.getTol(),
+            names=names,
+            last_pass=not self.getProbability(),
+            progress=self._progress(),
+            checkpoint=checkpoint,
+        )
 
     def _platt(self, strategy, num_classes, theta, summary):
         """(k, 2): Platt's (a, b) per problem, fitted on the training decision values."""
@@ -172,9 +241,16 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         fit_intercept = self.getFitIntercept()
         ab, _ = strategy.newton(
             lambda idx: PlattProblems(theta[idx], [classes[j] for j in idx], targets[idx], fit_intercept),
-            theta0, reg=0.0, weight_sum=summary.weight_sum, fit_intercept=True, max_iter=_PLATT_MAX_ITER,
-            tol=_PLATT_TOL, names=[f"Platt scaling, problem {j}" for j in range(len(classes))], last_pass=True,
-            progress=self._progress())
+            theta0,
+            reg=0.0,
+            weight_sum=summary.weight_sum,
+            fit_intercept=True,
+            max_iter=_PLATT_MAX_ITER,
+            tol=_PLATT_TOL,
+            names=[f"Platt scaling, problem {j}" for j in range(len(classes))],
+            last_pass=True,
+            progress=self._progress(),
+        )
         return ab
 
 

@@ -1,5 +1,6 @@
 """Nystroem landmarks for KernelSVC, chosen on Spark: a class-stratified sample of the training rows,
 and optionally the k-means centres of a larger sample (``sparkml.gpu.kmeans``)."""
+
 import numpy as np
 from pyspark.sql import functions as F
 
@@ -46,7 +47,7 @@ def sample_landmarks(dataset, features_col, label_col, summary, quota, seed, wei
         share = summary.class_weights / summary.class_weights.sum()
         bound = F.lit(0.0)
         for c, q in quota.items():
-            fraction = min(1.0, (1.5 * q + 3 * q ** 0.5 + 10) / max(1.0, share[int(c)] * summary.rows))
+            fraction = min(1.0, (1.5 * q + 3 * q**0.5 + 10) / max(1.0, share[int(c)] * summary.rows))
             bound = F.when(F.col("label") == c, F.lit(fraction)).otherwise(bound)
         rows = rows.where(F.col("u") < bound)
     # through Arrow: several times faster than collecting Rows of vectors
@@ -62,8 +63,11 @@ def sample_landmarks(dataset, features_col, label_col, summary, quota, seed, wei
         order = order[rank[order] < quotas[order]]
     x = table.column("x").combine_chunks().flatten().to_numpy(zero_copy_only=False)
     x = x.reshape(len(labels), summary.n_features)[order]
-    return (np.ascontiguousarray(x, dtype=np.float64), labels[order].astype(np.float64),
-            weights[order].astype(np.float64))
+    return (
+        np.ascontiguousarray(x, dtype=np.float64),
+        labels[order].astype(np.float64),
+        weights[order].astype(np.float64),
+    )
 
 
 def choose_landmarks(dataset, features_col, label_col, summary, m, selection, seed, weight_col=None):
@@ -83,10 +87,14 @@ def choose_landmarks(dataset, features_col, label_col, summary, m, selection, se
     if selection == "random" or summary.rows <= m:
         return sample_landmarks(dataset, features_col, label_col, summary, quota, seed, weight_col)[0], None
     factor = _kmeans_sample_factor(m, summary.n_features)
-    rows, labels, weights = sample_landmarks(dataset, features_col, label_col, summary,
-                                             {c: q * factor for c, q in quota.items()}, seed, weight_col)
-    centres = [kmeans(rows[labels == c], q, iters=_KMEANS_ITERS, seed=seed, weights=weights[labels == c]).numpy()
-               for c, q in quota.items() if np.any(labels == c)]
+    rows, labels, weights = sample_landmarks(
+        dataset, features_col, label_col, summary, {c: q * factor for c, q in quota.items()}, seed, weight_col
+    )
+    centres = [
+        kmeans(rows[labels == c], q, iters=_KMEANS_ITERS, seed=seed, weights=weights[labels == c]).numpy()
+        for c, q in quota.items()
+        if np.any(labels == c)
+    ]
     return np.concatenate(centres), rows[:_PRECONDITIONER_ROWS]
 
 
@@ -122,7 +130,7 @@ def grow_landmarks(dataset, features_col, label_col, summary, selection, seed, w
     for c, q in probe_quota.items():
         members = np.flatnonzero(labels == c)
         kept = min(need.get(c, 0), len(members) // 2)  # for the landmarks: what the cap needs, or half
-        held[members[len(members) - min(q, len(members) - kept):]] = True
+        held[members[len(members) - min(q, len(members) - kept) :]] = True
     probe, pool, pool_labels, pool_weights = rows[held], rows[~held], labels[~held], weights[~held]
     trail, m = [], AUTO_START
     while True:
@@ -134,12 +142,18 @@ def grow_landmarks(dataset, features_col, label_col, summary, selection, seed, w
             if selection == "random":
                 landmarks.append(pool[members][:q])
             else:
-                landmarks.append(kmeans(pool[members][:q * factor], q, iters=_KMEANS_ITERS, seed=seed,
-                                        weights=pool_weights[members][:q * factor]).numpy())
+                landmarks.append(
+                    kmeans(
+                        pool[members][: q * factor],
+                        q,
+                        iters=_KMEANS_ITERS,
+                        seed=seed,
+                        weights=pool_weights[members][: q * factor],
+                    ).numpy()
+                )
         landmarks = np.concatenate(landmarks)
         r = residual(landmarks, probe)
         trail.append((len(landmarks), r))
         if r <= tol or m >= cap or (len(trail) > 1 and trail[-2][1] - r < AUTO_MIN_GAIN * trail[-2][1]):
             return landmarks, (None if selection == "random" else pool[:_PRECONDITIONER_ROWS]), trail
         m = min(2 * m, cap)
-

@@ -5,6 +5,7 @@ one decision value per class otherwise (prediction the argmax); with Platt scali
 = sigmoid(a_k m_k(x) + b_k), normalized to sum to 1 for several classes. Saved in MLlib's layout
 (``base.persistence``): one Parquet row with the feature map, the coefficients and Platt's (a, b).
 """
+
 import dataclasses
 
 import numpy as np
@@ -26,19 +27,29 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, HasTraining
     coefficient row per problem."""
 
     _java_class = "sparkml.classification.KernelSVCModel"  # no Scala twin: MLlib has no kernel SVM
-    _data_schema = StructType([StructField("numClasses", IntegerType()), StructField("gamma", DoubleType()),
-                               StructField("degree", IntegerType()), StructField("coef0", DoubleType()),
-                               StructField("kernel", StringType()), StructField("method", StringType()),
-                               StructField("basis", MatrixUDT()), StructField("projection", MatrixUDT()),
-                               StructField("offsets", VectorUDT()), StructField("coefficientMatrix", MatrixUDT()),
-                               StructField("interceptVector", VectorUDT()), StructField("platt", MatrixUDT())])
+    _data_schema = StructType(
+        [
+            StructField("numClasses", IntegerType()),
+            StructField("gamma", DoubleType()),
+            StructField("degree", IntegerType()),
+            StructField("coef0", DoubleType()),
+            StructField("kernel", StringType()),
+            StructField("method", StringType()),
+            StructField("basis", MatrixUDT()),
+            StructField("projection", MatrixUDT()),
+            StructField("offsets", VectorUDT()),
+            StructField("coefficientMatrix", MatrixUDT()),
+            StructField("interceptVector", VectorUDT()),
+            StructField("platt", MatrixUDT()),
+        ]
+    )
 
-    def __init__(self, featureMap=None, coefficients=None, intercepts=None, numClasses=2, gammaValue=1.0,
-                 platt=None):
+    def __init__(self, featureMap=None, coefficients=None, intercepts=None, numClasses=2, gammaValue=1.0, platt=None):
         super().__init__()
         self._spec = featureMap
-        self._coef = None if coefficients is None else np.ascontiguousarray(np.atleast_2d(coefficients),
-                                                                            dtype=np.float64)
+        self._coef = (
+            None if coefficients is None else np.ascontiguousarray(np.atleast_2d(coefficients), dtype=np.float64)
+        )
         self._intercepts = None if intercepts is None else np.atleast_1d(np.asarray(intercepts, dtype=np.float64))
         self._num_classes, self._gamma_value = int(numClasses), float(gammaValue)
         self._platt = None if platt is None else np.asarray(platt, dtype=np.float64).reshape(-1, 2)
@@ -142,9 +153,19 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, HasTraining
         if self._platt is not None:
             outputs["prob"] = self.getProbabilityCol()
         coef, feature_map, kernel_block = self._scoring_inputs()
-        return transform_linear(dataset, self.getFeaturesCol(), outputs, "svc", coef, self._intercepts,
-                                raw_threshold=self.getThreshold(), feature_map=feature_map,
-                                platt=self._platt, kernel_block=kernel_block, device=self.getDevice())
+        return transform_linear(
+            dataset,
+            self.getFeaturesCol(),
+            outputs,
+            "svc",
+            coef,
+            self._intercepts,
+            raw_threshold=self.getThreshold(),
+            feature_map=feature_map,
+            platt=self._platt,
+            kernel_block=kernel_block,
+            device=self.getDevice(),
+        )
 
     def _scoring_inputs(self):
         """(coefficients, feature map spec, whether they apply to the kernel block) for ``transform``.
@@ -164,10 +185,20 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, HasTraining
 
         spec = self._spec
         rff = isinstance(spec, FourierSpec)
-        row = (self._num_classes, self._gamma_value, self.getDegree(), self.getCoef0(), spec.kernel, spec.method,
-               matrix(spec.frequencies.T if rff else spec.landmarks), None if rff else matrix(spec.projection),
-               DenseVector(spec.offsets) if rff else None, self.coefficientMatrix, self.interceptVector,
-               self.plattCoefficients)
+        row = (
+            self._num_classes,
+            self._gamma_value,
+            self.getDegree(),
+            self.getCoef0(),
+            spec.kernel,
+            spec.method,
+            matrix(spec.frequencies.T if rff else spec.landmarks),
+            None if rff else matrix(spec.projection),
+            DenseVector(spec.offsets) if rff else None,
+            self.coefficientMatrix,
+            self.interceptVector,
+            self.plattCoefficients,
+        )
         return spark.createDataFrame([row], self._data_schema)
 
     @classmethod
@@ -193,7 +224,14 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, HasTraining
         if row.method == "rff":
             spec = FourierSpec(row.kernel, row.basis.toArray().T, row.offsets.toArray())
         else:
-            spec = NystroemSpec(row.kernel, row.basis.toArray(), row.projection.toArray(), row.gamma, row.degree,
-                                row.coef0)
-        return cls(spec, row.coefficientMatrix.toArray(), row.interceptVector.toArray(), int(row.numClasses),
-                   float(row.gamma), None if row.platt is None else row.platt.toArray())
+            spec = NystroemSpec(
+                row.kernel, row.basis.toArray(), row.projection.toArray(), row.gamma, row.degree, row.coef0
+            )
+        return cls(
+            spec,
+            row.coefficientMatrix.toArray(),
+            row.interceptVector.toArray(),
+            int(row.numClasses),
+            float(row.gamma),
+            None if row.platt is None else row.platt.toArray(),
+        )

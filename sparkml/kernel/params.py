@@ -1,9 +1,19 @@
 """KernelSVC's Params (pyspark.ml's shared mixins plus the kernel's) and the resolution of gamma."""
+
 import numpy as np
 from pyspark.ml.classification import _ClassifierParams
 from pyspark.ml.param import Param, Params, TypeConverters
-from pyspark.ml.param.shared import (HasAggregationDepth, HasFitIntercept, HasMaxIter, HasProbabilityCol,
-                                     HasRegParam, HasSeed, HasThreshold, HasTol, HasWeightCol)
+from pyspark.ml.param.shared import (
+    HasAggregationDepth,
+    HasFitIntercept,
+    HasMaxIter,
+    HasProbabilityCol,
+    HasRegParam,
+    HasSeed,
+    HasThreshold,
+    HasTol,
+    HasWeightCol,
+)
 
 from sparkml.base.params import HasTorchTrainingParams, one_of, with_getters
 from sparkml.gpu import KERNELS
@@ -26,59 +36,134 @@ def _gamma(value):
     return value
 
 
-@with_getters("kernel", "gamma", "degree", "coef0", "method", "numLandmarks", "maxLandmarks", "landmarkTol",
-              "landmarkSelection", "loss", "probability")
-class _KernelSVCParams(_ClassifierParams, HasMaxIter, HasTol, HasRegParam, HasFitIntercept, HasWeightCol,
-                       HasThreshold, HasSeed, HasProbabilityCol, HasAggregationDepth, HasTorchTrainingParams):
-    kernel = Param(Params._dummy(), "kernel", "Kernel: " + ", ".join(KERNELS) + " (formulas in sparkml.gpu.kernels).",
-                   typeConverter=one_of("kernel", KERNELS))
-    gamma = Param(Params._dummy(), "gamma",
-                  "Kernel coefficient of rbf, polynomial, sigmoid and laplacian: 'scale' (1 / (d Var(X)), "
-                  "scikit-learn's default), 'auto' (1 / d) or a number > 0.", typeConverter=_gamma)
-    degree = Param(Params._dummy(), "degree", "Degree of the polynomial kernel (>= 1).",
-                   typeConverter=TypeConverters.toInt)
-    coef0 = Param(Params._dummy(), "coef0", "Independent term of the polynomial and sigmoid kernels.",
-                  typeConverter=TypeConverters.toFloat)
-    method = Param(Params._dummy(), "method",
-                   "Kernel approximation: 'nystroem' (landmarks chosen from the data; any kernel) or 'rff' "
-                   "(random Fourier features; rbf and laplacian only).", typeConverter=one_of("method", METHODS))
-    numLandmarks = Param(Params._dummy(), "numLandmarks",
-                         "Feature count m: Nystroem landmarks, stratified by class (landmarkSelection; all rows when "
-                         "there are fewer), or random Fourier features. More: closer to the exact "
-                         "kernel machine, m^2 per active row per Newton round. Unset (the default): Nystroem grows m "
-                         "from 250 by doubling until the landmarks miss at most landmarkTol of the kernel's trace on "
-                         "held-out sampled rows, or a doubling gains less than a tenth, or m reaches maxLandmarks "
-                         "(model.numLandmarksUsed says what it chose); random Fourier features use 1000.",
-                         typeConverter=TypeConverters.toInt)
-    maxLandmarks = Param(Params._dummy(), "maxLandmarks",
-                         "The most landmarks chosen when numLandmarks is unset (>= 1); also kept to at most "
-                         f"{AUTO_BLOCK_BYTES >> 30} GiB of kernel blocks K(X, L) over all rows (rows x m x dtype's "
-                         "bytes).", typeConverter=TypeConverters.toInt)
-    landmarkTol = Param(Params._dummy(), "landmarkTol",
-                        "When numLandmarks is unset: the relative residual trace of the Nystroem approximation, "
-                        "trace(K - K_nL K_LL^+ K_Ln) / trace(K) on held-out sampled rows, at which m stops growing "
-                        "(0 < landmarkTol < 1).", typeConverter=TypeConverters.toFloat)
-    landmarkSelection = Param(Params._dummy(), "landmarkSelection",
-                              "Nystroem landmarks: 'kmeans' (per class, the centres of Lloyd's k-means over a "
-                              "sample of about 10 rows per landmark: a closer kernel approximation for the same m) "
-                              "or 'random' (the sampled rows themselves).",
-                              typeConverter=one_of("landmarkSelection", LANDMARK_SELECTIONS))
-    loss = Param(Params._dummy(), "loss",
-                 "The SVM's loss: 'hinge' (scikit-learn's SVC and MLlib's LinearSVC; smoothed over a band of "
-                 "half-width 0.1 at the kink so Newton's method applies; tracks SVC's accuracy) or 'squared_hinge' "
-                 "(fewer Newton rounds; its accuracy can differ from SVC's either way).",
-                 typeConverter=one_of("loss", LOSSES))
-    probability = Param(Params._dummy(), "probability",
-                        "Fit Platt scaling (one sigmoid per one-vs-rest problem, on the training decision values) "
-                        "and output the probability column; the multi-class probabilities are the sigmoids "
-                        "normalized to sum to 1.", typeConverter=TypeConverters.toBoolean)
+@with_getters(
+    "kernel",
+    "gamma",
+    "degree",
+    "coef0",
+    "method",
+    "numLandmarks",
+    "maxLandmarks",
+    "landmarkTol",
+    "landmarkSelection",
+    "loss",
+    "probability",
+)
+class _KernelSVCParams(
+    _ClassifierParams,
+    HasMaxIter,
+    HasTol,
+    HasRegParam,
+    HasFitIntercept,
+    HasWeightCol,
+    HasThreshold,
+    HasSeed,
+    HasProbabilityCol,
+    HasAggregationDepth,
+    HasTorchTrainingParams,
+):
+    kernel = Param(
+        Params._dummy(),
+        "kernel",
+        "Kernel: " + ", ".join(KERNELS) + " (formulas in sparkml.gpu.kernels).",
+        typeConverter=one_of("kernel", KERNELS),
+    )
+    gamma = Param(
+        Params._dummy(),
+        "gamma",
+        "Kernel coefficient of rbf, polynomial, sigmoid and laplacian: 'scale' (1 / (d Var(X)), "
+        "scikit-learn's default), 'auto' (1 / d) or a number > 0.",
+        typeConverter=_gamma,
+    )
+    degree = Param(
+        Params._dummy(), "degree", "Degree of the polynomial kernel (>= 1).", typeConverter=TypeConverters.toInt
+    )
+    coef0 = Param(
+        Params._dummy(),
+        "coef0",
+        "Independent term of the polynomial and sigmoid kernels.",
+        typeConverter=TypeConverters.toFloat,
+    )
+    method = Param(
+        Params._dummy(),
+        "method",
+        "Kernel approximation: 'nystroem' (landmarks chosen from the data; any kernel) or 'rff' "
+        "(random Fourier features; rbf and laplacian only).",
+        typeConverter=one_of("method", METHODS),
+    )
+    numLandmarks = Param(
+        Params._dummy(),
+        "numLandmarks",
+        "Feature count m: Nystroem landmarks, stratified by class (landmarkSelection; all rows when "
+        "there are fewer), or random Fourier features. More: closer to the exact "
+        "kernel machine, m^2 per active row per Newton round. Unset (the default): Nystroem grows m "
+        "from 250 by doubling until the landmarks miss at most landmarkTol of the kernel's trace on "
+        "held-out sampled rows, or a doubling gains less than a tenth, or m reaches maxLandmarks "
+        "(model.numLandmarksUsed says what it chose); random Fourier features use 1000.",
+        typeConverter=TypeConverters.toInt,
+    )
+    maxLandmarks = Param(
+        Params._dummy(),
+        "maxLandmarks",
+        "The most landmarks chosen when numLandmarks is unset (>= 1); also kept to at most "
+        f"{AUTO_BLOCK_BYTES >> 30} GiB of kernel blocks K(X, L) over all rows (rows x m x dtype's "
+        "bytes).",
+        typeConverter=TypeConverters.toInt,
+    )
+    landmarkTol = Param(
+        Params._dummy(),
+        "landmarkTol",
+        "When numLandmarks is unset: the relative residual trace of the Nystroem approximation, "
+        "trace(K - K_nL K_LL^+ K_Ln) / trace(K) on held-out sampled rows, at which m stops growing "
+        "(0 < landmarkTol < 1).",
+        typeConverter=TypeConverters.toFloat,
+    )
+    landmarkSelection = Param(
+        Params._dummy(),
+        "landmarkSelection",
+        "Nystroem landmarks: 'kmeans' (per class, the centres of Lloyd's k-means over a "
+        "sample of about 10 rows per landmark: a closer kernel approximation for the same m) "
+        "or 'random' (the sampled rows themselves).",
+        typeConverter=one_of("landmarkSelection", LANDMARK_SELECTIONS),
+    )
+    loss = Param(
+        Params._dummy(),
+        "loss",
+        "The SVM's loss: 'hinge' (scikit-learn's SVC and MLlib's LinearSVC; smoothed over a band of "
+        "half-width 0.1 at the kink so Newton's method applies; tracks SVC's accuracy) or 'squared_hinge' "
+        "(fewer Newton rounds; its accuracy can differ from SVC's either way).",
+        typeConverter=one_of("loss", LOSSES),
+    )
+    probability = Param(
+        Params._dummy(),
+        "probability",
+        "Fit Platt scaling (one sigmoid per one-vs-rest problem, on the training decision values) "
+        "and output the probability column; the multi-class probabilities are the sigmoids "
+        "normalized to sum to 1.",
+        typeConverter=TypeConverters.toBoolean,
+    )
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(maxIter=100, tol=1e-6, regParam=1e-4, fitIntercept=True, threshold=0.0,
-                         aggregationDepth=2, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
-                         method="nystroem", maxLandmarks=4000, landmarkTol=0.05, landmarkSelection="kmeans", loss="hinge",
-                         probability=False, seed=0)
+        self._setDefault(
+            maxIter=100,
+            tol=1e-6,
+            regParam=1e-4,
+            fitIntercept=True,
+            threshold=0.0,
+            aggregationDepth=2,
+            kernel="rbf",
+            gamma="scale",
+            degree=3,
+            coef0=0.0,
+            method="nystroem",
+            maxLandmarks=4000,
+            landmarkTol=0.05,
+            landmarkSelection="kmeans",
+            loss="hinge",
+            probability=False,
+            seed=0,
+        )
 
     def _kernel_args(self, gamma):
         return {"gamma": gamma, "degree": self.getDegree(), "coef0": self.getCoef0()}
@@ -91,6 +176,6 @@ def resolve_gamma(gamma, summary):
         return 1.0 / d
     if gamma != "scale":
         return float(gamma)
-    second = float(np.mean(summary.var_population + summary.mean ** 2))
+    second = float(np.mean(summary.var_population + summary.mean**2))
     var = second - float(np.mean(summary.mean)) ** 2
     return 1.0 / (d * var) if var > 0 else 1.0

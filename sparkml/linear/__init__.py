@@ -1,5 +1,6 @@
 """The linear models: LogisticRegression, LinearSVC, LinearRegression, their objective in MLlib's
 parametrization and the normal equations."""
+
 from sparkml.compat import check_pyspark
 
 check_pyspark()  # a clear error, naming the supported range, before the modules here import pyspark

@@ -11,6 +11,7 @@ intercepts reported as fitted (not centered). The checks that need no data (elas
 bounds without an intercept) are ``base.validation.check_bounds_params``; the shapes are checked here,
 once K and d are known, with MLlib's rules.
 """
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,18 +63,24 @@ def coefficient_bounds(est, n_outputs, n_features):
             raise ValueError(
                 f"{name} must have shape ({k}, {d}) for this {family} fit: (1, number of features) for binomial "
                 f"regression, or (number of classes, number of features) for multinomial regression; "
-                f"got ({value.numRows}, {value.numCols})")
+                f"got ({value.numRows}, {value.numCols})"
+            )
         if not coefficients and array.shape != (k,):
             raise ValueError(
                 f"{name} must have size {k} for this {family} fit: 1 for binomial regression, or the number of "
-                f"classes for multinomial regression; got {array.size}")
+                f"classes for multinomial regression; got {array.size}"
+            )
         if np.isnan(array).any():
             raise ValueError(f"{name} holds NaN")
         values[name] = array
     box = CoefficientBounds(*(values[name] for name in BOUND_PARAMS))
-    for what, lower, upper in (("Coefficients", box.lower_coefficients, box.upper_coefficients),
-                               ("Intercepts", box.lower_intercepts, box.upper_intercepts)):
+    for what, lower, upper in (
+        ("Coefficients", box.lower_coefficients, box.upper_coefficients),
+        ("Intercepts", box.lower_intercepts, box.upper_intercepts),
+    ):
         if np.any(lower > upper):
-            raise ValueError(f"lowerBoundsOn{what} must be <= upperBoundsOn{what} everywhere; got "
-                             f"{lower.tolist()} and {upper.tolist()}")
+            raise ValueError(
+                f"lowerBoundsOn{what} must be <= upperBoundsOn{what} everywhere; got "
+                f"{lower.tolist()} and {upper.tolist()}"
+            )
     return box

@@ -12,8 +12,8 @@
 
 ``LinearRegression`` reuses it for its ``l-bfgs`` solver and adds the normal equations.
 """
+
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 import numpy as np
 
@@ -33,7 +33,7 @@ class LinearProblem:
     reg_l1: float = 0.0  # the L1 strength lambda a, likewise
     label_scale: float = 1.0  # sigma_y (LinearRegression), else 1
     owlqn: bool = False  # OWL-QN's steps even without an L1 term (MLlib's LinearSVC)
-    start: Optional[Tuple[np.ndarray, np.ndarray]] = None  # (beta (K, d), b (K,)); None: zeros
+    start: tuple[np.ndarray, np.ndarray] | None = None  # (beta (K, d), b (K,)); None: zeros
     context: object = None  # what ``_model`` needs besides (beta, b)
     bounds: object = None  # a ``linear.bounds.CoefficientBounds`` box in the user's space, or None
     center: bool = True  # virtual centering of the features (MLlib drops it under finite intercept bounds)
@@ -60,10 +60,19 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
 
     def _objective(self, strategy, s, problem):
         return LinearObjective(
-            strategy.loss_gradient, n_features=s.n_features, n_outputs=problem.n_outputs,
-            fit_intercept=self.getFitIntercept(), mean=s.mean, std=np.sqrt(s.var_unbiased),
-            weight_sum=s.weight_sum, label_scale=problem.label_scale, reg_l2=problem.reg_l2,
-            reg_l1=problem.reg_l1, standardization=self.getStandardization(), center=problem.center)
+            strategy.loss_gradient,
+            n_features=s.n_features,
+            n_outputs=problem.n_outputs,
+            fit_intercept=self.getFitIntercept(),
+            mean=s.mean,
+            std=np.sqrt(s.var_unbiased),
+            weight_sum=s.weight_sum,
+            label_scale=problem.label_scale,
+            reg_l2=problem.reg_l2,
+            reg_l1=problem.reg_l1,
+            standardization=self.getStandardization(),
+            center=problem.center,
+        )
 
     def _start(self, s, problem):
         start = self._initial_coefficients(s.n_features, problem.n_outputs)
@@ -90,9 +99,18 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
         if bounds is not None:
             theta0 = np.clip(theta0, *bounds)  # the scaling's rounding
         checkpoint = self._checkpoint(s, theta0)
-        theta, summary = strategy.minimize(objective, theta0, max_iter=self.getMaxIter(), tol=self.getTol(),
-                                           name=type(self).__name__, owlqn=problem.owlqn, last_pass=last_pass,
-                                           progress=self._progress(), bounds=bounds, checkpoint=checkpoint)
+        theta, summary = strategy.minimize(
+            objective,
+            theta0,
+            max_iter=self.getMaxIter(),
+            tol=self.getTol(),
+            name=type(self).__name__,
+            owlqn=problem.owlqn,
+            last_pass=last_pass,
+            progress=self._progress(),
+            bounds=bounds,
+            checkpoint=checkpoint,
+        )
         if checkpoint is not None:
             checkpoint.remove()  # the fit succeeded, as MLlib removes its checkpoint files
         return objective, theta, summary
@@ -101,8 +119,10 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
         super()._check_params()
         why = self._first_order_refusal() if _row(self.getStrategy()).first_order else None
         if why:
-            raise ValueError(f"strategy={self.getStrategy()!r} cannot fit this {type(self).__name__}: {why}; use "
-                             f"strategy='allreduce' or 'sync'")
+            raise ValueError(
+                f"strategy={self.getStrategy()!r} cannot fit this {type(self).__name__}: {why}; use "
+                f"strategy='allreduce' or 'sync'"
+            )
 
     def _first_order_refusal(self):
         """Why the first-order strategies (``ssp``, ``gossip``) cannot minimize this fit's objective, or None."""

@@ -24,6 +24,7 @@ the intercept fitted (not closed form) on virtually centered features, L-BFGS-B 
 (C, c0, sigma) with sigma >= Double.MinPositiveValue (``linear.scale_objective``), from C = 1, b = 1,
 sigma = 1; ``model.scale`` is sigma (1.0 for squaredError).
 """
+
 import numpy as np
 from pyspark import keyword_only
 from pyspark.ml.linalg import DenseVector, Vectors, VectorUDT
@@ -50,18 +51,52 @@ class _Params(_LinearRegressionParams, HasTorchTrainingParams):
     pass
 
 
-@with_setters("maxIter", "regParam", "elasticNetParam", "tol", "fitIntercept", "standardization", "weightCol",
-              "solver", "aggregationDepth", "loss", "epsilon", "maxBlockSizeInMB")
+@with_setters(
+    "maxIter",
+    "regParam",
+    "elasticNetParam",
+    "tol",
+    "fitIntercept",
+    "standardization",
+    "weightCol",
+    "solver",
+    "aggregationDepth",
+    "loss",
+    "epsilon",
+    "maxBlockSizeInMB",
+)
 class LinearRegression(LinearEstimator, Predictor, _Params):
     """pyspark.ml's LinearRegression (squaredError or huber), trained with PyTorch kernels on the executors."""
 
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction", maxIter=100,
-                 regParam=0.0, elasticNetParam=0.0, tol=1e-6, fitIntercept=True, standardization=True,
-                 solver="auto", weightCol=None, aggregationDepth=2, loss="squaredError", epsilon=1.35,
-                 maxBlockSizeInMB=0.0, strategy="auto", device="auto", dtype="float32",
-                 numWorkers=0, localIter=10, staleness=3, topology="ring", checkpointDir=None,
-                 checkpointInterval=10):
+    def __init__(
+        self,
+        *,
+        featuresCol="features",
+        labelCol="label",
+        predictionCol="prediction",
+        maxIter=100,
+        regParam=0.0,
+        elasticNetParam=0.0,
+        tol=1e-6,
+        fitIntercept=True,
+        standardization=True,
+        solver="auto",
+        weightCol=None,
+        aggregationDepth=2,
+        loss="squaredError",
+        epsilon=1.35,
+        maxBlockSizeInMB=0.0,
+        strategy="auto",
+        device="auto",
+        dtype="float32",
+        numWorkers=0,
+        localIter=10,
+        staleness=3,
+        topology="ring",
+        checkpointDir=None,
+        checkpointInterval=10,
+    ):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -85,8 +120,9 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
 
     def _first_order_refusal(self):
         if self._huber():
-            return ("loss='huber' optimizes its scale sigma jointly, under a bound, with no curvature bound for "
-                    "the steps")
+            return (
+                "loss='huber' optimizes its scale sigma jointly, under a bound, with no curvature bound for the steps"
+            )
         return None
 
     def _problem(self, s):
@@ -98,17 +134,28 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
         lam, a = self.getRegParam(), self.getElasticNetParam()
         sigma_y = self._label_scale(s, s.label_var_unbiased)
         start = (np.zeros((1, s.n_features)), np.array([s.label_mean if self.getFitIntercept() else 0.0]))
-        return LinearProblem(SquaredLoss(fit_intercept=self.getFitIntercept()), 1, reg_l2=lam * (1 - a) / sigma_y,
-                             reg_l1=lam * a / sigma_y, label_scale=sigma_y, start=start, context=solver)
+        return LinearProblem(
+            SquaredLoss(fit_intercept=self.getFitIntercept()),
+            1,
+            reg_l2=lam * (1 - a) / sigma_y,
+            reg_l1=lam * a / sigma_y,
+            label_scale=sigma_y,
+            start=start,
+            context=solver,
+        )
 
     def _huber_problem(self, s):
         """MLlib's huber problem: the label unscaled, lambda undivided, the start C = 1 (beta_j = 1/std_j), b = 1."""
         fit_intercept = self.getFitIntercept()
         std = np.sqrt(s.var_unbiased)
         beta = np.where(std > 0, 1.0 / np.where(std > 0, std, 1.0), 0.0)[None, :]
-        return LinearProblem(HuberLoss(fit_intercept=fit_intercept, epsilon=self.getEpsilon()), 1,
-                             reg_l2=self.getRegParam(), start=(beta, np.array([1.0 if fit_intercept else 0.0])),
-                             context="l-bfgs")
+        return LinearProblem(
+            HuberLoss(fit_intercept=fit_intercept, epsilon=self.getEpsilon()),
+            1,
+            reg_l2=self.getRegParam(),
+            start=(beta, np.array([1.0 if fit_intercept else 0.0])),
+            context="l-bfgs",
+        )
 
     def _model(self, beta, b, problem, scale=1.0):
         return LinearRegressionModel(Vectors.dense(np.ravel(beta)), float(np.ravel(b)[0]), scale)
@@ -122,9 +169,11 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
             return self._model(beta, b, problem), TrainingSummary([0.0], 0)
         if solver == "normal":
             if checkpoint_dir(self) is not None:
-                raise ValueError(f"checkpointDir is set but solver='auto' chose the normal equations ({s.n_features} "
-                                 f"features <= {MAX_NORMAL_FEATURES}), which run no iterations to checkpoint: set "
-                                 f"solver='l-bfgs' or unset checkpointDir")
+                raise ValueError(
+                    f"checkpointDir is set but solver='auto' chose the normal equations ({s.n_features} "
+                    f"features <= {MAX_NORMAL_FEATURES}), which run no iterations to checkpoint: set "
+                    f"solver='l-bfgs' or unset checkpointDir"
+                )
             return self._normal(strategy, s, problem)
         if self._huber():
             objective, theta, summary = self._minimize(strategy, s, problem, last_pass)
@@ -151,7 +200,9 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
             logger.warning("label %r is constant: coefficients are 0 and the intercept its mean", self.getLabelCol())
             return np.zeros(s.n_features), s.label_mean if self.getFitIntercept() else 0.0
         if self.getRegParam() > 0:
-            raise ValueError(f"label column {self.getLabelCol()!r} has zero standard deviation: the model cannot be regularized")
+            raise ValueError(
+                f"label column {self.getLabelCol()!r} has zero standard deviation: the model cannot be regularized"
+            )
         return None
 
     def _label_scale(self, s, var):
@@ -162,10 +213,20 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
         d, fit_intercept = s.n_features, self.getFitIntercept()
         _, grad0, gram = strategy.loss_gradient_hessian(np.zeros(d + fit_intercept))
         sol = solve_normal_equations(
-            gram, -grad0, weight_sum=s.weight_sum, mean=s.mean, var=s.var_population, label_mean=s.label_mean,
-            label_var=s.label_var_population, fit_intercept=fit_intercept, reg_param=self.getRegParam(),
-            elastic_net=self.getElasticNetParam(), standardization=self.getStandardization(),
-            max_iter=self.getMaxIter(), tol=self.getTol())
+            gram,
+            -grad0,
+            weight_sum=s.weight_sum,
+            mean=s.mean,
+            var=s.var_population,
+            label_mean=s.label_mean,
+            label_var=s.label_var_population,
+            fit_intercept=fit_intercept,
+            reg_param=self.getRegParam(),
+            elastic_net=self.getElasticNetParam(),
+            standardization=self.getStandardization(),
+            max_iter=self.getMaxIter(),
+            tol=self.getTol(),
+        )
         model = self._model(sol.coefficients, sol.intercept, problem)
         model._diag_inv_atwa = sol.diag_inv_atwa
         return model, TrainingSummary(sol.objective_history, sol.iterations)
@@ -210,7 +271,9 @@ class _ClosedFormIntercept:
         return self.objective.to_original(self._full(theta))
 
 
-class LinearRegressionModel(HasCoefficientVector, PredictionModel, _Params, ModelIO, HasTrainingSummary, ConvertsToStock):
+class LinearRegressionModel(
+    HasCoefficientVector, PredictionModel, _Params, ModelIO, HasTrainingSummary, ConvertsToStock
+):
     """A fitted LinearRegression: ``coefficients``, ``intercept``, ``scale`` and the prediction column."""
 
     _java_class = "org.apache.spark.ml.regression.LinearRegressionModel"
@@ -228,12 +291,25 @@ class LinearRegressionModel(HasCoefficientVector, PredictionModel, _Params, Mode
         return self._margin(value)
 
     def _transform(self, dataset):
-        return self._stock_transform(dataset, lambda: transform_linear(
-            dataset, self.getFeaturesCol(), {"pred": self.getPredictionCol()}, "regression",
-            self._coefficients.toArray(), [self._intercept]))
+        return self._stock_transform(
+            dataset,
+            lambda: transform_linear(
+                dataset,
+                self.getFeaturesCol(),
+                {"pred": self.getPredictionCol()},
+                "regression",
+                self._coefficients.toArray(),
+                [self._intercept],
+            ),
+        )
 
-    _data_schema = StructType([StructField("intercept", DoubleType()), StructField("coefficients", VectorUDT()),
-                               StructField("scale", DoubleType())])
+    _data_schema = StructType(
+        [
+            StructField("intercept", DoubleType()),
+            StructField("coefficients", VectorUDT()),
+            StructField("scale", DoubleType()),
+        ]
+    )
 
     def _data_frame(self, spark):
         return spark.createDataFrame([(self._intercept, self._coefficients, self._scale)], self._data_schema)
@@ -256,5 +332,12 @@ class LinearRegressionModel(HasCoefficientVector, PredictionModel, _Params, Mode
         if self.getFitIntercept():
             estimate = np.append(estimate, self._intercept)
         weight = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
-        return training_summary(LinearRegressionTrainingSummary, self.toSpark(), dataset, record,
-                                _diag_inv_atwa=self._diag_inv_atwa, _estimate=estimate, _weight_col=weight or None)
+        return training_summary(
+            LinearRegressionTrainingSummary,
+            self.toSpark(),
+            dataset,
+            record,
+            _diag_inv_atwa=self._diag_inv_atwa,
+            _estimate=estimate,
+            _weight_col=weight or None,
+        )

@@ -7,6 +7,7 @@ Objective (MLlib's, W = sum of weights, lambda = regParam, s_j = std_j if standa
 The hinge loss is not differentiable at the kink, so, as MLlib does, OWL-QN (with no L1 term) and
 its backtracking line search take the steps. Raw prediction [-m, m]; prediction 1 iff m > threshold.
 """
+
 from pyspark import keyword_only
 from pyspark.ml.classification import ClassificationModel, Classifier, _LinearSVCParams
 from pyspark.ml.classification import LinearSVCModel as _StockModel
@@ -26,18 +27,47 @@ class _Params(_LinearSVCParams, HasTorchTrainingParams):
     pass
 
 
-@with_setters("maxIter", "regParam", "tol", "fitIntercept", "standardization", "threshold", "weightCol",
-              "aggregationDepth", "maxBlockSizeInMB")
+@with_setters(
+    "maxIter",
+    "regParam",
+    "tol",
+    "fitIntercept",
+    "standardization",
+    "threshold",
+    "weightCol",
+    "aggregationDepth",
+    "maxBlockSizeInMB",
+)
 class LinearSVC(LinearEstimator, Classifier, _Params):
     """pyspark.ml's LinearSVC, trained with PyTorch kernels on the executors."""
 
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction", maxIter=100,
-                 regParam=0.0, tol=1e-6, rawPredictionCol="rawPrediction", fitIntercept=True,
-                 standardization=True, threshold=0.0, weightCol=None, aggregationDepth=2,
-                 maxBlockSizeInMB=0.0, strategy="auto", device="auto", dtype="float32",
-                 numWorkers=0, localIter=10, staleness=3, topology="ring", checkpointDir=None,
-                 checkpointInterval=10):
+    def __init__(
+        self,
+        *,
+        featuresCol="features",
+        labelCol="label",
+        predictionCol="prediction",
+        maxIter=100,
+        regParam=0.0,
+        tol=1e-6,
+        rawPredictionCol="rawPrediction",
+        fitIntercept=True,
+        standardization=True,
+        threshold=0.0,
+        weightCol=None,
+        aggregationDepth=2,
+        maxBlockSizeInMB=0.0,
+        strategy="auto",
+        device="auto",
+        dtype="float32",
+        numWorkers=0,
+        localIter=10,
+        staleness=3,
+        topology="ring",
+        checkpointDir=None,
+        checkpointInterval=10,
+    ):
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -75,9 +105,18 @@ class LinearSVCModel(HasCoefficientVector, ClassificationModel, _Params, ModelIO
 
     def _transform(self, dataset):
         outputs = {"raw": self.getRawPredictionCol(), "pred": self.getPredictionCol()}
-        return self._stock_transform(dataset, lambda: transform_linear(
-            dataset, self.getFeaturesCol(), outputs, "svc", self._coefficients.toArray(), [self._intercept],
-            raw_threshold=self.getThreshold()))
+        return self._stock_transform(
+            dataset,
+            lambda: transform_linear(
+                dataset,
+                self.getFeaturesCol(),
+                outputs,
+                "svc",
+                self._coefficients.toArray(),
+                [self._intercept],
+                raw_threshold=self.getThreshold(),
+            ),
+        )
 
     _data_schema = StructType([StructField("coefficients", VectorUDT()), StructField("intercept", DoubleType())])
 

@@ -15,19 +15,26 @@ matrices, and ``lowerBoundsOnIntercepts`` <= b <= ``upperBoundsOnIntercepts``, (
 start clipped into it, no virtual centering when an intercept bound is finite, and a multinomial
 model's coefficients and intercepts left as fitted (no centering: it could leave the box).
 """
+
 import numpy as np
 from pyspark import keyword_only
 from pyspark.ml.classification import LogisticRegressionModel as _StockModel
-from pyspark.ml.classification import (ProbabilisticClassificationModel, ProbabilisticClassifier,
-                                       _LogisticRegressionParams)
+from pyspark.ml.classification import (
+    ProbabilisticClassificationModel,
+    ProbabilisticClassifier,
+    _LogisticRegressionParams,
+)
 from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, Vectors, VectorUDT
 from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
 
 from sparkml.base.model import ConvertsToStock, HasTrainingSummary, ModelIO
 from sparkml.base.params import HasTorchTrainingParams, with_setters
 from sparkml.base.prediction import transform_linear
-from sparkml.base.summary import (BinaryLogisticRegressionTrainingSummary, LogisticRegressionTrainingSummary,
-                                  training_summary)
+from sparkml.base.summary import (
+    BinaryLogisticRegressionTrainingSummary,
+    LogisticRegressionTrainingSummary,
+    training_summary,
+)
 from sparkml.base.validation import BOUND_PARAMS, check_bounds_params, classification_labels
 from sparkml.gpu import LogisticLoss, SoftmaxLoss
 from sparkml.linear.bounds import coefficient_bounds
@@ -37,14 +44,36 @@ from sparkml.linear.estimator import LinearEstimator, LinearProblem
 class _Params(_LogisticRegressionParams, HasTorchTrainingParams):
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(maxIter=100, regParam=0.0, tol=1e-6, threshold=0.5, family="auto",
-                         maxBlockSizeInMB=0.0, elasticNetParam=0.0, fitIntercept=True,
-                         standardization=True, aggregationDepth=2)
+        self._setDefault(
+            maxIter=100,
+            regParam=0.0,
+            tol=1e-6,
+            threshold=0.5,
+            family="auto",
+            maxBlockSizeInMB=0.0,
+            elasticNetParam=0.0,
+            fitIntercept=True,
+            standardization=True,
+            aggregationDepth=2,
+        )
 
 
-@with_setters("maxIter", "regParam", "elasticNetParam", "tol", "fitIntercept", "standardization",
-              "weightCol", "aggregationDepth", "family", "maxBlockSizeInMB", "lowerBoundsOnCoefficients",
-              "upperBoundsOnCoefficients", "lowerBoundsOnIntercepts", "upperBoundsOnIntercepts")
+@with_setters(
+    "maxIter",
+    "regParam",
+    "elasticNetParam",
+    "tol",
+    "fitIntercept",
+    "standardization",
+    "weightCol",
+    "aggregationDepth",
+    "family",
+    "maxBlockSizeInMB",
+    "lowerBoundsOnCoefficients",
+    "upperBoundsOnCoefficients",
+    "lowerBoundsOnIntercepts",
+    "upperBoundsOnIntercepts",
+)
 class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
     """pyspark.ml's LogisticRegression, trained with PyTorch kernels on the executors.
 
@@ -53,15 +82,40 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
     """
 
     @keyword_only
-    def __init__(self, *, featuresCol="features", labelCol="label", predictionCol="prediction",
-                 maxIter=100, regParam=0.0, elasticNetParam=0.0, tol=1e-6, fitIntercept=True,
-                 threshold=0.5, thresholds=None, probabilityCol="probability",
-                 rawPredictionCol="rawPrediction", standardization=True, weightCol=None,
-                 aggregationDepth=2, family="auto", lowerBoundsOnCoefficients=None,
-                 upperBoundsOnCoefficients=None, lowerBoundsOnIntercepts=None,
-                 upperBoundsOnIntercepts=None, maxBlockSizeInMB=0.0, strategy="auto", device="auto",
-                 dtype="float32", numWorkers=0, localIter=10, staleness=3, topology="ring", checkpointDir=None,
-                 checkpointInterval=10):
+    def __init__(
+        self,
+        *,
+        featuresCol="features",
+        labelCol="label",
+        predictionCol="prediction",
+        maxIter=100,
+        regParam=0.0,
+        elasticNetParam=0.0,
+        tol=1e-6,
+        fitIntercept=True,
+        threshold=0.5,
+        thresholds=None,
+        probabilityCol="probability",
+        rawPredictionCol="rawPrediction",
+        standardization=True,
+        weightCol=None,
+        aggregationDepth=2,
+        family="auto",
+        lowerBoundsOnCoefficients=None,
+        upperBoundsOnCoefficients=None,
+        lowerBoundsOnIntercepts=None,
+        upperBoundsOnIntercepts=None,
+        maxBlockSizeInMB=0.0,
+        strategy="auto",
+        device="auto",
+        dtype="float32",
+        numWorkers=0,
+        localIter=10,
+        staleness=3,
+        topology="ring",
+        checkpointDir=None,
+        checkpointInterval=10,
+    ):
         super().__init__()
         self.setParams(**self._input_kwargs)
 
@@ -86,16 +140,27 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
         multinomial = family == "multinomial" or num_classes > 2
         k = num_classes if multinomial else 1
         fit_intercept = self.getFitIntercept()
-        loss = SoftmaxLoss(n_classes=k, fit_intercept=fit_intercept) if multinomial else LogisticLoss(fit_intercept=fit_intercept)
+        loss = (
+            SoftmaxLoss(n_classes=k, fit_intercept=fit_intercept)
+            if multinomial
+            else LogisticLoss(fit_intercept=fit_intercept)
+        )
         b = np.zeros(k)
         if fit_intercept:  # MLlib's start: the intercept(s) of the class frequencies
             hist = np.pad(s.class_weights, (0, max(0, num_classes - len(s.class_weights))))
             b = np.log1p(hist[:k]) - np.log1p(hist[:k]).mean() if multinomial else np.array([np.log(hist[1] / hist[0])])
         lam, a = self.getRegParam(), self.getElasticNetParam()
         box = coefficient_bounds(self, k, s.n_features)
-        return LinearProblem(loss, k, reg_l2=lam * (1 - a), reg_l1=lam * a, start=(np.zeros((k, s.n_features)), b),
-                             context=(num_classes, multinomial), bounds=box,
-                             center=box is None or not box.bounds_intercepts())
+        return LinearProblem(
+            loss,
+            k,
+            reg_l2=lam * (1 - a),
+            reg_l1=lam * a,
+            start=(np.zeros((k, s.n_features)), b),
+            context=(num_classes, multinomial),
+            bounds=box,
+            center=box is None or not box.bounds_intercepts(),
+        )
 
     def _model(self, beta, b, problem):
         num_classes, multinomial = problem.context
@@ -104,8 +169,9 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
             b = b - b.mean()  # intercepts are never penalized: MLlib reports the centered ones
             if self.getRegParam() == 0:
                 beta = beta - beta.mean(axis=0)  # unregularized: MLlib's identifiable (centered) choice
-        return LogisticRegressionModel(DenseMatrix(k, beta.shape[1], beta.ravel(), True), Vectors.dense(b),
-                                       num_classes, multinomial)
+        return LogisticRegressionModel(
+            DenseMatrix(k, beta.shape[1], beta.ravel(), True), Vectors.dense(b), num_classes, multinomial
+        )
 
 
 class LogisticRegressionModel(ProbabilisticClassificationModel, _Params, ModelIO, HasTrainingSummary, ConvertsToStock):
@@ -180,15 +246,29 @@ class LogisticRegressionModel(ProbabilisticClassificationModel, _Params, ModelIO
 
     def _transform(self, dataset):
         outputs = {"raw": self.getRawPredictionCol(), "prob": self.getProbabilityCol(), "pred": self.getPredictionCol()}
-        return self._stock_transform(dataset, lambda: transform_linear(
-            dataset, self.getFeaturesCol(), outputs, "logistic", self._coefficientMatrix.toArray(),
-            self._interceptVector.toArray(),
-            raw_threshold=self._raw_threshold() if not self._isMultinomial else 0.0,
-            thresholds=self._multinomial_thresholds() if self._isMultinomial else None))
+        return self._stock_transform(
+            dataset,
+            lambda: transform_linear(
+                dataset,
+                self.getFeaturesCol(),
+                outputs,
+                "logistic",
+                self._coefficientMatrix.toArray(),
+                self._interceptVector.toArray(),
+                raw_threshold=self._raw_threshold() if not self._isMultinomial else 0.0,
+                thresholds=self._multinomial_thresholds() if self._isMultinomial else None,
+            ),
+        )
 
-    _data_schema = StructType([StructField("numClasses", IntegerType()), StructField("numFeatures", IntegerType()),
-                               StructField("interceptVector", VectorUDT()), StructField("coefficientMatrix", MatrixUDT()),
-                               StructField("isMultinomial", BooleanType())])
+    _data_schema = StructType(
+        [
+            StructField("numClasses", IntegerType()),
+            StructField("numFeatures", IntegerType()),
+            StructField("interceptVector", VectorUDT()),
+            StructField("coefficientMatrix", MatrixUDT()),
+            StructField("isMultinomial", BooleanType()),
+        ]
+    )
 
     def _data_frame(self, spark):
         row = (self._numClasses, self.numFeatures, self._interceptVector, self._coefficientMatrix, self._isMultinomial)
@@ -201,15 +281,26 @@ class LogisticRegressionModel(ProbabilisticClassificationModel, _Params, ModelIO
 
     @classmethod
     def _from_data(cls, row):
-        return cls(DenseMatrix(row.coefficientMatrix.numRows, row.coefficientMatrix.numCols,
-                               row.coefficientMatrix.toArray().ravel(), True),
-                   DenseVector(row.interceptVector.toArray()), int(row.numClasses), bool(row.isMultinomial))
+        return cls(
+            DenseMatrix(
+                row.coefficientMatrix.numRows,
+                row.coefficientMatrix.numCols,
+                row.coefficientMatrix.toArray().ravel(),
+                True,
+            ),
+            DenseVector(row.interceptVector.toArray()),
+            int(row.numClasses),
+            bool(row.isMultinomial),
+        )
 
     def _java_args(self):
         return [self._coefficientMatrix, self._interceptVector, self._numClasses, self._isMultinomial]
 
     def _training_summary(self, record, dataset):
         binary = self._numClasses <= 2
-        return training_summary(BinaryLogisticRegressionTrainingSummary if binary else LogisticRegressionTrainingSummary,
-                                self.toSpark(), dataset, record)
-
+        return training_summary(
+            BinaryLogisticRegressionTrainingSummary if binary else LogisticRegressionTrainingSummary,
+            self.toSpark(),
+            dataset,
+            record,
+        )

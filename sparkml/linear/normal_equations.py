@@ -16,8 +16,8 @@ returns for a mixed elastic net, stopped at ``tol``; reproducing it step by step
 overwritten in place by its closed form at every evaluation, as MLlib's cost function does) is what
 makes the result a drop-in rather than a different point near the optimum.
 """
+
 from dataclasses import dataclass
-from typing import List, Optional
 
 import numpy as np
 
@@ -26,17 +26,31 @@ from sparkml.optim import minimize_lbfgs
 
 @dataclass
 class NormalSolution:
-    coefficients: np.ndarray    # original space
+    coefficients: np.ndarray  # original space
     intercept: float
-    objective_history: List[float]
+    objective_history: list[float]
     iterations: int
     # diag((A^T W A)^-1) in the user's units (coefficients, then the intercept), as MLlib's
     # WeightedLeastSquares reports it for the summary's standard errors: Cholesky solves only
-    diag_inv_atwa: Optional[np.ndarray] = None
+    diag_inv_atwa: np.ndarray | None = None
 
 
-def solve_normal_equations(gram, xty, *, weight_sum, mean, var, label_mean, label_var, fit_intercept,
-                           reg_param, elastic_net, standardization, max_iter, tol):
+def solve_normal_equations(
+    gram,
+    xty,
+    *,
+    weight_sum,
+    mean,
+    var,
+    label_mean,
+    label_var,
+    fit_intercept,
+    reg_param,
+    elastic_net,
+    standardization,
+    max_iter,
+    tol,
+):
     """Solve MLlib's weighted least squares from ``gram = X^T W X`` and ``xty = X^T W y`` (sums).
 
     ``mean``/``var`` are the weighted feature means and population variances, ``label_mean``/
@@ -51,13 +65,13 @@ def solve_normal_equations(gram, xty, *, weight_sum, mean, var, label_mean, labe
     aa = (np.asarray(gram)[:d, :d] / W) * np.outer(inv, inv)
     a_bar = mean * inv
     ab = np.asarray(xty)[:d] / W * inv / delta
-    b_bar, bb_bar = label_mean / delta, (label_var + label_mean ** 2) / delta ** 2
+    b_bar, bb_bar = label_mean / delta, (label_var + label_mean**2) / delta**2
 
     eff = reg_param / delta
     l2 = np.full(d, (1.0 - elastic_net) * eff)
     l1 = np.full(d, elastic_net * eff)
     if not standardization:
-        l2 = np.divide(l2, sigma ** 2, out=np.zeros(d), where=sigma > 0)
+        l2 = np.divide(l2, sigma**2, out=np.zeros(d), where=sigma > 0)
         l1 = np.divide(l1, sigma, out=np.zeros(d), where=sigma > 0)
     aa[np.diag_indices(d)] += l2
     if fit_intercept:
@@ -67,7 +81,7 @@ def solve_normal_equations(gram, xty, *, weight_sum, mean, var, label_mean, labe
 
     def cost(x):
         if fit_intercept:
-            x[-1] = b_bar - x[:d] @ a_bar   # in place, as MLlib's NormalEquationCostFun
+            x[-1] = b_bar - x[:d] @ a_bar  # in place, as MLlib's NormalEquationCostFun
         aax = aa @ x
         return 0.5 * bb_bar - ab @ x + 0.5 * x @ aax, aax - ab
 
@@ -83,16 +97,15 @@ def solve_normal_equations(gram, xty, *, weight_sum, mean, var, label_mean, labe
             chol = np.linalg.cholesky(aa)
             x = np.linalg.solve(chol.T, np.linalg.solve(chol, ab))
             inv_chol = np.linalg.inv(chol)
-            diag_inv = np.sum(inv_chol ** 2, axis=0)   # diag(aa^-1) = column sums of L^-T L^-1
-        except np.linalg.LinAlgError:   # MLlib: singular A^T W A -> Quasi-Newton without L1
+            diag_inv = np.sum(inv_chol**2, axis=0)  # diag(aa^-1) = column sums of L^-T L^-1
+        except np.linalg.LinAlgError:  # MLlib: singular A^T W A -> Quasi-Newton without L1
             res = minimize_lbfgs(cost, x0, max_iter=max_iter, tol=tol)
             x, history, iterations = res.x, list(res.objective_history), res.n_iter
 
     coefficients = x[:d] * delta * inv
     intercept = float(x[-1] * delta) if fit_intercept else 0.0
     diag_inv_atwa = None
-    if diag_inv is not None:   # back from the scaled space: a~_j = a_j / sigma_j, aa = A~^T W A~ / W
-        unit = np.append(sigma ** 2, 1.0) if fit_intercept else sigma ** 2
+    if diag_inv is not None:  # back from the scaled space: a~_j = a_j / sigma_j, aa = A~^T W A~ / W
+        unit = np.append(sigma**2, 1.0) if fit_intercept else sigma**2
         diag_inv_atwa = diag_inv / (W * unit)
     return NormalSolution(coefficients, intercept, history, iterations, diag_inv_atwa)
-

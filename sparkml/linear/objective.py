@@ -21,6 +21,7 @@ Bound constraints l_kj <= beta_kj <= u_kj, L_k <= b_k <= U_k (LogisticRegression
 holds only without the virtual centering (``center=False``): with it c0_k = (b_k + mu . beta_k) / label_scale
 and a bound on b_k is no box. MLlib likewise drops the centering when an intercept bound is finite.
 """
+
 import copy
 
 import numpy as np
@@ -33,8 +34,22 @@ class LinearObjective:
     the original space, shaped (n_outputs, d + fit_intercept) (squeezed for one output).
     """
 
-    def __init__(self, data_sum, *, n_features, n_outputs, fit_intercept, mean, std, weight_sum,
-                 reg_l2, reg_l1, standardization, label_scale=1.0, center=True):
+    def __init__(
+        self,
+        data_sum,
+        *,
+        n_features,
+        n_outputs,
+        fit_intercept,
+        mean,
+        std,
+        weight_sum,
+        reg_l2,
+        reg_l1,
+        standardization,
+        label_scale=1.0,
+        center=True,
+    ):
         self.data_sum = data_sum
         self.d, self.k, self.fit_intercept = n_features, n_outputs, fit_intercept
         std = np.asarray(std, dtype=np.float64)
@@ -116,8 +131,10 @@ class LinearObjective:
         safe = np.where(self.live, self.scale, 1.0)
         lower = np.where(self.live, np.asarray(box.lower_coefficients, dtype=np.float64) / safe, 0.0)
         upper = np.where(self.live, np.asarray(box.upper_coefficients, dtype=np.float64) / safe, 0.0)
-        return (self._join(lower, np.asarray(box.lower_intercepts, dtype=np.float64) / self.label_scale),
-                self._join(upper, np.asarray(box.upper_intercepts, dtype=np.float64) / self.label_scale))
+        return (
+            self._join(lower, np.asarray(box.lower_intercepts, dtype=np.float64) / self.label_scale),
+            self._join(upper, np.asarray(box.upper_intercepts, dtype=np.float64) / self.label_scale),
+        )
 
     def l1_weights(self):
         """Per-coordinate L1 strengths for OWL-QN (0 for intercepts and constant features), or None."""

@@ -8,6 +8,7 @@ centered, the label NOT scaled: label_scale = 1), sigma last and neither scaled 
 with l the ``sparkml.gpu.HuberLoss`` row loss and r_j = 1 (standardization) or 1/std_j^2. MLlib keeps
 sigma > 0 with L-BFGS-B: every coordinate unbounded but sigma >= Double.MinPositiveValue (``SIGMA_FLOOR``).
 """
+
 import numpy as np
 
 SIGMA_FLOOR = float(np.nextafter(0.0, 1.0))  # Java's Double.MinPositiveValue, MLlib's lower bound on sigma

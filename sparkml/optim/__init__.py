@@ -30,9 +30,10 @@ Bound constraints (a box l <= x <= u) run scipy's L-BFGS-B with Breeze's stoppin
 
 Public names: :class:`OptimResult`, :func:`minimize_lbfgs`, :func:`minimize_bounded`, :class:`LineSearchError`.
 """
-from .line_search import LineSearchError
-from .lbfgs import minimize_lbfgs
+
 from .bounded import minimize_bounded
+from .lbfgs import minimize_lbfgs
+from .line_search import LineSearchError
 from .result import OptimResult
 
 __all__ = ["OptimResult", "minimize_lbfgs", "minimize_bounded", "LineSearchError"]

@@ -29,10 +29,11 @@ iteration no longer decreases f, or its line search fails, which ends the run as
 search does: not converged). The iterates differ from Breeze's (scipy's line search is its own; the
 first iterations often agree), the optimum does not.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import numpy as np
 
@@ -64,8 +65,9 @@ def projected_gradient(x, g, lower, upper):
     return np.clip(x - g, lower, upper) - x
 
 
-def minimize_bounded(fun_grad: Callable, x0, bounds, *, max_iter: int = 100, tol: float = 1e-6,
-                     callback: Optional[Callable] = None) -> OptimResult:
+def minimize_bounded(
+    fun_grad: Callable, x0, bounds, *, max_iter: int = 100, tol: float = 1e-6, callback: Callable | None = None
+) -> OptimResult:
     """Minimize ``fun_grad``'s function over the box ``bounds = (lower, upper)`` from ``x0`` (clipped
     into the box first) by scipy's L-BFGS-B with Breeze's stopping rules (module docstring).
 
@@ -95,8 +97,9 @@ def minimize_bounded(fun_grad: Callable, x0, bounds, *, max_iter: int = 100, tol
     f0, g0 = evaluate(x0)
     history = [f0]
     if not (math.isfinite(f0) and np.all(np.isfinite(g0))):
-        return OptimResult(x0, f0, 0, history, False, "objective or gradient is not finite at the initial point",
-                           calls[0])
+        return OptimResult(
+            x0, f0, 0, history, False, "objective or gradient is not finite at the initial point", calls[0]
+        )
     check = BreezeConvergence(max_iter, tol, f0)
     state = {"x": x0, "f": f0, "n": 0}
 
@@ -123,11 +126,19 @@ def minimize_bounded(fun_grad: Callable, x0, bounds, *, max_iter: int = 100, tol
             state["why"] = why
             raise _Stop
 
-    options = dict(maxcor=MEMORY, gtol=0.0, ftol=0.0, maxiter=max_iter + 1 if max_iter >= 0 else 2**31 - 1,
-                   maxfun=2**31 - 1)
+    options = dict(
+        maxcor=MEMORY, gtol=0.0, ftol=0.0, maxiter=max_iter + 1 if max_iter >= 0 else 2**31 - 1, maxfun=2**31 - 1
+    )
     try:
-        res = minimize(lambda x: (evaluate(x)[0], evaluate(x)[1].copy()), x0, jac=True, method="L-BFGS-B", bounds=list(zip(lower, upper)),
-                       callback=on_iteration, options=options)
+        res = minimize(
+            lambda x: (evaluate(x)[0], evaluate(x)[1].copy()),
+            x0,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=list(zip(lower, upper)),
+            callback=on_iteration,
+            options=options,
+        )
         message = f"L-BFGS-B stopped: {res.message}"
         x, f, converged = state["x"], state["f"], False
     except _Stop:

@@ -32,6 +32,7 @@ Where it runs: ``sync`` and ``averaging`` read and write on the driver; ``allred
 and rank 0's task writes, so the directory must be one the driver and the executors share (the same disk in
 local mode, a mount such as NFS on a cluster).
 """
+
 import json
 import logging
 import math
@@ -70,8 +71,10 @@ def check_params(estimator):
     if why:
         raise ValueError(f"checkpointDir is set but {why}: unset checkpointDir")
     if "://" in directory and not directory.startswith("file:"):
-        raise ValueError(f"checkpointDir must be a local or mounted path (shared by the driver and the executors "
-                         f"with strategy 'allreduce'); got {directory!r}")
+        raise ValueError(
+            f"checkpointDir must be a local or mounted path (shared by the driver and the executors "
+            f"with strategy 'allreduce'); got {directory!r}"
+        )
     interval = estimator.getOrDefault("checkpointInterval")
     if interval < 1:
         raise ValueError(f"checkpointInterval must be >= 1 when checkpointDir is set; got {interval}")
@@ -92,12 +95,18 @@ def fingerprint(estimator, summary, theta0=None):
     record = {
         "estimator": {"class": f"{type(estimator).__module__}.{type(estimator).__name__}"},
         "params": json.loads(json.dumps(params, default=str)),
-        "data": {"rows": int(s.rows), "features": int(s.n_features), "weight sum": float(w),
-                 "weight square sum": float(s.weight_sq_sum), "label sum": float(s.label_mean * w),
-                 "label square sum": float((s.label_var_population + s.label_mean ** 2) * w),
-                 "feature sum": float(np.sum(s.mean) * w), "feature square sum": float(np.sum(second)),
-                 "feature index-weighted sum": float(np.arange(s.n_features) @ np.asarray(s.mean) * w),
-                 "classes": int(len(s.class_weights))},
+        "data": {
+            "rows": int(s.rows),
+            "features": int(s.n_features),
+            "weight sum": float(w),
+            "weight square sum": float(s.weight_sq_sum),
+            "label sum": float(s.label_mean * w),
+            "label square sum": float((s.label_var_population + s.label_mean**2) * w),
+            "feature sum": float(np.sum(s.mean) * w),
+            "feature square sum": float(np.sum(second)),
+            "feature index-weighted sum": float(np.arange(s.n_features) @ np.asarray(s.mean) * w),
+            "classes": int(len(s.class_weights)),
+        },
     }
     if theta0 is not None:
         theta0 = np.asarray(theta0, dtype=np.float64)
@@ -187,8 +196,10 @@ class Checkpoint:
             for name in record["arrays"]:
                 state[name] = np.load(os.path.join(path, f"{name}.npy"), allow_pickle=False)
         except (OSError, KeyError, TypeError, json.JSONDecodeError, ValueError) as exc:
-            raise ValueError(f"{self.name}: cannot resume from the checkpoint {path}: {exc}. Remove it or set "
-                             f"another checkpointDir to start afresh") from None
+            raise ValueError(
+                f"{self.name}: cannot resume from the checkpoint {path}: {exc}. Remove it or set "
+                f"another checkpointDir to start afresh"
+            ) from None
         return state
 
     def snapshot(self, iteration, export):
@@ -216,8 +227,14 @@ class Checkpoint:
         tmp = os.path.join(self.directory, f"{_TMP}{tag}-{uuid.uuid4().hex}")
         os.makedirs(tmp)
         arrays = {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
-        record = {"format": FORMAT, "name": self.name, "iteration": iteration, "fingerprint": self.fingerprint,
-                  "arrays": sorted(arrays), "state": {k: v for k, v in state.items() if k not in arrays}}
+        record = {
+            "format": FORMAT,
+            "name": self.name,
+            "iteration": iteration,
+            "fingerprint": self.fingerprint,
+            "arrays": sorted(arrays),
+            "state": {k: v for k, v in state.items() if k not in arrays},
+        }
         for name, array in arrays.items():
             with open(os.path.join(tmp, f"{name}.npy"), "wb") as f:
                 np.save(f, np.ascontiguousarray(array), allow_pickle=False)

@@ -14,11 +14,11 @@ that holds, checked on the initial state and after every iteration, stops the ru
 ``F`` is the full objective (Breeze's ``adjustedValue``, including the L1 term) and ``F_0`` its
 value at the initial point.
 """
+
 from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Optional
 
 MAX_ITERATIONS = "max iterations reached"
 FUNCTION_VALUES = "function values converged"
@@ -31,8 +31,7 @@ GRAD_FLOOR = 1e-8
 class BreezeConvergence:
     """Stateful version of Breeze's default check for one optimisation run."""
 
-    def __init__(self, max_iter: int, tol: float, initial_value: float,
-                 fval_memory: int = FVAL_MEMORY, values=None):
+    def __init__(self, max_iter: int, tol: float, initial_value: float, fval_memory: int = FVAL_MEMORY, values=None):
         self.max_iter = max_iter
         self.tol = tol
         self.initial_value = initial_value
@@ -49,13 +48,12 @@ class BreezeConvergence:
         self._fvals.append(value)
 
     def function_values_converged(self, value: float) -> bool:
-        return (len(self._fvals) >= 2
-                and abs(value - max(self._fvals)) <= self.tol * abs(self.initial_value))
+        return len(self._fvals) >= 2 and abs(value - max(self._fvals)) <= self.tol * abs(self.initial_value)
 
     def gradient_converged(self, value: float, grad_norm: float) -> bool:
         return grad_norm <= max(self.tol * abs(value), GRAD_FLOOR)
 
-    def reason(self, n_iter: int, value: float, grad_norm: float) -> Optional[str]:
+    def reason(self, n_iter: int, value: float, grad_norm: float) -> str | None:
         """First stopping reason in Breeze's order, or None to continue."""
         if 0 <= self.max_iter <= n_iter:
             return MAX_ITERATIONS

@@ -1,4 +1,5 @@
 """Limited-memory inverse-Hessian approximation (L-BFGS two-loop recursion)."""
+
 from __future__ import annotations
 
 import math
@@ -34,7 +35,7 @@ class InverseHessian:
     def update(self, s: np.ndarray, y: np.ndarray) -> None:
         self._s.insert(0, s)
         self._y.insert(0, y)
-        del self._s[self.m:], self._y[self.m:]
+        del self._s[self.m :], self._y[self.m :]
 
     def pairs(self, size: int):
         """The pairs as two (len, size) arrays, newest first (a checkpoint's ``s`` and ``y``)."""
@@ -44,8 +45,8 @@ class InverseHessian:
 
     def restore(self, s: np.ndarray, y: np.ndarray) -> None:
         """Hold the pairs ``pairs`` returned."""
-        self._s = [np.array(v, dtype=np.float64) for v in s][:self.m]
-        self._y = [np.array(v, dtype=np.float64) for v in y][:self.m]
+        self._s = [np.array(v, dtype=np.float64) for v in s][: self.m]
+        self._y = [np.array(v, dtype=np.float64) for v in y][: self.m]
 
     def direction(self, g: np.ndarray) -> np.ndarray:
         """``-H g`` by the two-loop recursion, with ``H_0 = (s'y / y'y) I`` from the newest pair.
@@ -67,14 +68,14 @@ class InverseHessian:
         alpha = np.empty(n)
         with np.errstate(all="ignore"):
             diag = sy0 / np.float64(np.dot(self._y[0], self._y[0]))
-            for i in range(n):                       # newest to oldest
+            for i in range(n):  # newest to oldest
                 rho[i] = np.dot(self._s[i], self._y[i])
                 alpha[i] = np.float64(np.dot(self._s[i], q)) / rho[i]
                 if math.isnan(alpha[i]):
                     raise CurvatureError("NaN two-loop coefficient")
                 q -= alpha[i] * self._y[i]
             q *= diag
-            for i in range(n - 1, -1, -1):           # oldest to newest
+            for i in range(n - 1, -1, -1):  # oldest to newest
                 beta = np.float64(np.dot(self._y[i], q)) / rho[i]
                 q += (alpha[i] - beta) * self._s[i]
         return -q

@@ -1,8 +1,9 @@
 """L-BFGS / OWL-QN driver loop reproducing Breeze's ``LBFGS`` and ``OWLQN`` as used by MLlib."""
+
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional, Tuple
+from collections.abc import Callable
 
 import numpy as np
 
@@ -12,12 +13,12 @@ from .line_search import LineSearchError, backtracking, strong_wolfe
 from .owlqn import constrain_direction, l1_value, orthant, project, pseudo_gradient
 from .result import OptimResult
 
-FunGrad = Callable[[np.ndarray], Tuple[float, np.ndarray]]
+FunGrad = Callable[[np.ndarray], tuple[float, np.ndarray]]
 Callback = Callable[[int, np.ndarray, float, float], None]
 Snapshot = Callable[[int, Callable[[], dict]], None]
 
 _METHODS = ("auto", "lbfgs", "owlqn")
-_MIN_STEP_TIMES_GRAD = 1e-10        # Breeze LBFGS: alpha * ||g|| below this is an underflow
+_MIN_STEP_TIMES_GRAD = 1e-10  # Breeze LBFGS: alpha * ||g|| below this is an underflow
 
 
 class _Point:
@@ -34,7 +35,7 @@ class _Point:
         return math.isfinite(self.F) and bool(np.all(np.isfinite(self.pg)))
 
 
-def _make_evaluator(fun_grad: FunGrad, l1: Optional[np.ndarray]):
+def _make_evaluator(fun_grad: FunGrad, l1: np.ndarray | None):
     calls = [0]
 
     def evaluate(x: np.ndarray) -> _Point:
@@ -44,8 +45,7 @@ def _make_evaluator(fun_grad: FunGrad, l1: Optional[np.ndarray]):
         g = np.asarray(g, dtype=np.float64)
         if g.shape != x.shape:
             if g.size != x.size:
-                raise ValueError(f"fun_grad returned a gradient of shape {g.shape}, "
-                                 f"expected {x.shape}")
+                raise ValueError(f"fun_grad returned a gradient of shape {g.shape}, expected {x.shape}")
             g = g.reshape(x.shape)
         if l1 is None:
             return _Point(x, f, g, f, g)
@@ -54,7 +54,7 @@ def _make_evaluator(fun_grad: FunGrad, l1: Optional[np.ndarray]):
     return evaluate, calls
 
 
-def _search(evaluate, point_at, direction, search, **kw) -> Tuple[_Point, float]:
+def _search(evaluate, point_at, direction, search, **kw) -> tuple[_Point, float]:
     """Run a line search along ``point_at(alpha)`` and return the accepted evaluated point."""
     last: list = [None, None]
 
@@ -64,7 +64,7 @@ def _search(evaluate, point_at, direction, search, **kw) -> Tuple[_Point, float]
         return p.F, float(np.dot(p.pg, direction))
 
     alpha = search(phi, **kw)
-    if last[0] != alpha:                          # searches end on their last trial; be safe
+    if last[0] != alpha:  # searches end on their last trial; be safe
         phi(alpha)
     return last[1], alpha
 
@@ -77,15 +77,16 @@ def _lbfgs_step(cur: _Point, memory: InverseHessian, it: int, evaluate) -> _Poin
         # now (same reset-then-stop handling, without the wasted evaluations).
         raise LineSearchError("degenerate search direction")
     init = 1.0 / dnorm if it == 0 else 1.0
-    new, alpha = _search(evaluate, lambda a: cur.x + a * d, d, strong_wolfe,
-                         f0=cur.F, d0=float(np.dot(cur.g, d)), init=init)
+    new, alpha = _search(
+        evaluate, lambda a: cur.x + a * d, d, strong_wolfe, f0=cur.F, d0=float(np.dot(cur.g, d)), init=init
+    )
     if alpha * cur.pg_norm < _MIN_STEP_TIMES_GRAD:
         raise LineSearchError(f"step size underflow ({alpha:.3g})")
     return new
 
 
 def _owlqn_step(cur: _Point, memory: InverseHessian, it: int, evaluate) -> _Point:
-    d = constrain_direction(memory.direction(cur.pg), cur.pg)   # NaN components become 0
+    d = constrain_direction(memory.direction(cur.pg), cur.pg)  # NaN components become 0
     if not np.any(d):
         # Nothing left after the orthant correction: Breeze's backtracking accepts its first
         # step at once (zero slope), the trial point is the current one (a cache hit), so the
@@ -93,21 +94,39 @@ def _owlqn_step(cur: _Point, memory: InverseHessian, it: int, evaluate) -> _Poin
         return cur
     d0 = float(np.dot(cur.pg, d))
     orth = orthant(cur.x, cur.pg)
-    if it < 1:                                    # Breeze: 0.5 / ||grad of smooth part||
+    if it < 1:  # Breeze: 0.5 / ||grad of smooth part||
         gnorm = float(np.linalg.norm(cur.g))
         init = 0.5 / gnorm if 0 < gnorm < math.inf else 0.5 / cur.pg_norm
         shrink = 0.1
     else:
         init, shrink = 1.0, 0.5
-    new, _ = _search(evaluate, lambda a: project(cur.x + a * d, orth), d, backtracking,
-                     f0=cur.F, d0=d0, init=init, stale_value=cur.f, shrink=shrink)
+    new, _ = _search(
+        evaluate,
+        lambda a: project(cur.x + a * d, orth),
+        d,
+        backtracking,
+        f0=cur.F,
+        d0=d0,
+        init=init,
+        stale_value=cur.f,
+        shrink=shrink,
+    )
     return new
 
 
-def minimize_lbfgs(fun_grad: FunGrad, x0, *, max_iter: int = 100, tol: float = 1e-6,
-                   m: int = 10, l1=None, callback: Optional[Callback] = None,
-                   method: str = "auto", snapshot: Optional[Snapshot] = None,
-                   resume: Optional[dict] = None) -> OptimResult:
+def minimize_lbfgs(
+    fun_grad: FunGrad,
+    x0,
+    *,
+    max_iter: int = 100,
+    tol: float = 1e-6,
+    m: int = 10,
+    l1=None,
+    callback: Callback | None = None,
+    method: str = "auto",
+    snapshot: Snapshot | None = None,
+    resume: dict | None = None,
+) -> OptimResult:
     """Minimise ``fun_grad``'s function (+ ``sum(l1 * |x|)``) like Breeze's LBFGS / OWLQN.
 
     Parameters
@@ -161,17 +180,19 @@ def minimize_lbfgs(fun_grad: FunGrad, x0, *, max_iter: int = 100, tol: float = 1
         cur = evaluate(x0)
         history = [cur.F]
         if not cur.finite:
-            return OptimResult(x0, cur.F, 0, history, False,
-                               "objective or gradient is not finite at the initial point", calls[0])
+            return OptimResult(
+                x0, cur.F, 0, history, False, "objective or gradient is not finite at the initial point", calls[0]
+            )
         check = BreezeConvergence(max_iter, tol, cur.F)
-        accepted = 0          # Breeze's state.iter: steps actually taken
-        n_iter = 0            # states emitted after the initial one (MLlib totalIterations)
+        accepted = 0  # Breeze's state.iter: steps actually taken
+        n_iter = 0  # states emitted after the initial one (MLlib totalIterations)
         resets = 0
         failed_once = False
     else:
         if resume["method"] != kind or np.shape(resume["x"]) != x0.shape:
-            raise ValueError(f"cannot resume a {resume['method']} run over {np.shape(resume['x'])} as a {kind} "
-                             f"run over {x0.shape}")
+            raise ValueError(
+                f"cannot resume a {resume['method']} run over {np.shape(resume['x'])} as a {kind} run over {x0.shape}"
+            )
         arrays = {k: np.array(resume[k], dtype=np.float64) for k in ("x", "g", "pg")}
         cur = _Point(arrays["x"], float(resume["f"]), arrays["g"], float(resume["F"]), arrays["pg"])
         history = [float(v) for v in resume["history"]]
@@ -183,10 +204,24 @@ def minimize_lbfgs(fun_grad: FunGrad, x0, *, max_iter: int = 100, tol: float = 1
 
     def export():
         s, y = memory.pairs(cur.x.size)
-        return {"method": kind, "iteration": n_iter, "accepted": accepted, "resets": resets,
-                "failed_once": failed_once, "evaluations": calls[0], "history": list(history),
-                "initial_value": check.initial_value, "window": check.values, "f": cur.f, "F": cur.F,
-                "x": cur.x, "g": cur.g, "pg": cur.pg, "s": s, "y": y}
+        return {
+            "method": kind,
+            "iteration": n_iter,
+            "accepted": accepted,
+            "resets": resets,
+            "failed_once": failed_once,
+            "evaluations": calls[0],
+            "history": list(history),
+            "initial_value": check.initial_value,
+            "window": check.values,
+            "f": cur.f,
+            "F": cur.F,
+            "x": cur.x,
+            "g": cur.g,
+            "pg": cur.pg,
+            "s": s,
+            "y": y,
+        }
 
     step = _owlqn_step if use_owlqn else _lbfgs_step
     reason = check.reason(accepted, cur.F, cur.pg_norm)
@@ -223,5 +258,4 @@ def minimize_lbfgs(fun_grad: FunGrad, x0, *, max_iter: int = 100, tol: float = 1
 
     if resets:
         reason += f" ({resets} memory reset{'s' if resets > 1 else ''} after failed steps)"
-    return OptimResult(cur.x.copy(), cur.F, n_iter, history,
-                       check.converged(cur.F, cur.pg_norm), reason, calls[0])
+    return OptimResult(cur.x.copy(), cur.F, n_iter, history, check.converged(cur.F, cur.pg_norm), reason, calls[0])

@@ -25,12 +25,13 @@ raises the objective: MLlib's LinearSVC takes such steps, and refusing them send
 down another path.  A search that cannot find a step raises :class:`LineSearchError`, which the
 optimizer handles as Breeze does (reset memory once, then stop).
 """
+
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional, Tuple
+from collections.abc import Callable
 
-Phi = Callable[[float], Tuple[float, float]]
+Phi = Callable[[float], tuple[float, float]]
 
 
 class LineSearchError(Exception):
@@ -44,6 +45,7 @@ def _finite(*values: float) -> bool:
 # --------------------------------------------------------------------------------------------
 # Strong Wolfe (L-BFGS)
 # --------------------------------------------------------------------------------------------
+
 
 def _cubic_step(lo: tuple, hi: tuple) -> float:
     """Minimiser of the cubic through two bracket ends ``(t, f, d)``, kept inside the middle 80%.
@@ -65,8 +67,17 @@ def _cubic_step(lo: tuple, hi: tuple) -> float:
     return min(max(t, t1 + 0.1 * width), t1 + 0.9 * width)
 
 
-def strong_wolfe(phi: Phi, f0: float, d0: float, init: float, *, c1: float = 1e-4,
-                 c2: float = 0.9, max_iter: int = 10, max_zoom: int = 10) -> float:
+def strong_wolfe(
+    phi: Phi,
+    f0: float,
+    d0: float,
+    init: float,
+    *,
+    c1: float = 1e-4,
+    c2: float = 0.9,
+    max_iter: int = 10,
+    max_zoom: int = 10,
+) -> float:
     """Step satisfying the strong Wolfe conditions, or :class:`LineSearchError`.
 
     Returns a step whose ``phi`` was the last one evaluated, so the caller can reuse that point.
@@ -83,7 +94,7 @@ def strong_wolfe(phi: Phi, f0: float, d0: float, init: float, *, c1: float = 1e-
             t = _cubic_step(hi, lo) if lo[0] > hi[0] else _cubic_step(lo, hi)
             ft, dt = phi(t)
             if not _finite(ft, dt):
-                hi = (t, math.inf, math.nan)          # too far: shrink from the right
+                hi = (t, math.inf, math.nan)  # too far: shrink from the right
             elif ft > f0 + armijo_slope * t or ft >= lo[1]:
                 hi = (t, ft, dt)
             else:
@@ -99,7 +110,7 @@ def strong_wolfe(phi: Phi, f0: float, d0: float, init: float, *, c1: float = 1e-
     for i in range(max_iter):
         ft, dt = phi(t)
         if not _finite(ft, dt):
-            t *= 0.5                                   # left the function's domain: back off
+            t *= 0.5  # left the function's domain: back off
             continue
         if ft > f0 + armijo_slope * t or (i > 0 and ft >= low[1]):
             return zoom(low, (t, ft, dt))
@@ -116,10 +127,22 @@ def strong_wolfe(phi: Phi, f0: float, d0: float, init: float, *, c1: float = 1e-
 # Backtracking (OWL-QN)
 # --------------------------------------------------------------------------------------------
 
-def backtracking(phi: Phi, f0: float, d0: float, init: float, *,
-                 stale_value: Optional[float] = None, shrink: float = 0.5, grow: float = 2.1,
-                 c1: float = 1e-4, c2: float = 0.9, max_iter: int = 20,
-                 min_alpha: float = 1e-10, max_alpha: float = 1e10) -> float:
+
+def backtracking(
+    phi: Phi,
+    f0: float,
+    d0: float,
+    init: float,
+    *,
+    stale_value: float | None = None,
+    shrink: float = 0.5,
+    grow: float = 2.1,
+    c1: float = 1e-4,
+    c2: float = 0.9,
+    max_iter: int = 20,
+    min_alpha: float = 1e-10,
+    max_alpha: float = 1e10,
+) -> float:
     """Breeze's ``BacktrackingLineSearch`` with strong-Wolfe checks.
 
     ``stale_value`` reproduces a Breeze detail (scalanlp/breeze#697) that changes the path: its
@@ -149,7 +172,7 @@ def backtracking(phi: Phi, f0: float, d0: float, init: float, *,
         return 1.0
 
     alpha = init
-    fa: Optional[float] = None
+    fa: float | None = None
     if stale_value is not None and stale_value > f0 + alpha * d0 * c1:
         mult = shrink
     else:
@@ -167,7 +190,7 @@ def backtracking(phi: Phi, f0: float, d0: float, init: float, *,
         if trial + 1 >= max_iter:
             # Breeze evaluates one more trial, drops it and returns the current step unchecked
             # (even if it raised the objective); we skip that wasted evaluation.
-            if fa is None:                  # only with max_iter == 1 after the stale test
+            if fa is None:  # only with max_iter == 1 after the stale test
                 fa, _ = phi(alpha)
             if math.isfinite(fa):
                 return alpha

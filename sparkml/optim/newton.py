@@ -33,6 +33,7 @@ can keep what they derived from theta (the active rows) for the whole round.
 A better preconditioner when the features' second moment has a known shape
 (``preconditioner=(V, s)``): ``optim.preconditioner``.
 """
+
 import time
 
 import numpy as np
@@ -92,9 +93,15 @@ class _Problems:
     def export(self):
         """The state a checkpoint keeps between rounds (``newton_warm_started``): theta and the per-problem
         bookkeeping; f, g and H are recomputed from theta by the resumed fit's first pass."""
-        state = {"theta": self.theta.copy(), "f": self.f.copy(), "rounds": list(self.rounds),
-                 "history": [list(h) for h in self.history], "ends": [list(e) for e in self.ends],
-                 "converged": list(self.converged), "message": list(self.message)}
+        state = {
+            "theta": self.theta.copy(),
+            "f": self.f.copy(),
+            "rounds": list(self.rounds),
+            "history": [list(h) for h in self.history],
+            "ends": [list(e) for e in self.ends],
+            "converged": list(self.converged),
+            "message": list(self.message),
+        }
         if self.g0_norm is not None:
             state["g0_norm"] = np.array(self.g0_norm)
         return state
@@ -103,10 +110,16 @@ class _Problems:
         """Take up ``export()``'s state; ValueError when it holds other problems than this solve's."""
         theta = np.asarray(state["theta"], dtype=np.float64)
         if theta.shape != self.theta.shape:
-            raise ValueError(f"the checkpoint holds {theta.shape[0]} problem(s) of {theta.shape[1]} coefficients, "
-                             f"this fit solves {self.theta.shape[0]} of {self.theta.shape[1]}")
+            raise ValueError(
+                f"the checkpoint holds {theta.shape[0]} problem(s) of {theta.shape[1]} coefficients, "
+                f"this fit solves {self.theta.shape[0]} of {self.theta.shape[1]}"
+            )
         self.theta, self.f = theta.copy(), np.asarray(state["f"], dtype=np.float64).copy()
-        self.rounds, self.converged, self.message = list(state["rounds"]), list(state["converged"]), list(state["message"])
+        self.rounds, self.converged, self.message = (
+            list(state["rounds"]),
+            list(state["converged"]),
+            list(state["message"]),
+        )
         self.history, self.ends = [list(h) for h in state["history"]], [list(e) for e in state["ends"]]
         self.g0_norm = np.asarray(state["g0_norm"]) if "g0_norm" in state else None
 
@@ -136,8 +149,10 @@ class _Problems:
             self.cg_passes += 1
             ids = [running[i] for i in live]
             # all of ``running``, so the pass's theta stays the round's (module docstring)
-            hd = evaluate(np.stack([self.theta[running], d]), running, "hessp")[0][live] / self.weight_sum \
+            hd = (
+                evaluate(np.stack([self.theta[running], d]), running, "hessp")[0][live] / self.weight_sum
                 + (self.reg * self.penalty + _RIDGE) * d[live]
+            )
             alpha = rz[live] / np.maximum(np.sum(d[live] * hd, axis=1), 1e-300)
             x[live] += alpha[:, None] * d[live]
             r[live] -= alpha[:, None] * hd
@@ -155,8 +170,22 @@ def _solve(h, g):
         return -np.linalg.lstsq(h, g, rcond=None)[0]
 
 
-def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, names, solver="cholesky",
-           preconditioner=None, progress=None, resume=None, on_round=None):
+def newton(
+    evaluate,
+    theta0,
+    *,
+    reg,
+    weight_sum,
+    fit_intercept,
+    max_iter,
+    tol,
+    names,
+    solver="cholesky",
+    preconditioner=None,
+    progress=None,
+    resume=None,
+    on_round=None,
+):
     """Minimize every J_j from ``theta0`` ((k, p) float64); returns (theta (k, p), [TrainingSummary] * k).
 
     ``evaluate(theta, idx, kind)``: sums over all rows for the problems ``idx`` at ``theta``
@@ -205,12 +234,10 @@ def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, n
         full = evaluate(candidates, running, state.kind)
         f_new = dict(zip(running, state.value(full[0], candidates)))
 
-        def failing():
-            return [j for j in running if steps[j] > _MIN_STEP
-                    and f_new[j] > state.f[j] + _ARMIJO * steps[j] * slopes[j]]
-
         halved = {}  # problem -> (theta, its sums) at its latest halved step
-        while bad := failing():
+        while bad := [
+            j for j in running if steps[j] > _MIN_STEP and f_new[j] > state.f[j] + _ARMIJO * steps[j] * slopes[j]
+        ]:
             for j in bad:
                 steps[j] /= 2
             theta_bad = np.array([state.theta[j] + steps[j] * deltas[j] for j in bad])
@@ -223,35 +250,55 @@ def newton(evaluate, theta0, *, reg, weight_sum, fit_intercept, max_iter, tol, n
         state.accept([running[i] for i in kept], candidates[kept], tuple(s[kept] for s in full))
         if halved:
             idx = sorted(halved)
-            state.accept(idx, np.array([halved[j][0] for j in idx]),
-                         tuple(np.array([halved[j][1][t] for j in idx]) for t in range(len(full))))
+            state.accept(
+                idx,
+                np.array([halved[j][0] for j in idx]),
+                tuple(np.array([halved[j][1][t] for j in idx]) for t in range(len(full))),
+            )
         seconds = time.perf_counter() - start
         for j in list(running):
             state.rounds[j] += 1
             state.history[j].append(float(state.f[j]))
             state.ends[j].append(seconds)
-            progress(Iteration(names[j], "Newton round", state.rounds[j], float(state.f[j]), state.theta[j].copy(),
-                               time.perf_counter() - tic, f"step {steps[j]:g}"))
+            progress(
+                Iteration(
+                    names[j],
+                    "Newton round",
+                    state.rounds[j],
+                    float(state.f[j]),
+                    state.theta[j].copy(),
+                    time.perf_counter() - tic,
+                    f"step {steps[j]:g}",
+                )
+            )
             if f_old[j] - state.f[j] <= tol * max(abs(state.f[j]), 1e-300):
                 state.converged[j], state.message[j] = True, "relative decrease below tol"
                 running.remove(j)
-        logger.info("Newton round over %d problem(s): %.3f s%s", len(steps), time.perf_counter() - tic,
-                    f", {state.cg_passes} CG passes" if solver == "cg" else "")
+        logger.info(
+            "Newton round over %d problem(s): %.3f s%s",
+            len(steps),
+            time.perf_counter() - tic,
+            f", {state.cg_passes} CG passes" if solver == "cg" else "",
+        )
         if on_round is not None:
             on_round(max(state.rounds), state.export, False)
     if on_round is not None:
         on_round(max(state.rounds), state.export, True)
     total = time.perf_counter() - start
-    summaries = [TrainingSummary(state.history[j], state.rounds[j], state.converged[j], state.message[j], total,
-                                 state.ends[j]) for j in range(len(names))]
+    summaries = [
+        TrainingSummary(state.history[j], state.rounds[j], state.converged[j], state.message[j], total, state.ends[j])
+        for j in range(len(names))
+    ]
     for j, s in enumerate(summaries):
-        progress.note(f"{names[j]} finished: {s.totalIterations} Newton rounds, objective {state.f[j]:.10g} "
-                      f"({s.message})")
+        progress.note(
+            f"{names[j]} finished: {s.totalIterations} Newton rounds, objective {state.f[j]:.10g} ({s.message})"
+        )
     return state.theta, summaries
 
 
-def newton_warm_started(evaluate_for, make_problems, theta0, warm_start=None, progress=None, checkpoint=None,
-                        **options):
+def newton_warm_started(
+    evaluate_for, make_problems, theta0, warm_start=None, progress=None, checkpoint=None, **options
+):
     """``newton`` over ``evaluate_for(make_problems)``; with ``warm_start=(make_first, rounds)``
     first at most ``rounds`` rounds over ``evaluate_for(make_first)`` from ``theta0`` (another loss
     of the same rows), whose end is the start (its summaries are dropped). ``evaluate_for`` turns a
@@ -266,9 +313,14 @@ def newton_warm_started(evaluate_for, make_problems, theta0, warm_start=None, pr
         solves.insert(0, ("warm start", make_first, {**options, "max_iter": int(rounds)}))
     resume, offset, first = _resume(checkpoint, [name for name, _, _ in solves])
     for i, (solve, make, opts) in enumerate(solves[first:], first):
-        theta0, summaries = newton(evaluate_for(make), theta0, progress=progress,
-                                   resume=resume if i == first else None,
-                                   on_round=None if checkpoint is None else _saver(checkpoint, solve, offset), **opts)
+        theta0, summaries = newton(
+            evaluate_for(make),
+            theta0,
+            progress=progress,
+            resume=resume if i == first else None,
+            on_round=None if checkpoint is None else _saver(checkpoint, solve, offset),
+            **opts,
+        )
         offset += max(s.totalIterations for s in summaries)  # the rounds this solve took, as on_round counts them
     if resume is not None:
         for s in summaries:
@@ -282,8 +334,10 @@ def _resume(checkpoint, solves):
     if resume is None:
         return None, 0, 0
     if resume.get("method") != "newton" or resume.get("solve") not in solves:
-        raise ValueError(f"{checkpoint.name}: the checkpoint holds a {resume.get('method')} run "
-                         f"({resume.get('solve')!r}), not this fit's Newton rounds")
+        raise ValueError(
+            f"{checkpoint.name}: the checkpoint holds a {resume.get('method')} run "
+            f"({resume.get('solve')!r}), not this fit's Newton rounds"
+        )
     return resume, int(resume["offset"]), solves.index(resume["solve"])
 
 
@@ -300,4 +354,3 @@ def _saver(checkpoint, solve, offset):
             checkpoint.snapshot(offset + rounds, record)
 
     return on_round
-

@@ -3,6 +3,7 @@
 All functions are pure numpy and allocate new arrays (arrays handed to the objective are
 never mutated afterwards).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,7 +25,7 @@ def pseudo_gradient(x: np.ndarray, g: np.ndarray, l1: np.ndarray) -> np.ndarray:
     at_zero = (x == 0) & (l1 != 0)
     if np.any(at_zero):
         gz, lz = g[at_zero], l1[at_zero]
-        right, left = gz + lz, gz - lz        # derivative moving up / down from zero
+        right, left = gz + lz, gz - lz  # derivative moving up / down from zero
         pg[at_zero] = np.where(left > 0, left, np.where(right < 0, right, 0.0))
     return pg
 

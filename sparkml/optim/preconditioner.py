@@ -20,6 +20,7 @@ active rows of a squared hinge it is an approximation. In K_LL's eigenbasis (``s
 than rows: KernelSVC then takes diag(s) from the features of a sample of rows.) Against Jacobi it
 takes fewer CG iterations per round (measured with ``benchmarks/bench_kernel_svc.py``).
 """
+
 import numpy as np
 
 
@@ -32,8 +33,10 @@ def check_shape(preconditioner, penalized):
     s = np.asarray(s, dtype=np.float64).reshape(-1)
     v = None if v is None else np.asarray(v, dtype=np.float64)  # None: the identity (diagonal shape)
     if (v is not None and v.shape != (len(s), len(s))) or len(s) > penalized:
-        raise ValueError(f"preconditioner (V, s) needs V (q, q) and s (q,) with q <= {penalized} "
-                         f"penalized coordinates; got V {None if v is None else v.shape} and s {s.shape}")
+        raise ValueError(
+            f"preconditioner (V, s) needs V (q, q) and s (q,) with q <= {penalized} "
+            f"penalized coordinates; got V {None if v is None else v.shape} and s {s.shape}"
+        )
     return v, np.maximum(s, 0.0)
 
 

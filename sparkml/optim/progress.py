@@ -9,6 +9,7 @@ the driver with ``sync`` and ``averaging``, inside rank 0's barrier task with ``
 (``Progress.lines``) the driver logs again when the stage returns. After it the
 L-BFGS / OWL-QN loop hands its state to the fit's checkpoint, when ``checkpointDir`` is set (``optim.checkpoint``).
 """
+
 import logging
 import time
 from dataclasses import dataclass
@@ -43,12 +44,13 @@ class Progress:
         self.lines = []
 
     def __call__(self, event):
-        line = (f"{event.name} {event.kind} {event.iteration}: objective {event.objective:.10g}"
-                f"{', ' + event.detail if event.detail else ''}, {event.seconds:.3f} s")
+        line = (
+            f"{event.name} {event.kind} {event.iteration}: objective {event.objective:.10g}"
+            f"{', ' + event.detail if event.detail else ''}, {event.seconds:.3f} s"
+        )
         self.note(line)
         for callback in self.callbacks:
             callback(event)
-
 
     def note(self, line):
         """Log ``line`` (INFO, ``sparkml`` logger) and keep it in ``lines``: a line about the fit's progress."""
@@ -59,8 +61,9 @@ class Progress:
 class TrainingSummary:
     """The optimizer's record of a fit, as MLlib's training summaries expose it."""
 
-    def __init__(self, objective_history, total_iterations, converged=True, message="", seconds=0.0,
-                 iteration_seconds=()):
+    def __init__(
+        self, objective_history, total_iterations, converged=True, message="", seconds=0.0, iteration_seconds=()
+    ):
         self.objectiveHistory = list(objective_history)
         # seconds from the optimizer's start to the end of each iteration (objectiveHistory[1:])
         self.iterationSeconds = list(iteration_seconds)
@@ -74,12 +77,13 @@ class TrainingSummary:
         return self
 
     def __repr__(self):
-        return (f"TrainingSummary(totalIterations={self.totalIterations}, "
-                f"objective={self.objectiveHistory[-1] if self.objectiveHistory else None})")
+        return (
+            f"TrainingSummary(totalIterations={self.totalIterations}, "
+            f"objective={self.objectiveHistory[-1] if self.objectiveHistory else None})"
+        )
 
 
-def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False, bounds=None, progress=None,
-                  checkpoint=None):
+def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False, bounds=None, progress=None, checkpoint=None):
     """Minimize ``objective`` from ``theta0`` by L-BFGS (OWL-QN when ``owlqn`` or the objective has an
     L1 term), or by L-BFGS-B over the box ``bounds = (lower, upper)`` (``optim.bounded``; a smooth
     objective only), reporting each iteration to ``progress``. ``checkpoint``: an ``optim.checkpoint.Checkpoint``
@@ -103,21 +107,29 @@ def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False, bounds
             raise ValueError(f"{name}: bound constraints need a smooth objective (no L1 term, no OWL-QN)")
         if checkpoint is not None:
             raise ValueError(f"{name}: bound-constrained fits (L-BFGS-B) write no checkpoints: unset checkpointDir")
-        result = minimize_bounded(objective.fun_grad, theta0, bounds, max_iter=max_iter, tol=tol,
-                                  callback=on_iteration)
+        result = minimize_bounded(objective.fun_grad, theta0, bounds, max_iter=max_iter, tol=tol, callback=on_iteration)
     else:
+
         def snapshot(iteration, export):
             checkpoint.snapshot(iteration, lambda: {**export(), "iteration_seconds": list(elapsed)})
 
-        result = minimize_lbfgs(objective.fun_grad, theta0, max_iter=max_iter, tol=tol, l1=objective.l1_weights(),
-                                callback=on_iteration, method="owlqn" if owlqn else "auto",
-                                snapshot=snapshot if checkpoint is not None else None, resume=resume)
+        result = minimize_lbfgs(
+            objective.fun_grad,
+            theta0,
+            max_iter=max_iter,
+            tol=tol,
+            l1=objective.l1_weights(),
+            callback=on_iteration,
+            method="owlqn" if owlqn else "auto",
+            snapshot=snapshot if checkpoint is not None else None,
+            resume=resume,
+        )
     seconds = time.perf_counter() - start
     message = result.message
     if resume is not None:
         message += f" (resumed from the checkpoint of iteration {resume['iteration']})"
-    progress.note(f"{name} finished: {result.n_iter} iterations, objective {result.fun:.10g}, {seconds:.2f} s "
-                  f"({message})")
-    summary = TrainingSummary(result.objective_history, result.n_iter, result.converged, message, seconds,
-                              elapsed)
+    progress.note(
+        f"{name} finished: {result.n_iter} iterations, objective {result.fun:.10g}, {seconds:.2f} s ({message})"
+    )
+    summary = TrainingSummary(result.objective_history, result.n_iter, result.converged, message, seconds, elapsed)
     return result.x, summary

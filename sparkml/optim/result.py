@@ -1,4 +1,5 @@
 """Result record returned by the driver-side optimizers."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -4,6 +4,7 @@
 * every other value is one row of ``strategies.table`` (a transport crossed with a solver), built by
   ``make_strategy``.
 """
+
 from sparkml.session_kind import conf_value, is_connect, task_slots
 from sparkml.strategies import table
 from sparkml.strategies.table import StrategyOptions
@@ -34,8 +35,9 @@ def auto_strategy(spark, checkpointing=False):
         return "sync", "dynamic allocation is on"
     slots = task_slots(spark)
     if slots is None:
-        return "sync", "the cluster's task slots are unknown" + (" to this Spark Connect client" if is_connect(spark)
-                                                                  else "")
+        return "sync", "the cluster's task slots are unknown" + (
+            " to this Spark Connect client" if is_connect(spark) else ""
+        )
     return "allreduce", f"{slots} task slots"
 
 

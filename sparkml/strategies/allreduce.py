@@ -15,15 +15,16 @@ per evaluation.
 
 One-off passes (the normal equations' Gram matrix) run as ``sync`` jobs.
 """
+
 import json
 import logging
 import time
 
 import numpy as np
 
-from sparkml.session_kind import task_slots
 from sparkml.optim.newton import newton_warm_started
 from sparkml.optim.progress import Progress, TrainingSummary, run_optimizer
+from sparkml.session_kind import task_slots
 from sparkml.strategies.averaging import clip, local_solve, run_rounds
 from sparkml.strategies.barrier import BarrierTask, plan_workers, run_barrier_stage
 from sparkml.strategies.sync import SyncStrategy
@@ -32,11 +33,13 @@ from sparkml.strategies.transport import split
 logger = logging.getLogger("sparkml")
 _RESULT_SCHEMA = "theta binary, summary string"
 # what each PartitionSums method returns, for k problems of p coefficients
-_NEWTON_SHAPES = {"loss_gradient": lambda k, p: [(k,), (k, p)],
-                  "loss_gradient_hessian": lambda k, p: [(k,), (k, p), (k, p, p)],
-                  "loss_gradient_diagonal": lambda k, p: [(k,), (k, p), (k, p)],
-                  "loss_gradient_curvature": lambda k, p: [(k,), (k, p), (k,)],
-                  "hessp": lambda k, p: [(k, p)]}
+_NEWTON_SHAPES = {
+    "loss_gradient": lambda k, p: [(k,), (k, p)],
+    "loss_gradient_hessian": lambda k, p: [(k,), (k, p), (k, p, p)],
+    "loss_gradient_diagonal": lambda k, p: [(k,), (k, p), (k, p)],
+    "loss_gradient_curvature": lambda k, p: [(k,), (k, p), (k,)],
+    "hessp": lambda k, p: [(k, p)],
+}
 
 
 def _optimizer_body(objective, theta0, options, local_iter, progress, checkpoint=None):
@@ -56,19 +59,28 @@ def _optimizer_body(objective, theta0, options, local_iter, progress, checkpoint
         distributed = objective.with_data_sum(data_sum)
         report = progress if task.rank == 0 else Progress()
         if local_iter is None:
-            theta, summary = run_optimizer(distributed, theta0, progress=report, **options,
-                                           checkpoint=checkpoint and checkpoint.on_rank(task.rank))
+            theta, summary = run_optimizer(
+                distributed, theta0, progress=report, **options, checkpoint=checkpoint and checkpoint.on_rank(task.rank)
+            )
             return theta, [summary]
         method = "owlqn" if options["owlqn"] else "auto"
 
         def average_round(theta, global_grad):
-            t = group.add(local_solve(sums, objective, theta, global_grad, local_iter, method, options["bounds"]),
-                          theta.size + 1)
+            t = group.add(
+                local_solve(sums, objective, theta, global_grad, local_iter, method, options["bounds"]), theta.size + 1
+            )
             return clip(t[:-1] / t[-1], options["bounds"])
 
-        theta, summary = run_rounds(distributed, average_round, theta0, max_iter=options["max_iter"],
-                                    tol=options["tol"], name=options["name"], progress=report,
-                                    checkpoint=checkpoint and checkpoint.on_rank(task.rank))
+        theta, summary = run_rounds(
+            distributed,
+            average_round,
+            theta0,
+            max_iter=options["max_iter"],
+            tol=options["tol"],
+            name=options["name"],
+            progress=report,
+            checkpoint=checkpoint and checkpoint.on_rank(task.rank),
+        )
         return theta, [summary]
 
     return body
@@ -90,8 +102,14 @@ def _newton_body(make_problems, theta0, options, progress):
             return evaluate
 
         report = progress if task.rank == 0 else Progress()
-        return newton_warm_started(evaluate_for, make_problems, theta0, progress=report,
-                                   checkpoint=checkpoint and checkpoint.on_rank(task.rank), **options)
+        return newton_warm_started(
+            evaluate_for,
+            make_problems,
+            theta0,
+            progress=report,
+            checkpoint=checkpoint and checkpoint.on_rank(task.rank),
+            **options,
+        )
 
     return body
 
@@ -100,6 +118,7 @@ def _stage_task(blocks, dataset_id, loss, device, dtype, last_pass, body, progre
     """The barrier stage's function: this rank runs ``body(task)`` -> (theta, [TrainingSummary]);
     rank 0 yields the result as one Arrow row, with the lines its ``progress`` (the one ``body`` reports
     to: one object in the task's closure) logged."""
+
     def task(batches, meeting):
         import pyarrow as pa
 
@@ -109,10 +128,20 @@ def _stage_task(blocks, dataset_id, loss, device, dtype, last_pass, body, progre
             theta, summaries = body(me)
         if me.rank == 0:
             theta = np.asarray(theta, dtype=np.float64)
-            record = {"shape": list(theta.shape), "summaries": [
-                {"history": s.objectiveHistory, "iterations": s.totalIterations, "converged": s.converged,
-                 "message": s.message, "iteration_seconds": s.iterationSeconds} for s in summaries],
-                "log": progress.lines}
+            record = {
+                "shape": list(theta.shape),
+                "summaries": [
+                    {
+                        "history": s.objectiveHistory,
+                        "iterations": s.totalIterations,
+                        "converged": s.converged,
+                        "message": s.message,
+                        "iteration_seconds": s.iterationSeconds,
+                    }
+                    for s in summaries
+                ],
+                "log": progress.lines,
+            }
             yield pa.RecordBatch.from_pydict({"theta": [theta.tobytes()], "summary": [json.dumps(record)]})
 
     return task
@@ -135,11 +164,24 @@ class AllReduceStrategy(SyncStrategy):
         slots = task_slots(data.spark)
         # by default one task per partition, placed where the partition's blocks are (module docstring)
         self.on_handles = num_workers in (0, data.n_partitions) and (slots is None or data.n_partitions <= slots)
-        self.n_workers = (data.n_partitions if self.on_handles
-                          else plan_workers(num_workers, max(1, len(data.blocks)), slots))
+        self.n_workers = (
+            data.n_partitions if self.on_handles else plan_workers(num_workers, max(1, len(data.blocks)), slots)
+        )
 
-    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False, progress=None,
-                 bounds=None, checkpoint=None):
+    def minimize(
+        self,
+        objective,
+        theta0,
+        *,
+        max_iter,
+        tol,
+        name,
+        owlqn=False,
+        last_pass=False,
+        progress=None,
+        bounds=None,
+        checkpoint=None,
+    ):
         """``last_pass``: the fit reads the blocks no more, so each task deletes its own when done.
         ``progress`` runs in rank 0's task. ``bounds``: (lower, upper) over theta, or None (``sync``).
         ``checkpoint``: loaded on the driver, written by rank 0 (``optim.checkpoint``)."""
@@ -147,24 +189,39 @@ class AllReduceStrategy(SyncStrategy):
             raise ValueError(f"strategy {self.name!r}: bound constraints need a smooth objective (no L1 term)")
         options = dict(max_iter=max_iter, tol=tol, name=name, owlqn=owlqn, bounds=bounds)
         progress = progress or Progress()
-        body = _optimizer_body(objective.with_data_sum(None), np.asarray(theta0, dtype=np.float64), options,
-                               self.local_iter, progress, checkpoint)
+        body = _optimizer_body(
+            objective.with_data_sum(None),
+            np.asarray(theta0, dtype=np.float64),
+            options,
+            self.local_iter,
+            progress,
+            checkpoint,
+        )
         theta, (summary,) = self._run_stage(body, last_pass, progress)
         return theta, summary
 
     def newton(self, make_problems, theta0, *, last_pass=False, progress=None, **options):
         """``optim.newton.newton`` inside one barrier stage (see ``SyncStrategy.newton``)."""
         progress = progress or Progress()
-        return self._run_stage(_newton_body(make_problems, np.asarray(theta0, dtype=np.float64), options, progress),
-                               last_pass, progress)
+        return self._run_stage(
+            _newton_body(make_problems, np.asarray(theta0, dtype=np.float64), options, progress), last_pass, progress
+        )
 
     def _run_stage(self, body, last_pass, progress):
         """Run ``body`` on every barrier task; rank 0's (theta, [TrainingSummary]). The summaries'
         seconds are the stage's wall time: task launch, rendezvous and block loading included. The
         iteration lines rank 0's ``progress`` logged on its executor are logged again here, on the driver."""
         start = time.perf_counter()
-        task = _stage_task(self.data.blocks, self.data.dataset_id, self.loss, self.device, self.data.compute_dtype,
-                           last_pass, body, progress)
+        task = _stage_task(
+            self.data.blocks,
+            self.data.dataset_id,
+            self.loss,
+            self.device,
+            self.data.compute_dtype,
+            last_pass,
+            body,
+            progress,
+        )
         out = run_barrier_stage(self.data, self.n_workers, self.on_handles, task, _RESULT_SCHEMA, self.name)
         if last_pass:
             self.data.dropped_by_tasks = True
@@ -173,8 +230,12 @@ class AllReduceStrategy(SyncStrategy):
             logger.info("%s", line)
         theta = np.frombuffer(out[0]["theta"], dtype=np.float64).reshape(record["shape"]).copy()
         seconds = time.perf_counter() - start
-        return theta, [TrainingSummary(r["history"], r["iterations"], r["converged"], r["message"], seconds,
-                                       r["iteration_seconds"]) for r in record["summaries"]]
+        return theta, [
+            TrainingSummary(
+                r["history"], r["iterations"], r["converged"], r["message"], seconds, r["iteration_seconds"]
+            )
+            for r in record["summaries"]
+        ]
 
 
 class AllReduceAveragingStrategy(AllReduceStrategy):

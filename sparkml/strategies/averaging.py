@@ -23,15 +23,16 @@ Under bound constraints (a box l <= theta <= u) every local solve is L-BFGS-B ov
 convex). The optimum stays a fixed point: at it the corrected local problem has the global gradient,
 hence the global KKT conditions, and it is convex.
 """
+
 import time
 
 import numpy as np
 
 from sparkml.optim import minimize_lbfgs
 from sparkml.optim.bounded import minimize_bounded
+from sparkml.optim.progress import Iteration, Progress, TrainingSummary
 from sparkml.strategies.partition_sums import PartitionSums
 from sparkml.strategies.sync import SyncStrategy
-from sparkml.optim.progress import Iteration, Progress, TrainingSummary
 
 
 class _Corrected:
@@ -64,14 +65,16 @@ def local_solve(sums, objective, theta, global_grad, local_iter, method, bounds=
 
 def _round_task(rows, dataset_id, loss, device, dtype, objective, bc, local_iter, method, bounds):
     theta, global_grad = (np.asarray(a) for a in bc.value)
-    out = local_solve(PartitionSums(rows, dataset_id, loss, device, dtype), objective, theta, global_grad,
-                      local_iter, method, bounds)
+    out = local_solve(
+        PartitionSums(rows, dataset_id, loss, device, dtype), objective, theta, global_grad, local_iter, method, bounds
+    )
     if out is not None:
         yield out
 
 
-def run_rounds(distributed, average_round, theta0, *, max_iter, tol, name, corrected=True, progress=None,
-               checkpoint=None):
+def run_rounds(
+    distributed, average_round, theta0, *, max_iter, tol, name, corrected=True, progress=None, checkpoint=None
+):
     """The rounds of model averaging, whatever carries them.
 
     ``distributed``: the global objective (its ``fun_grad`` is one pass over all the data);
@@ -99,14 +102,25 @@ def run_rounds(distributed, average_round, theta0, *, max_iter, tol, name, corre
         f, grad = distributed.fun_grad(theta)
         history.append(f + l1_penalty(distributed, theta))
         ends.append(time.perf_counter() - start)
-        progress(Iteration(name, "round", rounds, history[-1], theta, time.perf_counter() - tic,
-                           f"relative change {change:.3e}"))
+        progress(
+            Iteration(
+                name, "round", rounds, history[-1], theta, time.perf_counter() - tic, f"relative change {change:.3e}"
+            )
+        )
         if change <= tol:
             converged = True
             break
         if checkpoint is not None and rounds < max_iter:
-            checkpoint.snapshot(rounds, lambda: {"method": "averaging", "iteration": rounds, "history": list(history),
-                                                 "iteration_seconds": list(ends), "x": theta})
+            checkpoint.snapshot(
+                rounds,
+                lambda rounds=rounds, theta=theta: {
+                    "method": "averaging",
+                    "iteration": rounds,
+                    "history": list(history),
+                    "iteration_seconds": list(ends),
+                    "x": theta,
+                },
+            )
     message = "relative change of the averaged model below tol" if converged else "maxIter rounds reached"
     if resume is not None:
         message += f" (resumed from the checkpoint of round {resume['iteration']})"
@@ -129,23 +143,44 @@ class AveragingStrategy(SyncStrategy):
         dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.compute_dtype
         task_objective, local_iter = objective.with_data_sum(None), self.local_iter
         try:
-            total = self.transport.sum(lambda rows: _round_task(rows, dataset_id, loss, device, dtype,
-                                                                task_objective, theta_bc, local_iter, method,
-                                                                bounds))
+            total = self.transport.sum(
+                lambda rows: _round_task(
+                    rows, dataset_id, loss, device, dtype, task_objective, theta_bc, local_iter, method, bounds
+                )
+            )
         finally:
             theta_bc.unpersist(blocking=False)
         weighted, w_sum = total
         return clip(weighted / w_sum, bounds)
 
-    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False, progress=None,
-                 bounds=None, checkpoint=None):
+    def minimize(
+        self,
+        objective,
+        theta0,
+        *,
+        max_iter,
+        tol,
+        name,
+        owlqn=False,
+        last_pass=False,
+        progress=None,
+        bounds=None,
+        checkpoint=None,
+    ):
         method = "owlqn" if owlqn else "auto"
         if bounds is not None and (owlqn or objective.l1_weights() is not None):
             raise ValueError(f"strategy {self.name!r}: bound constraints need a smooth objective (no L1 term)")
-        return run_rounds(objective.with_data_sum(self.loss_gradient),
-                          lambda theta, grad: self._round(objective, theta, grad, method, bounds), theta0,
-                          max_iter=max_iter, tol=tol, name=name, corrected=self.corrected, progress=progress,
-                          checkpoint=checkpoint)
+        return run_rounds(
+            objective.with_data_sum(self.loss_gradient),
+            lambda theta, grad: self._round(objective, theta, grad, method, bounds),
+            theta0,
+            max_iter=max_iter,
+            tol=tol,
+            name=name,
+            corrected=self.corrected,
+            progress=progress,
+            checkpoint=checkpoint,
+        )
 
 
 def clip(theta, bounds):

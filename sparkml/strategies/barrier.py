@@ -14,10 +14,11 @@ stage's input (``TrainingData.barrier_handles``: one task per block, placed wher
 ``spark.range(n)`` when there are more blocks than tasks) and collects the tasks' output rows. The
 stage is a ``mapInArrow(..., barrier=True)``, so classic and Spark Connect sessions run it alike.
 """
+
 import logging
 import socket
 from datetime import timedelta
-from typing import NamedTuple, Optional, Tuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -41,7 +42,8 @@ def plan_workers(requested, n_partitions, slots):
     if slots is not None and n > slots:
         raise ValueError(
             f"strategy='allreduce' runs {n} barrier tasks at once but the cluster has {slots} free task "
-            f"slot(s) (cores / spark.task.cpus). Set numWorkers <= {slots}, or use strategy='sync'.")
+            f"slot(s) (cores / spark.task.cpus). Set numWorkers <= {slots}, or use strategy='sync'."
+        )
     return max(1, min(n, n_partitions))
 
 
@@ -63,7 +65,8 @@ def assign_blocks(blocks, task_stores):
             raise RuntimeError(
                 f"the training blocks of partition {partition} are on {store}, where no barrier task of "
                 f"strategy='allreduce' runs (tasks run on: {', '.join(sorted(tasks))}); use strategy='sync' "
-                f"or give every executor that holds data a task slot")
+                f"or give every executor that holds data a task slot"
+            )
         rank = min(ranks, key=lambda r: (load[r], r))
         mine[rank].append((partition, rows))
         load[rank] += rows
@@ -109,8 +112,9 @@ class _ProcessGroup:
         import torch.distributed as dist
 
         self.torch, self.dist, self.rank, self.device = torch, dist, rank, device
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", store=store, rank=rank,
-                                world_size=world, timeout=_TIMEOUT)
+        dist.init_process_group(
+            "nccl" if device.type == "cuda" else "gloo", store=store, rank=rank, world_size=world, timeout=_TIMEOUT
+        )
         self._p2p = None  # the default group, or a gloo group beside NCCL (``point_to_point``)
 
     def sum(self, tensor):
@@ -122,8 +126,11 @@ class _ProcessGroup:
     def add(self, part, size):
         """The ranks' tuples of floats / arrays added element by element, as ``size`` float64s
         (``part`` None: this rank holds no rows and adds zeros)."""
-        flat = np.zeros(size) if part is None else np.concatenate(
-            [np.ravel(np.asarray(x, dtype=np.float64)) for x in part])
+        flat = (
+            np.zeros(size)
+            if part is None
+            else np.concatenate([np.ravel(np.asarray(x, dtype=np.float64)) for x in part])
+        )
         return self.sum(self.torch.from_numpy(flat).to(self.device)).cpu().numpy()
 
     def maximum(self, value):
@@ -145,8 +152,9 @@ class _ProcessGroup:
         """{peer: its vector} for this rank's ``vector`` sent to each of ``peers``, who send theirs (same length)."""
         sent = self._tensor(vector)
         got = {j: self.torch.empty_like(sent) for j in peers}
-        ops = [self.dist.P2POp(self.dist.isend, sent, j, self._p2p) for j in peers] + \
-              [self.dist.P2POp(self.dist.irecv, got[j], j, self._p2p) for j in peers]
+        ops = [self.dist.P2POp(self.dist.isend, sent, j, self._p2p) for j in peers] + [
+            self.dist.P2POp(self.dist.irecv, got[j], j, self._p2p) for j in peers
+        ]
         for work in self.dist.batch_isend_irecv(ops) if ops else ():
             work.wait()
         return {j: t.numpy() for j, t in got.items()}
@@ -222,7 +230,7 @@ class Meeting(NamedTuple):
     """What a barrier task needs to meet the others: the (host, port) of the driver's store (None
     where rank 0 hosts one) and the stage's secret (``strategies.rendezvous``)."""
 
-    driver_store: Optional[Tuple[str, int]]
+    driver_store: tuple[str, int] | None
     secret: bytes
 
 
@@ -257,17 +265,23 @@ def run_barrier_stage(data, n_workers, on_handles, task, schema, strategy="allre
     for attempt in range(1, STAGE_ATTEMPTS + 1):
         try:
             return _one_stage(data, n_workers, on_handles, task, schema)
-        except Exception as e:  # noqa: BLE001  (Py4J, Spark Connect and Python errors alike)
+        except Exception as e:
             text = str(e)
             if any(marker in text for marker in _BLOCKS_LOST):
                 raise ExecutorLost(
                     f"strategy={strategy!r}: an executor was lost during the fit, and with it the training blocks "
                     f"its barrier tasks read; a barrier stage cannot rebuild them from lineage. Fit again, or use "
-                    f"strategy='sync' (or 'averaging'), whose tasks rebuild lost blocks and finish the fit") from e
+                    f"strategy='sync' (or 'averaging'), whose tasks rebuild lost blocks and finish the fit"
+                ) from e
             if attempt == STAGE_ATTEMPTS or any(marker in text for marker in _REPEATS):
                 raise
-            logger.warning("strategy=%r: barrier stage attempt %d of %d failed (%s); running it again",
-                           strategy, attempt, STAGE_ATTEMPTS, text.strip().splitlines()[0][:300] if text else e)
+            logger.warning(
+                "strategy=%r: barrier stage attempt %d of %d failed (%s); running it again",
+                strategy,
+                attempt,
+                STAGE_ATTEMPTS,
+                text.strip().splitlines()[0][:300] if text else e,
+            )
 
 
 def _one_stage(data, n_workers, on_handles, task, schema):

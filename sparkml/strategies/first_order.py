@@ -17,6 +17,7 @@ eigenvalue of the rank's scaled Gram matrix, from one pass over its rows, plus t
 hinge has no curvature bound: its (sub)gradient steps use the Gram's eigenvalue alone, and a fixed-step
 method then ends in a neighbourhood of the optimum, not at it.
 """
+
 import numpy as np
 
 from sparkml.gpu import SquaredLoss
@@ -90,7 +91,8 @@ def local_lipschitz(objective, sums, world, loss):
     else:
         _, g0 = sums.loss_gradient(np.zeros(p), loss=square)
         data = lambda coef: np.apply_along_axis(  # noqa: E731
-            lambda c: sums.loss_gradient(c, loss=square)[1] - g0, -1, coef)
+            lambda c: sums.loss_gradient(c, loss=square)[1] - g0, -1, coef
+        )
     scaled = objective.with_data_sum(lambda coef: (0.0, data(coef)), weight_sum=objective.weight_sum / world)
     penalty = objective.with_data_sum(lambda coef: (0.0, np.zeros_like(coef)))
     zero = np.zeros(objective.size)
@@ -108,11 +110,27 @@ class FirstOrderStrategy(AllReduceStrategy):
     def _body(self, objective, theta0, options, progress):
         raise NotImplementedError
 
-    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False, progress=None,
-                 bounds=None, checkpoint=None):
+    def minimize(
+        self,
+        objective,
+        theta0,
+        *,
+        max_iter,
+        tol,
+        name,
+        owlqn=False,
+        last_pass=False,
+        progress=None,
+        bounds=None,
+        checkpoint=None,
+    ):
         """``owlqn`` is moot (R takes its proximal step); ``checkpoint`` is refused by the estimator."""
         progress = progress or Progress()
-        body = self._body(objective.with_data_sum(None), np.asarray(theta0, dtype=np.float64),
-                          dict(max_iter=max_iter, tol=tol, name=name, bounds=bounds), progress)
+        body = self._body(
+            objective.with_data_sum(None),
+            np.asarray(theta0, dtype=np.float64),
+            dict(max_iter=max_iter, tol=tol, name=name, bounds=bounds),
+            progress,
+        )
         theta, (summary,) = self._run_stage(body, last_pass, progress)
         return theta, summary

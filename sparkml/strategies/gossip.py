@@ -26,13 +26,19 @@ identical on every rank. The objective history records the mean of that row (at 
 iterate), and all ranks stop together at the first iteration whose largest relative change is at most
 ``tol``, or after ``maxIter`` iterations. Rank 0's iterate is the model.
 """
+
 import time
 
 import numpy as np
 
 from sparkml.optim.progress import Iteration, Progress, TrainingSummary
-from sparkml.strategies.first_order import (FirstOrderStrategy, composite_value, local_lipschitz, local_objective,
-                                             proximal_operator)
+from sparkml.strategies.first_order import (
+    FirstOrderStrategy,
+    composite_value,
+    local_lipschitz,
+    local_objective,
+    proximal_operator,
+)
 
 TOPOLOGIES = ("ring", "complete")
 
@@ -60,8 +66,9 @@ def diameter(topology, world):
     return world // 2 if topology == "ring" else 1
 
 
-def gossip_descent(local, prox, value, theta0, exchange, weights, *, rank, world, lag, step, max_iter, tol,
-                   name, progress=None):
+def gossip_descent(
+    local, prox, value, theta0, exchange, weights, *, rank, world, lag, step, max_iter, tol, name, progress=None
+):
     """The iterations of the module docstring on this rank; returns (x_i, TrainingSummary).
 
     ``local(x) -> (f_i, grad f_i)``; ``prox(z, step)``; ``value(f, x)``: F's value from f_i at x;
@@ -84,8 +91,17 @@ def gossip_descent(local, prox, value, theta0, exchange, weights, *, rank, world
             if k - lag >= 1:
                 ends.append(time.perf_counter() - start)
                 change = float(np.max(complete[:, 1]))
-                progress(Iteration(name, "gossip iteration", k - lag, history[-1], x, time.perf_counter() - tic,
-                                   f"largest relative change {change:.3e}"))
+                progress(
+                    Iteration(
+                        name,
+                        "gossip iteration",
+                        k - lag,
+                        history[-1],
+                        x,
+                        time.perf_counter() - tic,
+                        f"largest relative change {change:.3e}",
+                    )
+                )
                 tic = time.perf_counter()
                 if change <= tol:
                     converged = True
@@ -98,8 +114,8 @@ def gossip_descent(local, prox, value, theta0, exchange, weights, *, rank, world
         new_x, mixed_y = weights[rank] * v, weights[rank] * y
         for j, message in got.items():
             new_x = new_x + weights[j] * message[:n]
-            mixed_y = mixed_y + weights[j] * message[n:2 * n]
-            theirs = message[2 * n:].reshape(table.shape)
+            mixed_y = mixed_y + weights[j] * message[n : 2 * n]
+            theirs = message[2 * n :].reshape(table.shape)
             table = np.where(np.isnan(table), theirs, table)
         f, g_new = local(new_x)
         y = mixed_y + g_new - g
@@ -108,8 +124,10 @@ def gossip_descent(local, prox, value, theta0, exchange, weights, *, rank, world
         table[k % (lag + 1)] = np.nan  # the slot of iteration k - lag - 1, already used
         table[k % (lag + 1), rank] = value(f, x), change
         if not np.isfinite(table[k % (lag + 1), rank, 0]):
-            raise FloatingPointError(f"{name}: strategy 'gossip' diverged at iteration {k} (objective "
-                                     f"{table[k % (lag + 1), rank, 0]}) with step {step:.3e}")
+            raise FloatingPointError(
+                f"{name}: strategy 'gossip' diverged at iteration {k} (objective "
+                f"{table[k % (lag + 1), rank, 0]}) with step {step:.3e}"
+            )
     message = "largest relative change of the ranks' iterates below tol" if converged else "maxIter iterations reached"
     iterations = max(len(history) - 1, 0)
     return x, TrainingSummary(history, iterations, converged, message, time.perf_counter() - start, ends)
@@ -118,6 +136,7 @@ def gossip_descent(local, prox, value, theta0, exchange, weights, *, rank, world
 def gossip_body(objective, theta0, options, topology, progress):
     """The barrier task's body (``strategies.allreduce``'s stage): the step from the ranks' Lipschitz
     constants (one all-reduce of their maximum), then ``gossip_descent`` over the neighbours' P2P exchange."""
+
     def body(task):
         rank, world = task.rank, task.world
         task.group.point_to_point()
@@ -125,12 +144,21 @@ def gossip_body(objective, theta0, options, topology, progress):
         lipschitz = task.group.maximum(local_lipschitz(objective, task.sums, world, task.loss))
         peers = neighbours(topology, rank, world)
         x, summary = gossip_descent(
-            local.fun_grad, proximal_operator(objective, options["bounds"]),
-            lambda f, x: composite_value(objective, f, x), theta0,
-            lambda vector: task.group.exchange(vector, peers), mixing_weights(topology, rank, world),
-            rank=rank, world=world, lag=diameter(topology, world), step=1.0 / max(lipschitz, 1e-300),
-            max_iter=options["max_iter"], tol=options["tol"], name=options["name"],
-            progress=progress if rank == 0 else Progress())
+            local.fun_grad,
+            proximal_operator(objective, options["bounds"]),
+            lambda f, x: composite_value(objective, f, x),
+            theta0,
+            lambda vector: task.group.exchange(vector, peers),
+            mixing_weights(topology, rank, world),
+            rank=rank,
+            world=world,
+            lag=diameter(topology, world),
+            step=1.0 / max(lipschitz, 1e-300),
+            max_iter=options["max_iter"],
+            tol=options["tol"],
+            name=options["name"],
+            progress=progress if rank == 0 else Progress(),
+        )
         return x, [summary]
 
     return body

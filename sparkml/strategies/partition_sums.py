@@ -1,4 +1,5 @@
 """Executor side shared by the strategies: weighted sums of a ``sparkml.gpu`` loss over resident blocks."""
+
 import os
 import time
 
@@ -39,8 +40,7 @@ class PartitionSums:
         self.torch, self.loss = torch, loss
         self.device = resolve_device(device)
         dt = resolve_dtype(dtype)
-        self.parts = [block_store.open_partition(dataset_id, row[0], self.device, dt)
-                      for row in handles if row[1] > 0]
+        self.parts = [block_store.open_partition(dataset_id, row[0], self.device, dt) for row in handles if row[1] > 0]
         self._hessp_cache = None
         self._hessp_parts = None  # self.parts as the products read them (_stack_factored), made once
 
@@ -89,8 +89,10 @@ class PartitionSums:
             return [(op(c[1]),) for op in self._hessp_operators(c[0], loss)]
         self._hessp_cache = None
         if kind == "loss_gradient_hessian":
-            return [loss.loss_gradient(c, p.block, p.y, p.w) + (loss.hessian_block(c, p.block, p.y, p.w),)
-                    for p in self.parts]
+            return [
+                loss.loss_gradient(c, p.block, p.y, p.w) + (loss.hessian_block(c, p.block, p.y, p.w),)
+                for p in self.parts
+            ]
         return [getattr(loss, kind)(c, p.block, p.y, p.w) for p in self.parts]
 
     def _sums(self, coef, loss, kind):

@@ -23,6 +23,7 @@ carry the summed vectors unauthenticated and unencrypted, like Spark's own shuff
 ``spark.network.crypto.enabled``. The secret travels in the closure over Spark's RPC, which
 ``spark.authenticate`` authenticates and ``spark.network.crypto.enabled`` encrypts.
 """
+
 import hashlib
 import hmac
 import os
@@ -90,7 +91,8 @@ def sealed(store, secret, prefix=""):
             except InvalidTag:
                 raise RendezvousTampered(
                     f"the barrier stage's rendezvous store holds a value for {key!r} that no rank of this fit "
-                    f"wrote (another process reached the store's port); the fit stops rather than use it") from None
+                    f"wrote (another process reached the store's port); the fit stops rather than use it"
+                ) from None
 
         def add(self, key, amount):
             return store.add(self._key(key), amount)

@@ -30,6 +30,7 @@ The objective history is, per round, the mean of the workers' latest f_i (each a
 plus R at the server's model. Transport: point-to-point ``torch.distributed`` sends over gloo (rank 0
 receives from any worker; its own worker talks to the server through a queue).
 """
+
 import queue
 import threading
 import time
@@ -37,8 +38,13 @@ import time
 import numpy as np
 
 from sparkml.optim.progress import Iteration, Progress, TrainingSummary
-from sparkml.strategies.first_order import (FirstOrderStrategy, composite_value, local_lipschitz, local_objective,
-                                             proximal_operator)
+from sparkml.strategies.first_order import (
+    FirstOrderStrategy,
+    composite_value,
+    local_lipschitz,
+    local_objective,
+    proximal_operator,
+)
 
 H = 0.99  # the steps within a delay window add up to at most H / L
 
@@ -85,7 +91,7 @@ class ParameterServer:
 
     def _step(self):
         tau = self.version - min(self.versions)
-        gamma = max(0.0, self.step_cap - sum(self.steps[len(self.steps) - tau:]))  # tau = 0: an empty window
+        gamma = max(0.0, self.step_cap - sum(self.steps[len(self.steps) - tau :]))  # tau = 0: an empty window
         if gamma > 0:
             self.theta = self.prox(self.theta - gamma * np.mean(self.grads, axis=0), gamma)
         self.steps.append(gamma)
@@ -101,16 +107,26 @@ class ParameterServer:
         change = np.linalg.norm(full - self.theta) / max(np.linalg.norm(self.theta), 1.0)
         self.history.append(self.value(float(np.mean(self.losses)), self.theta))
         self.ends.append(time.perf_counter() - self.start)
-        self.progress(Iteration(self.name, "ssp round", self.rounds, self.history[-1], self.theta,
-                                time.perf_counter() - self.tic, f"relative change {change:.3e}"))
+        self.progress(
+            Iteration(
+                self.name,
+                "ssp round",
+                self.rounds,
+                self.history[-1],
+                self.theta,
+                time.perf_counter() - self.tic,
+                f"relative change {change:.3e}",
+            )
+        )
         self.tic = time.perf_counter()
         self.converged = bool(change <= self.tol)
         self.stop = self.converged or self.rounds >= self.max_iter
 
     def summary(self):
         message = "relative change of a full proximal step below tol" if self.converged else "maxIter rounds reached"
-        return TrainingSummary(self.history, self.rounds, self.converged, message, time.perf_counter() - self.start,
-                               self.ends)
+        return TrainingSummary(
+            self.history, self.rounds, self.converged, message, time.perf_counter() - self.start, self.ends
+        )
 
 
 def worker_loop(local, theta0, push_pull):
@@ -133,14 +149,16 @@ def serve(server, inbox, send):
         worker, message = inbox.get()
         if isinstance(message, BaseException):
             raise message
-        for j, (stop, version, theta) in server.push(worker, int(message[0]), int(message[1]), float(message[2]),
-                                                     message[3:].copy()):
+        for j, (stop, version, theta) in server.push(
+            worker, int(message[0]), int(message[1]), float(message[2]), message[3:].copy()
+        ):
             send(j, np.concatenate([[stop, version], theta]))
 
 
 def ssp_body(objective, theta0, options, staleness, progress):
     """The barrier task's body: the Lipschitz constant (one all-reduce), then rank 0 serves and every rank
     works, over point-to-point messages (``_ProcessGroup.send`` / ``recv``)."""
+
     def body(task):
         rank, world, group = task.rank, task.world, task.group
         group.point_to_point()
@@ -152,16 +170,28 @@ def ssp_body(objective, theta0, options, staleness, progress):
             worker_loop(local.fun_grad, theta0, lambda message: group.send_recv(message, 0, reply))
             group.send(np.concatenate([[-1.0], np.zeros(size + 2)]), 0)  # goodbye: rank 0 stops listening
             return theta0, []
-        server = ParameterServer(theta0, world, lipschitz, proximal_operator(objective, options["bounds"]),
-                                 lambda f, x: composite_value(objective, f, x), staleness=staleness,
-                                 max_iter=options["max_iter"], tol=options["tol"], name=options["name"],
-                                 progress=progress)
+        server = ParameterServer(
+            theta0,
+            world,
+            lipschitz,
+            proximal_operator(objective, options["bounds"]),
+            lambda f, x: composite_value(objective, f, x),
+            staleness=staleness,
+            max_iter=options["max_iter"],
+            tol=options["tol"],
+            name=options["name"],
+            progress=progress,
+        )
         inbox, mine = queue.Queue(), queue.Queue()
         own = lambda message: (inbox.put((0, message)), mine.get())[1]  # noqa: E731  (rank 0's push and pull)
-        threads = [threading.Thread(target=_guarded, args=(inbox, lambda: _listen(inbox, group, world, size + 3)),
-                                    daemon=True),
-                   threading.Thread(target=_guarded, args=(inbox, lambda: worker_loop(local.fun_grad, theta0, own)),
-                                    daemon=True)]
+        threads = [
+            threading.Thread(
+                target=_guarded, args=(inbox, lambda: _listen(inbox, group, world, size + 3)), daemon=True
+            ),
+            threading.Thread(
+                target=_guarded, args=(inbox, lambda: worker_loop(local.fun_grad, theta0, own)), daemon=True
+            ),
+        ]
         for t in threads:
             t.start()
         pending = []
@@ -189,7 +219,7 @@ def _listen(inbox, group, world, size):
 def _guarded(inbox, fn):
     try:
         fn()
-    except BaseException as e:  # noqa: BLE001  (the server loop raises it in the task's thread)
+    except BaseException as e:
         inbox.put((None, e))
 
 

@@ -3,16 +3,17 @@
 Each evaluation broadcasts the coefficients (original feature space, the ``sparkml.gpu`` loss layout);
 every partition opens its resident block (``block_store``) and returns the weighted SUMS of its
 loss and gradient (or its Hessian block) computed by the ``sparkml.gpu`` loss on the requested device;
-``treeAggregate`` adds the parts (in a Spark Connect session: ``transport``). The driver divides by the total weight and adds regularization
-(``sparkml.linear.objective``). Lost tasks are recomputed by Spark; the sums do not depend on which
-executor or worker computes them.
+``treeAggregate`` adds the parts (in a Spark Connect session: ``transport``). The driver divides by the total
+weight and adds regularization (``sparkml.linear.objective``). Lost tasks are recomputed by Spark; the sums do
+not depend on which executor or worker computes them.
 """
+
 import numpy as np
 
 from sparkml.optim.newton import newton_warm_started
+from sparkml.optim.progress import run_optimizer
 from sparkml.strategies.partition_sums import PartitionSums
 from sparkml.strategies.transport import Transport
-from sparkml.optim.progress import run_optimizer
 
 
 def _partition_sums(rows, dataset_id, loss, coef_bc, device, dtype, kind):
@@ -52,8 +53,9 @@ class SyncStrategy:
         dataset_id, device, dtype = self.data.dataset_id, self.device, self.data.compute_dtype
         loss = loss or self.loss
         try:
-            total = self.transport.sum(lambda rows: _partition_sums(rows, dataset_id, loss, coef_bc, device, dtype,
-                                                                    kind))
+            total = self.transport.sum(
+                lambda rows: _partition_sums(rows, dataset_id, loss, coef_bc, device, dtype, kind)
+            )
         finally:
             coef_bc.unpersist(blocking=False)
         self.evaluations += 1
@@ -77,6 +79,7 @@ class SyncStrategy:
         """``optim.newton.newton`` over the problems ``make_problems(idx)`` (a ``sparkml.gpu.problems``
         loss for the problem indices idx), one Spark job per pass; ``warm_start`` as
         ``optim.newton.newton_warm_started``."""
+
         def evaluate_for(problems):
             def evaluate(theta, idx, kind):
                 if kind == "loss_gradient_hessian":
@@ -87,11 +90,32 @@ class SyncStrategy:
 
         return newton_warm_started(evaluate_for, make_problems, theta0, progress=progress, **options)
 
-    def minimize(self, objective, theta0, *, max_iter, tol, name, owlqn=False, last_pass=False, progress=None,
-                 bounds=None, checkpoint=None):
+    def minimize(
+        self,
+        objective,
+        theta0,
+        *,
+        max_iter,
+        tol,
+        name,
+        owlqn=False,
+        last_pass=False,
+        progress=None,
+        bounds=None,
+        checkpoint=None,
+    ):
         """Driver-side L-BFGS / OWL-QN over ``objective`` (whose data sum is ``self.loss_gradient``), or
         L-BFGS-B over the box ``bounds = (lower, upper)`` (arrays over theta, or None), each iteration
         reported to ``progress``, its state saved to and resumed from ``checkpoint`` (``optim.checkpoint``)
         on the driver. ``last_pass`` (no later pass reads the blocks) matters only to ``allreduce``."""
-        return run_optimizer(objective, theta0, max_iter=max_iter, tol=tol, name=name, owlqn=owlqn, bounds=bounds,
-                             progress=progress, checkpoint=checkpoint)
+        return run_optimizer(
+            objective,
+            theta0,
+            max_iter=max_iter,
+            tol=tol,
+            name=name,
+            owlqn=owlqn,
+            bounds=bounds,
+            progress=progress,
+            checkpoint=checkpoint,
+        )

@@ -13,6 +13,7 @@ Each row says once what its pair supports. Adding a strategy: its own module (a 
 constructor ``(data, loss, options)``, ``options`` a ``StrategyOptions``) and one row here.
 This module imports nothing of the library and no pyspark or torch.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -77,34 +78,88 @@ class StrategyOptions:
 AUTO = "auto"
 
 TABLE = [
-    Strategy("sync", "jobs", "quasi-newton", "sparkml.strategies.sync:SyncStrategy", block_per_slot=True,
-             checkpoints=True, bounded_checkpoints=False, kernel_svc=True, first_order=False,
-             summary="per evaluation: broadcast the coefficients, PyTorch loss and gradient sums per partition, "
-                     "`treeAggregate`, an L-BFGS / OWL-QN step on the driver",
-             use_when="the cluster is shared with other jobs, or dynamic allocation is on"),
-    Strategy("allreduce", "barrier", "quasi-newton", "sparkml.strategies.allreduce:AllReduceStrategy",
-             block_per_slot=True, checkpoints=True, bounded_checkpoints=False, kernel_svc=True, first_order=False,
-             summary="the whole optimization in one barrier stage: every task runs the same optimizer, sums added "
-                     "by `torch.distributed` (gloo on CPU, NCCL on GPU)",
-             use_when="the fastest exact strategy in every benchmark"),
-    Strategy("averaging", "jobs", "dane", "sparkml.strategies.averaging:AveragingStrategy", block_per_slot=False,
-             checkpoints=True, bounded_checkpoints=True, kernel_svc=False, first_order=False,
-             summary="per round, each partition runs `localIter` iterations on its objective corrected by the "
-                     "global gradient (DANE); the driver averages them",
-             use_when="a Spark job per evaluation is expensive but one per round is not"),
-    Strategy("allreduce-averaging", "barrier", "dane", "sparkml.strategies.allreduce:AllReduceAveragingStrategy",
-             block_per_slot=False, checkpoints=True, bounded_checkpoints=True, kernel_svc=False, first_order=False,
-             summary="the same rounds inside one barrier stage, averaged by all-reduce",
-             use_when="as `averaging`, with the barrier stage's cheap communication"),
-    Strategy("ssp", "barrier", "piag", "sparkml.strategies.ssp:SSPStrategy", block_per_slot=True,
-             checkpoints=False, bounded_checkpoints=False, kernel_svc=False, first_order=True,
-             summary="a parameter server on rank 0 of one barrier stage; workers push gradients and pull the "
-                     "model, at most `staleness` pushes apart",
-             use_when="experiments with the architecture"),
-    Strategy("gossip", "barrier", "gossip", "sparkml.strategies.gossip:GossipStrategy", block_per_slot=True,
-             checkpoints=False, bounded_checkpoints=False, kernel_svc=False, first_order=True,
-             summary="no server and no global reduce: each task exchanges with its neighbours on `topology`",
-             use_when="many workers where a global all-reduce costs more than a pass over a task's rows"),
+    Strategy(
+        "sync",
+        "jobs",
+        "quasi-newton",
+        "sparkml.strategies.sync:SyncStrategy",
+        block_per_slot=True,
+        checkpoints=True,
+        bounded_checkpoints=False,
+        kernel_svc=True,
+        first_order=False,
+        summary="per evaluation: broadcast the coefficients, PyTorch loss and gradient sums per partition, "
+        "`treeAggregate`, an L-BFGS / OWL-QN step on the driver",
+        use_when="the cluster is shared with other jobs, or dynamic allocation is on",
+    ),
+    Strategy(
+        "allreduce",
+        "barrier",
+        "quasi-newton",
+        "sparkml.strategies.allreduce:AllReduceStrategy",
+        block_per_slot=True,
+        checkpoints=True,
+        bounded_checkpoints=False,
+        kernel_svc=True,
+        first_order=False,
+        summary="the whole optimization in one barrier stage: every task runs the same optimizer, sums added "
+        "by `torch.distributed` (gloo on CPU, NCCL on GPU)",
+        use_when="the fastest exact strategy in every benchmark",
+    ),
+    Strategy(
+        "averaging",
+        "jobs",
+        "dane",
+        "sparkml.strategies.averaging:AveragingStrategy",
+        block_per_slot=False,
+        checkpoints=True,
+        bounded_checkpoints=True,
+        kernel_svc=False,
+        first_order=False,
+        summary="per round, each partition runs `localIter` iterations on its objective corrected by the "
+        "global gradient (DANE); the driver averages them",
+        use_when="a Spark job per evaluation is expensive but one per round is not",
+    ),
+    Strategy(
+        "allreduce-averaging",
+        "barrier",
+        "dane",
+        "sparkml.strategies.allreduce:AllReduceAveragingStrategy",
+        block_per_slot=False,
+        checkpoints=True,
+        bounded_checkpoints=True,
+        kernel_svc=False,
+        first_order=False,
+        summary="the same rounds inside one barrier stage, averaged by all-reduce",
+        use_when="as `averaging`, with the barrier stage's cheap communication",
+    ),
+    Strategy(
+        "ssp",
+        "barrier",
+        "piag",
+        "sparkml.strategies.ssp:SSPStrategy",
+        block_per_slot=True,
+        checkpoints=False,
+        bounded_checkpoints=False,
+        kernel_svc=False,
+        first_order=True,
+        summary="a parameter server on rank 0 of one barrier stage; workers push gradients and pull the "
+        "model, at most `staleness` pushes apart",
+        use_when="experiments with the architecture",
+    ),
+    Strategy(
+        "gossip",
+        "barrier",
+        "gossip",
+        "sparkml.strategies.gossip:GossipStrategy",
+        block_per_slot=True,
+        checkpoints=False,
+        bounded_checkpoints=False,
+        kernel_svc=False,
+        first_order=True,
+        summary="no server and no global reduce: each task exchanges with its neighbours on `topology`",
+        use_when="many workers where a global all-reduce costs more than a pass over a task's rows",
+    ),
 ]
 
 
@@ -128,8 +183,11 @@ def names_where(**capabilities) -> tuple:
 
 def markdown() -> str:
     """The table as the docs show it."""
-    lines = ["| strategy | transport | solver | what it does | use when |", "| --- | --- | --- | --- | --- |",
-             "| `auto` (default) | | | `allreduce` where Spark can run one barrier stage for the fit, else `sync` "
-             "| almost always |"]
+    lines = [
+        "| strategy | transport | solver | what it does | use when |",
+        "| --- | --- | --- | --- | --- |",
+        "| `auto` (default) | | | `allreduce` where Spark can run one barrier stage for the fit, else `sync` "
+        "| almost always |",
+    ]
     lines += [f"| `{s.name}` | {s.transport} | {s.solver} | {s.summary} | {s.use_when} |" for s in TABLE]
     return "\n".join(lines)

@@ -10,6 +10,7 @@
 A partition function takes the handle rows ``(partition, rows, ...)`` and yields at most one tuple
 of floats / float64 arrays; the partitions' tuples are added element by element.
 """
+
 import json
 
 import numpy as np
@@ -38,8 +39,9 @@ def add(a, b):
 def pack(part):
     """A tuple of floats / arrays -> (float64 bytes, JSON shapes)."""
     arrays = [np.asarray(x, dtype=np.float64) for x in part]
-    return (np.concatenate([a.ravel() for a in arrays]).tobytes() if arrays else b""), \
-        json.dumps([list(a.shape) for a in arrays])
+    return (np.concatenate([a.ravel() for a in arrays]).tobytes() if arrays else b""), json.dumps(
+        [list(a.shape) for a in arrays]
+    )
 
 
 def unpack(data, shapes):
@@ -51,7 +53,7 @@ def split(flat, shapes):
     out, at = [], 0
     for shape in shapes:
         n = int(np.prod(shape)) if len(shape) else 1
-        chunk = flat[at:at + n].copy()
+        chunk = flat[at : at + n].copy()
         out.append(float(chunk[0]) if not len(shape) else chunk.reshape(shape))
         at += n
     return tuple(out)
