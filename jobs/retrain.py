@@ -35,13 +35,13 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/retrain.py) fr
     if os.path.isfile(os.path.join(_checkout, "sparkml", "__init__.py")):
         sys.path.insert(0, _checkout)
 
+from sparkml import fault_injection
 from sparkml.jobs import config, datasets, gate, outputs, registry, session, tracking, train
 
 DEFAULT_CONFIG = os.path.join(config.examples_dir(), "retrain_demo.yaml")
 # Test-only fault hook (off unless set): after registering its version, the run writes
 # "<path>.registered" and waits for <path> to exist before it moves the alias. Tests use it to hold
 # two runs at the promotion step at once, or to kill a run between registering and promoting.
-PAUSE_ENV = "SPARKML_TEST_RETRAIN_PAUSE_FILE"
 
 
 def parse_args(argv=None):
@@ -346,7 +346,7 @@ class Retrain:
         tags.update({f"sparkml.metric.{k}": f"{v:.6g}" for k, v in metrics.items()})
         tags.update({f"sparkml.champion_metric.{k}": f"{v:.6g}" for k, v in (champ_metrics or {}).items()})
         version = str(self.registry.register(tracked.run_id, tags).version)
-        _pause_for_tests()
+        fault_injection.pause("retrain-registered")
         if not passed:
             outcome = "rejected"
         else:
@@ -387,17 +387,6 @@ def _champion_metrics(metrics):
 
     now = int(time.time() * 1000)
     return [Metric(f"champion_{k}", float(v), now, 0) for k, v in (metrics or {}).items()]
-
-
-def _pause_for_tests():
-    path = os.environ.get(PAUSE_ENV)
-    if not path:
-        return
-    with open(path + ".registered", "w") as f:
-        f.write(str(os.getpid()))
-    deadline = time.time() + 600
-    while not os.path.exists(path) and time.time() < deadline:
-        time.sleep(0.1)
 
 
 def main(argv=None, spark=None):

@@ -1,5 +1,7 @@
-"""Test-only fault injection: make one chosen task attempt fail, to prove that a fit survives it; and a
-straggler (``straggle``), to measure what a slow task costs each strategy.
+"""Test-only fault injection, the library's one test seam: make one chosen task attempt fail, to prove that a
+fit survives it (``inject``); a straggler (``straggle``), to measure what a slow task costs each strategy; and a
+pause at a named point of a job (``pause``), to kill or race it there. Every hook is off unless its environment
+variable is set.
 
 Off unless ``SPARKML_TEST_FAULT_DIR`` names a directory every executor sees (in the executors'
 environment: ``spark.executorEnv.*``) holding a file ``faults``, whose text lists ``point:arrival``
@@ -60,3 +62,20 @@ def straggle(partition, seconds):
     slow, factor = wanted.split(":")
     if int(slow) == partition and float(factor) > 1:
         time.sleep((float(factor) - 1) * seconds)
+
+
+PAUSE_ENV = "SPARKML_TEST_PAUSE_FILE"
+
+
+def pause(point):
+    """With ``$SPARKML_TEST_PAUSE_FILE`` set to a path: write ``<path>.<point>`` (holding this process's id), then
+    wait until ``<path>`` exists (at most 10 minutes). ``jobs.retrain`` pauses at ``retrain-registered``, between
+    registering a version and promoting it."""
+    path = os.environ.get(PAUSE_ENV)
+    if not path:
+        return
+    with open(f"{path}.{point}", "w") as f:
+        f.write(str(os.getpid()))
+    deadline = time.time() + 600
+    while not os.path.exists(path) and time.time() < deadline:
+        time.sleep(0.1)

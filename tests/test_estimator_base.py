@@ -10,7 +10,7 @@ from pyspark.ml import PredictionModel, Predictor
 from pyspark.ml.param.shared import HasAggregationDepth, HasFitIntercept, HasMaxIter, HasTol, HasWeightCol
 
 from sparkml.base.estimator import TorchEstimator
-from sparkml.base.model import HasTrainingSummary
+from sparkml.base.model import KeepsTrainingSummary
 from sparkml.base.params import HasTorchTrainingParams
 from sparkml.data.training_data import TrainingData
 from sparkml.gpu import SquaredLoss
@@ -28,7 +28,7 @@ class _DummyParams(HasMaxIter, HasTol, HasFitIntercept, HasWeightCol, HasAggrega
         self._setDefault(maxIter=100, tol=1e-12, fitIntercept=True, aggregationDepth=2)
 
 
-class DummyModel(PredictionModel, _DummyParams, HasTrainingSummary):
+class DummyModel(PredictionModel, _DummyParams, KeepsTrainingSummary):
     def __init__(self, theta=None):
         super().__init__()
         self.theta = theta

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from helpers import ROOT
 
+from sparkml import fault_injection
 from sparkml.jobs import config, gate, registry, retrain
 
 mlflow = pytest.importorskip("mlflow")
@@ -331,7 +332,7 @@ def paused_runs(request, tmp_path_factory):
 
 
 def start_retrain(cfg, window, pause):
-    env = dict(os.environ, **{retrain.PAUSE_ENV: pause, "PYSPARK_PYTHON": sys.executable})
+    env = dict(os.environ, **{fault_injection.PAUSE_ENV: pause, "PYSPARK_PYTHON": sys.executable})
     return subprocess.Popen(
         [sys.executable, "-m", "sparkml.jobs.retrain", "--config", cfg, "--window", window],
         cwd=ROOT,
@@ -345,7 +346,7 @@ def start_retrain(cfg, window, pause):
 
 def wait_registered(proc, pause, timeout=300):
     deadline = time.time() + timeout
-    while not os.path.exists(pause + ".registered"):
+    while not os.path.exists(pause + ".retrain-registered"):
         if proc.poll() is not None or time.time() > deadline:
             proc.kill()
             out, err = proc.communicate()

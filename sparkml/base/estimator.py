@@ -33,7 +33,7 @@ from sparkml.base.validation import check_params
 from sparkml.catalog import public_class_name
 from sparkml.compat import require_connect_ml
 from sparkml.data.training_data import TrainingData
-from sparkml.optim.checkpoint import Checkpoint, checkpoint_dir, fingerprint
+from sparkml.optim.checkpoint import Checkpoint, fingerprint
 from sparkml.optim.checkpoint import check_params as check_checkpoint_params
 from sparkml.optim.progress import Progress
 
@@ -56,22 +56,31 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
 
     def _check_params(self):
         check_params(self, self._param_rules)
-        check_checkpoint_params(self)
+        check_checkpoint_params(
+            self._checkpoint_dir(),
+            self.getOrDefault("checkpointInterval"),
+            self._checkpoint_refusal() if self._checkpoint_dir() else None,
+        )
+
+    def _checkpoint_dir(self):
+        """``checkpointDir``, or None when unset or empty."""
+        return (self.getOrDefault("checkpointDir") if self.isDefined("checkpointDir") else None) or None
 
     def _checkpoint_refusal(self):
-        """Why this fit cannot honour ``checkpointDir`` (``optim.checkpoint``), or None when it can."""
+        """Why this fit cannot honour ``checkpointDir`` (``optim.checkpoint``), or None when it can: the hook every
+        estimator overrides to say which of its fits checkpoint."""
         return f"{type(self).__name__} writes no checkpoints"
 
     def _checkpoint(self, summary, theta0=None):
         """The fit's ``optim.checkpoint.Checkpoint`` with the state it resumes from loaded, or None without
         ``checkpointDir``; ``summary``: the conversion's ``DatasetSummary``, ``theta0``: the start (None: a
         fit that always starts at zero). ValueError when the directory holds another fit's checkpoint."""
-        directory = checkpoint_dir(self)
+        directory = self._checkpoint_dir()
         if directory is None:
             return None
-        checkpoint = Checkpoint(
-            directory, self.getCheckpointInterval(), fingerprint(self, summary, theta0), type(self).__name__
-        )
+        params = {p.name: v for p, v in self.extractParamMap().items()}
+        record = fingerprint(f"{type(self).__module__}.{type(self).__name__}", params, summary, theta0)
+        checkpoint = Checkpoint(directory, self.getCheckpointInterval(), record, type(self).__name__)
         checkpoint.load()
         return checkpoint
 
@@ -105,7 +114,7 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
             return name
         from sparkml.strategies import auto_strategy
 
-        name, why = auto_strategy(spark, checkpointing=checkpoint_dir(self) is not None)
+        name, why = auto_strategy(spark, checkpointing=self._checkpoint_dir() is not None)
         logger.info("%s: strategy 'auto' runs %r (%s)", type(self).__name__, name, why)
         return name
 
@@ -134,19 +143,16 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
         name = self.getStrategy()
         if name == "auto":
             name = "allreduce" if data.barrier else "sync"
-        return make_strategy(
-            name,
-            data,
-            loss,
-            StrategyOptions(
-                device=self.getDevice(),
-                aggregation_depth=self.getAggregationDepth(),
-                num_workers=self.getNumWorkers(),
-                local_iter=self.getLocalIter(),
-                staleness=self.getStaleness(),
-                topology=self.getTopology(),
-            ),
-        )
+        settings = {
+            "device": "device",
+            "aggregation_depth": "aggregationDepth",
+            "num_workers": "numWorkers",
+            "local_iter": "localIter",
+            "staleness": "staleness",
+            "topology": "topology",
+        }
+        options = StrategyOptions(**{k: self.getOrDefault(p) for k, p in settings.items() if self.hasParam(p)})
+        return make_strategy(name, data, loss, options)
 
     def _add_iteration_callback(self, callback):
         """Call ``callback(iteration)`` (an ``optim.progress.Iteration``) at the end of every

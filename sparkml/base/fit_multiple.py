@@ -21,7 +21,6 @@ import threading
 import weakref
 
 from sparkml.data.training_data import TrainingData
-from sparkml.optim.checkpoint import checkpoint_dir
 
 
 class _Conversion:
@@ -65,7 +64,7 @@ class SharedConversionFits:
     def __init__(self, estimator, dataset, param_maps):
         self.dataset = dataset
         self.estimators = [estimator.copy(m) for m in param_maps]
-        if len(self.estimators) > 1 and any(checkpoint_dir(e) for e in self.estimators):
+        if len(self.estimators) > 1 and any(e._checkpoint_dir() for e in self.estimators):
             raise ValueError(
                 f"checkpointDir is set but fitMultiple fits {len(self.estimators)} param maps (a "
                 f"CrossValidator or TrainValidationSplit grid), and a checkpointDir serves one fit: "

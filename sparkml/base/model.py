@@ -35,8 +35,9 @@ class ModelIO(MLWritable, MLReadable):
         return MLlibModelReader(cls, cls._java_class)
 
 
-class HasTrainingSummary:
-    """``summary`` and ``hasSummary`` of a fitted model. ``_summaries`` holds the optimizer's record
+class KeepsTrainingSummary:
+    """``summary`` and ``hasSummary`` of a fitted model, kept in Python (pyspark's ``HasTrainingSummary`` reads
+    them from a JVM model, which ours are not). ``_summaries`` holds the optimizer's record
     (``optim.progress.TrainingSummary``) of each problem (KernelSVC: one per one-vs-rest class);
     ``summary`` is built from the first on first use by the model's ``_training_summary(record,
     dataset)`` (the linear models: pyspark.ml's own summary class, ``base.summary``)."""

@@ -68,12 +68,10 @@ with_setters = _accessors(
 )
 
 
-@with_getters(*TORCH_PARAM_NAMES)
-@with_setters(*TORCH_PARAM_NAMES)
-class HasTorchTrainingParams(HasCheckpointInterval):
-    """``strategy``, ``device`` and ``dtype``: how the distributed PyTorch training runs; ``checkpointDir``
-    and MLlib's ``checkpointInterval``: where and how often a fit saves its optimizer's state
-    (``optim.checkpoint``)."""
+@with_getters("strategy")
+@with_setters("strategy")
+class HasStrategy(Params):
+    """``strategy``: how the partitions' work is combined (``strategies.table``)."""
 
     strategy = Param(
         Params._dummy(),
@@ -97,6 +95,17 @@ class HasTorchTrainingParams(HasCheckpointInterval):
         "Supported: " + ", ".join(STRATEGIES),
         typeConverter=one_of("strategy", strategy_table.names),
     )
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(strategy="auto")
+
+
+@with_getters("device")
+@with_setters("device")
+class HasDevice(Params):
+    """``device``: where a task's PyTorch kernels run."""
+
     device = Param(
         Params._dummy(),
         "device",
@@ -104,6 +113,17 @@ class HasTorchTrainingParams(HasCheckpointInterval):
         "executor's torch sees a GPU, else CPU), 'cpu', 'cuda' or 'cuda:N'.",
         typeConverter=one_of("device", DEVICES),
     )
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(device="auto")
+
+
+@with_getters("dtype")
+@with_setters("dtype")
+class HasDtype(Params):
+    """``dtype``: the precision of the stored training copy."""
+
     dtype = Param(
         Params._dummy(),
         "dtype",
@@ -115,6 +135,16 @@ class HasTorchTrainingParams(HasCheckpointInterval):
         typeConverter=one_of("dtype", DTYPES),
     )
 
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(dtype="float32")
+
+
+@with_getters("numWorkers")
+@with_setters("numWorkers")
+class HasNumWorkers(Params):
+    """``numWorkers``: the tasks of a barrier stage."""
+
     numWorkers = Param(
         Params._dummy(),
         "numWorkers",
@@ -123,12 +153,32 @@ class HasTorchTrainingParams(HasCheckpointInterval):
         typeConverter=TypeConverters.toInt,
     )
 
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(numWorkers=0)
+
+
+@with_getters("localIter")
+@with_setters("localIter")
+class HasLocalIter(Params):
+    """``localIter``: the averaging strategies' local iterations per round."""
+
     localIter = Param(
         Params._dummy(),
         "localIter",
         "Local L-BFGS / OWL-QN iterations per local problem and round of the averaging strategies (>= 1).",
         typeConverter=TypeConverters.toInt,
     )
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(localIter=10)
+
+
+@with_getters("staleness")
+@with_setters("staleness")
+class HasStaleness(Params):
+    """``staleness``: the parameter server's bound on how far a worker runs ahead."""
 
     staleness = Param(
         Params._dummy(),
@@ -138,6 +188,16 @@ class HasTorchTrainingParams(HasCheckpointInterval):
         typeConverter=TypeConverters.toInt,
     )
 
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(staleness=3)
+
+
+@with_getters("topology")
+@with_setters("topology")
+class HasTopology(Params):
+    """``topology``: the graph gossip exchanges over."""
+
     topology = Param(
         Params._dummy(),
         "topology",
@@ -145,6 +205,17 @@ class HasTorchTrainingParams(HasCheckpointInterval):
         "neighbours) or 'complete' (every task with every other).",
         typeConverter=one_of("topology", TOPOLOGIES),
     )
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._setDefault(topology="ring")
+
+
+@with_getters("checkpointDir", "checkpointInterval")
+@with_setters("checkpointDir", "checkpointInterval")
+class HasCheckpointDir(HasCheckpointInterval):
+    """``checkpointDir`` and MLlib's ``checkpointInterval``: where and how often a fit saves its
+    optimizer's state (``optim.checkpoint``)."""
 
     checkpointDir = Param(
         Params._dummy(),
@@ -159,13 +230,14 @@ class HasTorchTrainingParams(HasCheckpointInterval):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(
-            strategy="auto",
-            device="auto",
-            dtype="float32",
-            numWorkers=0,
-            localIter=10,
-            staleness=3,
-            topology="ring",
-            checkpointInterval=10,
-        )
+        self._setDefault(checkpointInterval=10)
+
+
+class HasTrainingParams(HasStrategy, HasDevice, HasDtype, HasNumWorkers, HasCheckpointDir):
+    """What every estimator trained by this library has: its strategy, device, storage precision, barrier
+    tasks and checkpoints. The Params of one solver are mixed in only by the estimators that can use it."""
+
+
+class HasTorchTrainingParams(HasTrainingParams, HasLocalIter, HasStaleness, HasTopology):
+    """Every Param this library adds, for an estimator that can run every strategy (the linear models):
+    ``HasTrainingParams`` plus the averaging, parameter-server and gossip Params."""

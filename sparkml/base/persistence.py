@@ -354,7 +354,11 @@ class EstimatorReader(DefaultParamsReader):
         instance = self.cls()
         instance._resetUid(metadata["uid"])
         for key, setter in (("defaultParamMap", instance._setDefault), ("paramMap", instance._set)):
-            values = metadata.get(key, {})
+            # Params of this library the class no longer has (KernelSVC was saved with the averaging, parameter
+            # server and gossip Params it refused): their values cannot matter, so they are dropped
+            values = {
+                k: v for k, v in metadata.get(key, {}).items() if instance.hasParam(k) or k not in TORCH_PARAM_NAMES
+            }
             unknown = sorted(k for k in values if not instance.hasParam(k))
             if unknown:
                 raise ModelFileError(f"{file}: {key} has Params a {self.cls.__name__} lacks: {', '.join(unknown)}")

@@ -141,9 +141,6 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         device="auto",
         dtype="float32",
         numWorkers=0,
-        localIter=10,
-        staleness=3,
-        topology="ring",
         checkpointDir=None,
         checkpointInterval=10,
     ):

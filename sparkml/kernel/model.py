@@ -13,7 +13,7 @@ from pyspark.ml.classification import ClassificationModel
 from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, VectorUDT
 from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
 
-from sparkml.base.model import HasTrainingSummary, ModelIO
+from sparkml.base.model import KeepsTrainingSummary, ModelIO
 from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import jvm_classification_summary
 from sparkml.gpu import KERNELS
@@ -21,7 +21,7 @@ from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
 from sparkml.kernel.params import _KernelSVCParams
 
 
-class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, HasTrainingSummary):
+class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTrainingSummary):
     """A fitted KernelSVC: the feature map (``featureMap``: a ``sparkml.gpu.feature_maps`` spec, the
     landmarks and the Nystroem projection, or the random Fourier frequencies and phases) and one
     coefficient row per problem."""

@@ -15,7 +15,7 @@ from pyspark.ml.param.shared import (
     HasWeightCol,
 )
 
-from sparkml.base.params import HasTorchTrainingParams, one_of, with_getters
+from sparkml.base.params import HasTrainingParams, one_of, with_getters
 from sparkml.gpu import KERNELS
 from sparkml.kernel.landmarks import LANDMARK_SELECTIONS
 
@@ -60,7 +60,7 @@ class _KernelSVCParams(
     HasSeed,
     HasProbabilityCol,
     HasAggregationDepth,
-    HasTorchTrainingParams,
+    HasTrainingParams,
 ):
     kernel = Param(
         Params._dummy(),

@@ -32,7 +32,7 @@ from pyspark.ml.regression import LinearRegressionModel as _StockModel
 from pyspark.ml.regression import PredictionModel, Predictor, _LinearRegressionParams
 from pyspark.sql.types import DoubleType, StructField, StructType
 
-from sparkml.base.model import ConvertsToStock, HasCoefficientVector, HasTrainingSummary, ModelIO
+from sparkml.base.model import ConvertsToStock, HasCoefficientVector, KeepsTrainingSummary, ModelIO
 from sparkml.base.params import HasTorchTrainingParams, with_setters
 from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import LinearRegressionTrainingSummary, training_summary
@@ -41,7 +41,6 @@ from sparkml.gpu import HuberLoss, SquaredLoss
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
 from sparkml.linear.normal_equations import solve_normal_equations
 from sparkml.linear.scale_objective import WithScale
-from sparkml.optim.checkpoint import checkpoint_dir
 from sparkml.optim.progress import TrainingSummary, logger
 
 MAX_NORMAL_FEATURES = 4096  # MLlib's WeightedLeastSquares.MAX_NUM_FEATURES
@@ -168,7 +167,7 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
             beta, b = constant
             return self._model(beta, b, problem), TrainingSummary([0.0], 0)
         if solver == "normal":
-            if checkpoint_dir(self) is not None:
+            if self._checkpoint_dir() is not None:
                 raise ValueError(
                     f"checkpointDir is set but solver='auto' chose the normal equations ({s.n_features} "
                     f"features <= {MAX_NORMAL_FEATURES}), which run no iterations to checkpoint: set "
@@ -272,7 +271,7 @@ class _ClosedFormIntercept:
 
 
 class LinearRegressionModel(
-    HasCoefficientVector, PredictionModel, _Params, ModelIO, HasTrainingSummary, ConvertsToStock
+    HasCoefficientVector, PredictionModel, _Params, ModelIO, KeepsTrainingSummary, ConvertsToStock
 ):
     """A fitted LinearRegression: ``coefficients``, ``intercept``, ``scale`` and the prediction column."""
 

@@ -14,7 +14,7 @@ from pyspark.ml.classification import LinearSVCModel as _StockModel
 from pyspark.ml.linalg import DenseVector, Vectors, VectorUDT
 from pyspark.sql.types import DoubleType, StructField, StructType
 
-from sparkml.base.model import ConvertsToStock, HasCoefficientVector, HasTrainingSummary, ModelIO
+from sparkml.base.model import ConvertsToStock, HasCoefficientVector, KeepsTrainingSummary, ModelIO
 from sparkml.base.params import HasTorchTrainingParams, with_setters
 from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import LinearSVCTrainingSummary, training_summary
@@ -79,7 +79,9 @@ class LinearSVC(LinearEstimator, Classifier, _Params):
         return LinearSVCModel(Vectors.dense(beta[0]), float(b[0]))
 
 
-class LinearSVCModel(HasCoefficientVector, ClassificationModel, _Params, ModelIO, HasTrainingSummary, ConvertsToStock):
+class LinearSVCModel(
+    HasCoefficientVector, ClassificationModel, _Params, ModelIO, KeepsTrainingSummary, ConvertsToStock
+):
     """A fitted LinearSVC: ``coefficients``, ``intercept``, rawPrediction and prediction columns."""
 
     _java_class = "org.apache.spark.ml.classification.LinearSVCModel"

@@ -27,7 +27,7 @@ from pyspark.ml.classification import (
 from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, Vectors, VectorUDT
 from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
 
-from sparkml.base.model import ConvertsToStock, HasTrainingSummary, ModelIO
+from sparkml.base.model import ConvertsToStock, KeepsTrainingSummary, ModelIO
 from sparkml.base.params import HasTorchTrainingParams, with_setters
 from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import (
@@ -174,7 +174,9 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
         )
 
 
-class LogisticRegressionModel(ProbabilisticClassificationModel, _Params, ModelIO, HasTrainingSummary, ConvertsToStock):
+class LogisticRegressionModel(
+    ProbabilisticClassificationModel, _Params, ModelIO, KeepsTrainingSummary, ConvertsToStock
+):
     """A fitted LogisticRegression: MLlib's attributes, output columns and file layout."""
 
     _java_class = "org.apache.spark.ml.classification.LogisticRegressionModel"

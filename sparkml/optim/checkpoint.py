@@ -54,28 +54,18 @@ _UNFINGERPRINTED = ("checkpointDir", "checkpointInterval")  # where and how ofte
 _RTOL = 1e-9
 
 
-def checkpoint_dir(estimator):
-    """The estimator's ``checkpointDir`` or None (unset or empty)."""
-    if not (estimator.hasParam("checkpointDir") and estimator.isDefined("checkpointDir")):
-        return None
-    return estimator.getOrDefault("checkpointDir") or None
-
-
-def check_params(estimator):
-    """ValueError when ``checkpointDir`` is set but the fit cannot checkpoint (``estimator._checkpoint_refusal()``
-    says why), is not a path, or ``checkpointInterval`` is below 1."""
-    directory = checkpoint_dir(estimator)
+def check_params(directory, interval, refusal):
+    """ValueError when a fit with ``checkpointDir`` = ``directory`` (None: unset) cannot checkpoint (``refusal``: the
+    estimator's reason, or None), ``directory`` is not a path, or ``interval`` (``checkpointInterval``) is below 1."""
     if directory is None:
         return
-    why = estimator._checkpoint_refusal()
-    if why:
-        raise ValueError(f"checkpointDir is set but {why}: unset checkpointDir")
+    if refusal:
+        raise ValueError(f"checkpointDir is set but {refusal}: unset checkpointDir")
     if "://" in directory and not directory.startswith("file:"):
         raise ValueError(
             f"checkpointDir must be a local or mounted path (shared by the driver and the executors "
             f"with strategy 'allreduce'); got {directory!r}"
         )
-    interval = estimator.getOrDefault("checkpointInterval")
     if interval < 1:
         raise ValueError(f"checkpointInterval must be >= 1 when checkpointDir is set; got {interval}")
 
@@ -86,14 +76,15 @@ def _jsonable(value):
     return value.tolist() if hasattr(value, "tolist") else value
 
 
-def fingerprint(estimator, summary, theta0=None):
-    """What a checkpoint must match to be resumed: the estimator, its Params, the data (the conversion's
-    ``DatasetSummary``) and the start (module docstring; None: a fit that always starts at zero)."""
-    params = {p.name: _jsonable(v) for p, v in estimator.extractParamMap().items() if p.name not in _UNFINGERPRINTED}
+def fingerprint(estimator_class, param_values, summary, theta0=None):
+    """What a checkpoint must match to be resumed: the estimator (``module.Class``), its Params (``param_values``: name
+    -> value), the data (the conversion's ``DatasetSummary``) and the start (module docstring; None: a fit that
+    always starts at zero)."""
+    params = {name: _jsonable(v) for name, v in param_values.items() if name not in _UNFINGERPRINTED}
     s, w = summary, summary.weight_sum
     second = (np.asarray(s.var_population) + np.asarray(s.mean) ** 2) * w  # sum_i w_i x_ij^2
     record = {
-        "estimator": {"class": f"{type(estimator).__module__}.{type(estimator).__name__}"},
+        "estimator": {"class": estimator_class},
         "params": json.loads(json.dumps(params, default=str)),
         "data": {
             "rows": int(s.rows),
