@@ -128,3 +128,20 @@ def test_readme_fits_one_screen():
         assert len(f.read().splitlines()) <= 100
     with open(os.path.join(ROOT, "benchmarks", "README.md")) as f:
         assert len(f.read().splitlines()) <= 80
+
+
+@pytest.mark.parametrize(
+    "page",
+    [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(DOCS, "**", "*.md"), recursive=True)),
+    ids=lambda p: os.path.relpath(p, ROOT),
+)
+def test_a_blank_line_follows_every_code_block(page):
+    """Markdown renders a table or paragraph glued to a closing fence as plain text."""
+    with open(page) as f:
+        lines = f.read().split("\n")
+    inside = False
+    for i, line in enumerate(lines):
+        if line.strip().startswith("```"):
+            inside = not inside
+            if not inside and i + 1 < len(lines):
+                assert not lines[i + 1].strip(), f"{os.path.relpath(page, ROOT)}:{i + 2} follows a code block"
