@@ -93,6 +93,33 @@ def test_an_unsupported_pyspark_is_refused_at_import_naming_the_range(tmp_path):
 
 
 @pytest.mark.compat
+def test_without_pyspark_the_code_a_task_runs_imports_and_runs_under_a_stand_in_context(tmp_path):
+    out = _python(
+        """
+        import sparkml.batch_scoring, sparkml.data.convert, sparkml.optim.newton
+        import sparkml.strategies.allreduce, sparkml.strategies.gossip, sparkml.strategies.ssp
+        from sparkml import task_context
+        from sparkml.strategies.partition_sums import set_torch_threads
+        import torch
+
+        class StandIn:
+            def partitionId(self):
+                return 3
+
+            def cpus(self):
+                return 2
+
+        with task_context.use(StandIn()):
+            assert task_context.current().partitionId() == 3
+            set_torch_threads(torch)
+        print("task code ok", torch.get_num_threads())
+    """,
+        tmp_path,
+    )
+    assert out.stdout.strip() == "task code ok 2", out.stderr[-2000:]
+
+
+@pytest.mark.compat
 def test_without_pyspark_the_torch_code_imports_and_the_estimators_say_what_to_install(tmp_path):
     out = _python(
         """

@@ -7,7 +7,7 @@ import pytest
 from devices import DEVICES
 from sklearn.metrics import pairwise
 
-from sparkml.base import prediction
+from sparkml import batch_scoring as prediction
 from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
 
 GAMMA = 0.07
@@ -36,9 +36,9 @@ def test_nystroem_scores_are_the_kernel_rows_times_the_folded_coefficients(class
     rng = np.random.default_rng(0)
     spec, coef, intercept = _model(rng, classes)
     x = rng.normal(size=(2500, 5))  # several of the cache-sized tiles
-    key = prediction._fingerprint(spec, coef, intercept)
+    key = prediction.fingerprint(spec, coef, intercept)
     raw, pred = _outputs(
-        prediction._scores(
+        prediction.scores(
             _batch(x),
             "svc",
             coef,
@@ -67,7 +67,7 @@ def test_random_fourier_scores_are_the_features_times_the_coefficients():
     coef, intercept = rng.normal(size=(1, 64)), np.array([0.3])
     x = rng.normal(size=(100, 5))
     raw, _ = _outputs(
-        prediction._scores(
+        prediction.scores(
             _batch(x),
             "svc",
             coef,
@@ -76,7 +76,7 @@ def test_random_fourier_scores_are_the_features_times_the_coefficients():
             None,
             "features",
             spec,
-            fingerprint=prediction._fingerprint(spec, coef, intercept),
+            fingerprint=prediction.fingerprint(spec, coef, intercept),
         )
     )
     z = np.sqrt(2 / 64) * np.cos(x @ spec.frequencies + spec.offsets)
@@ -87,20 +87,20 @@ def test_each_worker_builds_a_models_tensors_once_and_keeps_a_few_models():
     rng = np.random.default_rng(2)
     prediction._DEVICE_MAPS.clear()
     spec, coef, intercept = _model(rng, 1)
-    key = prediction._fingerprint(spec, coef, intercept)
+    key = prediction.fingerprint(spec, coef, intercept)
     x = _batch(rng.normal(size=(10, 5)))
     for _ in range(3):  # three batches of one model: one entry, the same tensors
-        prediction._scores(x, "svc", coef, intercept, 0.0, None, "f", spec, kernel_block=True, fingerprint=key)
+        prediction.scores(x, "svc", coef, intercept, 0.0, None, "f", spec, kernel_block=True, fingerprint=key)
     assert list(prediction._DEVICE_MAPS) == [(key, "cpu")]
     first = prediction._DEVICE_MAPS[(key, "cpu")]
-    prediction._scores(x, "svc", coef, intercept, 0.0, None, "f", spec, kernel_block=True, fingerprint=key)
+    prediction.scores(x, "svc", coef, intercept, 0.0, None, "f", spec, kernel_block=True, fingerprint=key)
     assert prediction._DEVICE_MAPS[(key, "cpu")] is first
     # another model's coefficients are another entry; the oldest entries go past the bound
     keys = []
     for j in range(prediction._DEVICE_MAPS_KEPT + 1):
         other = coef + j + 1
-        keys.append(prediction._fingerprint(spec, other, intercept))
-        prediction._scores(x, "svc", other, intercept, 0.0, None, "f", spec, kernel_block=True, fingerprint=keys[-1])
+        keys.append(prediction.fingerprint(spec, other, intercept))
+        prediction.scores(x, "svc", other, intercept, 0.0, None, "f", spec, kernel_block=True, fingerprint=keys[-1])
     assert key not in {k for k, _ in prediction._DEVICE_MAPS}
     assert [k for k, _ in prediction._DEVICE_MAPS] == keys[-prediction._DEVICE_MAPS_KEPT :]
     prediction._DEVICE_MAPS.clear()

@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from sparkml import fault_injection
+from sparkml import fault_injection, task_context
 from sparkml.data import block_store
 from sparkml.data.statistics import PartitionStats
 
@@ -109,9 +109,7 @@ def _warm_torch():
 
 def convert_partition(batches, dataset_id, sparse, dtype):
     """Validate one partition, write its blocks batch by batch, and return its statistics row."""
-    from pyspark import TaskContext
-
-    partition = TaskContext.get().partitionId()
+    partition = task_context.current().partitionId()
     warm = _warm_torch()
     stats, dtype = PartitionStats(), np.dtype(dtype)
     writer = block_store.PartitionWriter(dataset_id, partition)

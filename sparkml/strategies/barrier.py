@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from sparkml import task_context
 from sparkml.data import block_store
 from sparkml.data.convert import STATS_SCHEMA
 from sparkml.strategies import rendezvous
@@ -201,9 +202,7 @@ class BarrierTask:
         self.meeting, self.last_pass = meeting, last_pass
 
     def __enter__(self):
-        from pyspark import BarrierTaskContext
-
-        ctx = BarrierTaskContext.get()
+        ctx = task_context.barrier()
         self.rank, self.world = ctx.partitionId(), len(ctx.getTaskInfos())
         store = _rendezvous(ctx, self.rank, self.world, *self.meeting)
         where = _all_gather(store, self.rank, self.world, "where", block_store.store_key())

@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from sparkml import fault_injection
+from sparkml import fault_injection, task_context
 from sparkml.data import block_store
 
 _THREADS_SET = False
@@ -15,9 +15,7 @@ def set_torch_threads(torch):
     """One intra-op thread per task core: Spark already runs one task per core in parallel."""
     global _THREADS_SET
     if not _THREADS_SET:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
+        ctx = task_context.current()
         cpus = int(os.environ.get("SPARKML_TORCH_THREADS", ctx.cpus() if ctx else 1))
         torch.set_num_threads(max(1, cpus))
         _THREADS_SET = True

@@ -1,0 +1,134 @@
+"""What a Spark task runs to score one Arrow batch of features: pyarrow, numpy and torch only, no pyspark.
+
+``scores`` turns a batch of feature vectors into MLlib's output columns (raw prediction, probability,
+prediction) for a linear model, or for a kernel model through its feature map on ``device``; the driver side
+(``sparkml.base.prediction``) wraps it in a vectorized UDF. A kernel model's feature map and coefficients are
+moved to the device once per Python worker and model (keyed by ``fingerprint``), not once per batch.
+"""
+
+import hashlib
+import warnings
+
+import numpy as np
+import pyarrow as pa
+
+_DEVICE_MAPS = {}  # (fingerprint, device) -> (feature map, coefficients^T, intercepts) there, most recent last
+_DEVICE_MAPS_KEPT = 4
+
+
+def _scoring_state(feature_map, coef, intercept, fingerprint, device):
+    """The feature map and the coefficients on ``device``, built once per Python worker and model: every
+    batch and every task that reuses the worker scores with the same landmark tensor."""
+    import torch
+
+    from sparkml.gpu.feature_maps import make_feature_map
+
+    key = (fingerprint, str(device))
+    state = _DEVICE_MAPS.pop(key, None)
+    if state is None:
+        state = (
+            make_feature_map(feature_map).to(device),
+            torch.from_numpy(coef).T.contiguous().to(device),
+            torch.from_numpy(intercept).to(device),
+        )
+    _DEVICE_MAPS[key] = state
+    while len(_DEVICE_MAPS) > _DEVICE_MAPS_KEPT:
+        _DEVICE_MAPS.pop(next(iter(_DEVICE_MAPS)))
+    return state
+
+
+def _kernel_margins(x, feature_map, coef, intercept, kernel_block, fingerprint, device):
+    """(n, K) float64 margins of a kernel model, computed on ``device`` (resolved on the executor) and
+    returned on the CPU: the kernel block's product with the folded coefficients (``kernel_block``,
+    Nystroem) or the explicit features' (random Fourier)."""
+    from sparkml.gpu import resolve_device
+    from sparkml.gpu.prediction import linear_margins
+
+    device = resolve_device(device)
+    fm, coef_t, icpt = _scoring_state(feature_map, coef, intercept, fingerprint, device)
+    x = x.to(device)
+    if kernel_block:
+        margins = fm.kernel_product(x, coef_t).add_(icpt)
+    else:
+        margins = linear_margins(fm.transform(x), coef_t.T, icpt)
+    return margins.cpu()
+
+
+def scores(
+    features,
+    kind,
+    coef,
+    intercept,
+    raw_threshold,
+    thresholds,
+    features_col,
+    feature_map=None,
+    platt=None,
+    kernel_block=False,
+    fingerprint=None,
+    device="cpu",
+):
+    """Score one Arrow batch; returns a StructArray (raw, probability, prediction)."""
+    import torch
+
+    from sparkml.gpu.prediction import (
+        binary_logistic_probability,
+        linear_margins,
+        platt_probability,
+        softmax_probability,
+    )
+
+    if features.null_count:
+        raise ValueError(f"features column {features_col!r} has null rows; cannot score them")
+    from sparkml.gpu.feature_maps import input_features
+
+    n, d = len(features), coef.shape[1] if feature_map is None else input_features(feature_map)
+    if n and (np.asarray(features.value_lengths()) != d).any():
+        raise ValueError(f"features column {features_col!r} has vectors whose size is not {d}")
+    with warnings.catch_warnings():  # Arrow's buffer is read-only; the scores never write to it
+        warnings.simplefilter("ignore", UserWarning)
+        x = torch.from_numpy(features.flatten().to_numpy(zero_copy_only=False).reshape(n, d))
+    if feature_map is not None:
+        margins = _kernel_margins(x, feature_map, coef, intercept, kernel_block, fingerprint, device)
+    else:
+        margins = linear_margins(x, torch.from_numpy(coef), torch.from_numpy(intercept))
+    prob = None
+    if kind == "regression":
+        raw, pred = None, margins[:, 0]
+    elif margins.shape[1] == 1:  # binary: raw = [-m, m]
+        m = margins[:, 0]
+        raw = torch.stack([-m, m], dim=1)
+        pred = (m > raw_threshold).to(torch.float64)
+        if kind == "logistic":
+            p = binary_logistic_probability(m)
+            prob = torch.stack([1 - p, p], dim=1)
+    else:
+        raw = margins
+        prob = softmax_probability(margins)
+        scaled = prob / torch.from_numpy(thresholds) if thresholds is not None else raw
+        pred = torch.argmax(scaled, dim=1).to(torch.float64)
+    if platt is not None:
+        prob = platt_probability(margins, torch.from_numpy(platt))
+
+    def vectors(t):
+        if t is None:
+            return pa.nulls(n, pa.list_(pa.float64()))
+        k = t.shape[1]
+        return pa.ListArray.from_arrays(
+            pa.array(np.arange(0, n * k + 1, k, dtype=np.int32)), pa.array(t.numpy().ravel())
+        )
+
+    return pa.StructArray.from_arrays([vectors(raw), vectors(prob), pa.array(pred.numpy())], ["raw", "prob", "pred"])
+
+
+def fingerprint(feature_map, coef, intercept):
+    """A digest of what a kernel model scores with: the key of the executors' ``_DEVICE_MAPS``."""
+    digest = hashlib.blake2b(
+        repr((type(feature_map).__name__, feature_map.kernel, getattr(feature_map, "kernel_args", None))).encode(),
+        digest_size=16,
+    )
+    for name in feature_map._arrays:
+        digest.update(getattr(feature_map, name).tobytes())
+    digest.update(coef.tobytes())
+    digest.update(intercept.tobytes())
+    return digest.hexdigest()
