@@ -52,11 +52,16 @@ def mlflow_state(monkeypatch):
         yield
         return
     monkeypatch.setattr(utils, "_tracking_uri", utils._tracking_uri)
+    env = os.environ.get("MLFLOW_TRACKING_URI")  # set_tracking_uri exports it for subprocesses
     yield
     import mlflow
 
     while mlflow.active_run():
         mlflow.end_run()
+    if env is None:
+        os.environ.pop("MLFLOW_TRACKING_URI", None)
+    else:
+        os.environ["MLFLOW_TRACKING_URI"] = env
     if "mlflow.pyspark.ml" in sys.modules:
         sys.modules["mlflow.pyspark.ml"].autolog(disable=True)
 
