@@ -7,6 +7,7 @@ from .blocks import CsrBlock, DenseBlock, make_block
 from .device import resolve_device, resolve_dtype
 from .huber import HuberLoss
 from .kernels import KERNELS, kernel_diagonal, kernel_matrix
+from .loss_protocol import BlockLoss, Loss, NewtonCGProblems
 from .losses import (
     HingeLoss,
     LinearLoss,
@@ -27,6 +28,9 @@ __all__ = [
     "DenseBlock",
     "CsrBlock",
     "make_block",
+    "Loss",
+    "BlockLoss",
+    "NewtonCGProblems",
     "LinearLoss",
     "LogisticLoss",
     "SoftmaxLoss",

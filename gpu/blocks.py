@@ -28,6 +28,8 @@ more than the float64 one.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import torch
 
@@ -40,10 +42,47 @@ _CHUNK_ELEMENTS = 1 << 22
 class _Block:
     n_rows: int
     n_features: int
-    _compute = None  # float64 over float32 storage, else None (compute in the storage dtype)
+    _compute: torch.dtype | None = None  # float64 over float32 storage, else None (compute in the storage dtype)
 
     @property
     def storage_dtype(self) -> torch.dtype:
+        raise NotImplementedError
+
+    @property
+    def device(self) -> torch.device:
+        """The device the block's tensors live on."""
+        raise NotImplementedError
+
+    def to(self, device) -> _Block:
+        """The same rows on ``device``."""
+        raise NotImplementedError
+
+    def matmul(self, v: torch.Tensor) -> torch.Tensor:
+        """X @ v."""
+        raise NotImplementedError
+
+    def rmatmul(self, r: torch.Tensor) -> torch.Tensor:
+        """X^T @ r."""
+        raise NotImplementedError
+
+    def weighted_gram(self, h: torch.Tensor) -> torch.Tensor:
+        """X^T diag(h) X, (d, d), in the block dtype."""
+        raise NotImplementedError
+
+    def rows(self, start: int, stop: int) -> torch.Tensor:
+        """Rows [start, stop) as a dense (stop - start, d) tensor in the block dtype."""
+        raise NotImplementedError
+
+    def take(self, index) -> _Block:
+        """The rows ``index`` as a new block of the same kind (a copy)."""
+        raise NotImplementedError
+
+    def to_dense(self) -> torch.Tensor:
+        """All rows as a dense (n, d) tensor in the block dtype."""
+        raise NotImplementedError
+
+    def _moments(self, w, second: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(sum_i w_i x_i, sum_i w_i x_i**2 when ``second`` else None), float64."""
         raise NotImplementedError
 
     @property
@@ -61,7 +100,7 @@ class _Block:
 
     def weighted_moments(self, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(sum_i w_i x_i, sum_i w_i x_i**2), each (d,) float64."""
-        return self._moments(w, second=True)
+        return cast("tuple[torch.Tensor, torch.Tensor]", self._moments(w, second=True))  # second: both sums
 
     def margin_pass(self, v: torch.Tensor, fn) -> torch.Tensor:
         """X^T r with r = fn(start, stop, X[start:stop] @ v) over runs of rows covering X in order.

@@ -10,6 +10,7 @@ Parquet) and rebuilds its map with ``make()``:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -20,7 +21,7 @@ __all__ = ["FourierSpec", "NystroemSpec", "input_features", "make_feature_map"]
 
 
 class _Spec:
-    _arrays = ()  # the fields held as float64 C-order arrays
+    _arrays: ClassVar[tuple[str, ...]] = ()  # the fields held as float64 C-order arrays
 
     def __post_init__(self):
         # C order whatever the source (a loaded DenseMatrix is column-major): the same BLAS summation

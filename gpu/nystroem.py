@@ -50,6 +50,8 @@ def _eigh(a):
 class NystroemMap:
     """phi(x) = K(x, L) K_LL^{-1/2} for one kernel and one set of landmarks (tensors or numpy arrays)."""
 
+    _gram_spectrum: tuple[torch.Tensor | None, torch.Tensor] | None  # (V or None, s): ``gram_spectrum``
+
     def __init__(self, kind, landmarks, *, gamma=None, degree=3, coef0=1.0, eps=1e-12, rcond=None, projection=None):
         self.kind, self.gamma, self.degree, self.coef0 = kind, gamma, degree, coef0
         self.landmarks = torch.as_tensor(landmarks)
@@ -78,7 +80,7 @@ class NystroemMap:
         self.projection = torch.as_tensor(projection, dtype=_F64, device=self.landmarks.device)
         self._cast = {}  # dtype -> (landmarks, projection) in it: transform runs once per row chunk
 
-    def gram_spectrum(self):
+    def gram_spectrum(self) -> tuple[torch.Tensor | None, torch.Tensor]:
         """(V (r, r), s (r,)), float64: the landmarks' own features' Gram matrix Phi_L^T Phi_L = V diag(s) V^T
         (V None, the identity, for a map built with ``rcond``).
 

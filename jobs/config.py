@@ -9,6 +9,7 @@ import copy
 import difflib
 import importlib
 import os
+from typing import Any
 
 import yaml
 
@@ -26,7 +27,7 @@ _ANY_MAP = "map"  # a mapping with free keys (Spark conf, reader options, estima
 _MAP_OF_MAPS = "map of maps"  # free keys, each holding a mapping (the gate's per-metric rules)
 
 # Schema: key -> (allowed types, default); nested dicts are sections.
-SCHEMA = {
+SCHEMA: dict[str, dict[str, Any]] = {
     "spark": {
         "master": ((str,), "local[2]"),
         "app_name": ((str,), "sparkml-train"),
@@ -236,7 +237,7 @@ def _check_section(raw, schema, prefix, out):
 def validate(raw, schema=None):
     """Check a raw config dict against `schema` (default SCHEMA) and the estimator's Params; return it
     with defaults."""
-    cfg = {}
+    cfg: dict[str, Any] = {}
     _check_section(raw, SCHEMA if schema is None else schema, "", cfg)
     data = cfg["data"]
     if data["format"] not in FORMATS:

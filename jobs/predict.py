@@ -16,10 +16,14 @@ fresh store beside the output would hold no models. Errors in the arguments or t
 line ("config error: <key>: <problem>") and exit 2, with nothing written.
 """
 
+from __future__ import annotations
+
 import argparse
 import os
 import sys
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 if __package__ in (None, ""):  # run as a file (spark-submit jobs/predict.py) from a source checkout
     _checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -28,6 +32,9 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/predict.py) fr
 
 from sparkml.jobs import datasets, models, outputs, session, tracking
 from sparkml.jobs.config import FORMATS, ConfigError, is_local_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DEFAULT_FEATURES = "features"
 NAME_COL, VERSION_COL = "model_name", "model_version"
@@ -212,7 +219,7 @@ def run(args, spark, client, version):
     return {"rows": rows, "name": version.name, "version": version.version, "output": store.join(parent, name)}
 
 
-def main(argv=None, spark=None):
+def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
     """Command-line entry point; returns the exit code (0 ok, 2 config error). `spark`: a session to use."""
     args = parse_args(argv)
     t0 = time.perf_counter()

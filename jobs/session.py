@@ -83,8 +83,8 @@ def package_zip(packages=SHIPPED_PACKAGES, directory=None):
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"{'_'.join(packages)}-{digest}.zip")
     if not os.path.exists(path):
-        with open(path, "wb") as f:
-            f.write(buf.getvalue())
+        with open(path, "wb") as out:
+            out.write(buf.getvalue())
     return path
 
 

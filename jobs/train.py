@@ -10,6 +10,8 @@ and rename them in only once everything worked.
 Config errors print one line ("config error: <key>: <problem>") and exit 2.
 """
 
+from __future__ import annotations
+
 import argparse
 import io
 import json
@@ -17,6 +19,8 @@ import math
 import os
 import sys
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):  # run as a file (spark-submit jobs/train.py) from a source checkout
     _checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -24,6 +28,9 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/train.py) from
         sys.path.insert(0, _checkout)  # sparkml resolves sparkml.jobs to this folder
 
 from sparkml.jobs import config, datasets, outputs, session, tracking
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DEFAULT_CONFIG = os.path.join(config.examples_dir(), "logistic_demo.yaml")
 
@@ -151,7 +158,7 @@ def job_name(config_path):
     return os.path.splitext(os.path.basename(config_path))[0]
 
 
-def run(cfg, spark, job=None):
+def run(cfg: dict[str, Any], spark: SparkSession, job: str | None = None) -> dict[str, Any]:
     """Run a validated config in `spark` as an MLflow run; return the report dict written to metrics.json.
 
     `job` names the MLflow experiment (unless tracking.experiment does); default: output.dir's last part.
@@ -229,7 +236,7 @@ def summary_text(report):
     )
 
 
-def main(argv=None, spark=None):
+def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
     """Command-line entry point; returns the exit code (0 ok, 2 config error). `spark`: a session to use."""
     args = parse_args(argv)
     try:

@@ -8,11 +8,13 @@ moved to the device once per Python worker and model (keyed by ``fingerprint``),
 
 import hashlib
 import warnings
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-_DEVICE_MAPS = {}  # (fingerprint, device) -> (feature map, coefficients^T, intercepts) there, most recent last
+# (fingerprint, device) -> (feature map, coefficients^T, intercepts) there, most recent last
+_DEVICE_MAPS: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
 _DEVICE_MAPS_KEPT = 4
 
 

@@ -21,6 +21,7 @@ importable where pyspark is not installed.
 """
 
 import re
+from typing import cast
 
 SUPPORTED = ((3, 5), (5, 0))  # [lowest, first unsupported)
 SUPPORTED_RANGE = ">=3.5, <5"
@@ -84,9 +85,9 @@ def vectorized_udf(score, return_type):
     if arrow_udf is not None:
         return arrow_udf(score, return_type)
     from pyspark.sql.pandas.types import to_arrow_type
-    from pyspark.sql.types import _parse_datatype_string
+    from pyspark.sql.types import StructType, _parse_datatype_string
 
-    spark_type = _parse_datatype_string(return_type)
+    spark_type = cast(StructType, _parse_datatype_string(return_type))  # a struct's DDL
 
     def through_pandas(column):
         import pyarrow as pa
@@ -95,7 +96,7 @@ def vectorized_udf(score, return_type):
         return pa.Table.from_arrays(result.flatten(), names=[f.name for f in spark_type.fields]).to_pandas()
 
     to_arrow_type(spark_type)  # refuse a type Arrow cannot carry now, not in the first task
-    return pandas_functions.pandas_udf(through_pandas, spark_type)
+    return pandas_functions.pandas_udf(through_pandas, spark_type)  # type: ignore[call-overload]  # stubs want functionType
 
 
 def to_arrow(df):

@@ -19,6 +19,7 @@ a time (pyspark's ``Pipeline.fitMultiple``).
 
 import threading
 import weakref
+from typing import Any
 
 from sparkml.data.training_data import TrainingData
 
@@ -70,7 +71,7 @@ class SharedConversionFits:
                 f"CrossValidator or TrainValidationSplit grid), and a checkpointDir serves one fit: "
                 f"unset checkpointDir"
             )
-        by_key = {}
+        by_key: dict[tuple[tuple[str, Any], ...], _Conversion] = {}
         self.conversions = []
         for est in self.estimators:
             arguments = est._conversion(dataset)

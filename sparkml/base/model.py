@@ -1,12 +1,39 @@
 """What the models share: MLlib-format persistence, the training summary, conversion to the stock
 pyspark.ml model, and (on the estimators) the warm start from a previous model."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
+
 import numpy as np
 from pyspark.ml.util import MLReadable, MLWritable
 
 from sparkml.base.params import TORCH_PARAM_NAMES
 from sparkml.base.persistence import MLlibModelReader, MLlibModelWriter
 from sparkml.compat import require_connect_ml
+
+if TYPE_CHECKING:
+    from pyspark.ml.linalg import DenseVector
+    from pyspark.ml.param import Param
+    from pyspark.ml.util import MLWriter
+    from pyspark.ml.wrapper import JavaModel, JavaWrapper
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+    from typing_extensions import Self
+
+    from sparkml.optim.progress import TrainingSummary
+
+    class _StockModelClass(Protocol):
+        """A pyspark.ml model class over a JVM model (``pyspark.ml.classification.LogisticRegressionModel``, ...)."""
+
+        def __call__(self, java_model: Any = None) -> JavaModel: ...
+
+        def load(self, path: str) -> JavaModel: ...
+
+    class _Evaluates(Protocol):
+        """A stock pyspark.ml model: its ``evaluate`` returns pyspark.ml's summary (a ``JavaWrapper``)."""
+
+        def evaluate(self, dataset: DataFrame) -> JavaWrapper: ...
 
 
 class ModelIO(MLWritable, MLReadable):
@@ -17,8 +44,8 @@ class ModelIO(MLWritable, MLReadable):
     ``_data_shapes(row)``. Loading checks the files first (``base.persistence.ModelFiles``).
     """
 
-    _java_class = None
-    _data_schema = None  # StructType of the one saved row
+    _java_class: ClassVar[str | None] = None
+    _data_schema: ClassVar[StructType | None] = None  # StructType of the one saved row
 
     @classmethod
     def _data_shapes(cls, row):
@@ -27,11 +54,11 @@ class ModelIO(MLWritable, MLReadable):
         appears. Listed columns must be non-null. ValueError when the row's values make no model."""
         return {}
 
-    def write(self):
+    def write(self) -> MLlibModelWriter:
         return MLlibModelWriter(self, self._java_class)
 
     @classmethod
-    def read(cls):
+    def read(cls) -> MLlibModelReader:
         return MLlibModelReader(cls, cls._java_class)
 
 
@@ -42,20 +69,20 @@ class KeepsTrainingSummary:
     ``summary`` is built from the first on first use by the model's ``_training_summary(record,
     dataset)`` (the linear models: pyspark.ml's own summary class, ``base.summary``)."""
 
-    _summaries = None
-    _summary_dataset = None
-    _summary = None
+    _summaries: list[TrainingSummary] | None = None
+    _summary_dataset: DataFrame | None = None
+    _summary: Any = None  # the model's ``_training_summary``
 
     def _set_summaries(self, summaries, dataset=None):
         self._summaries, self._summary_dataset, self._summary = list(summaries), dataset, None
         return self
 
     @property
-    def hasSummary(self):
+    def hasSummary(self) -> bool:
         return self._summaries is not None
 
     @property
-    def summary(self):
+    def summary(self) -> Any:
         if self._summaries is None:
             raise RuntimeError(f"No training summary available for this {type(self).__name__}")
         if self._summary is None:
@@ -70,16 +97,19 @@ class HasCoefficientVector:
     """``coefficients`` (a DenseVector), ``intercept`` and ``numFeatures`` of a one-output linear
     model, whose margin is x.beta + b."""
 
+    _coefficients: DenseVector
+    _intercept: float
+
     @property
-    def coefficients(self):
+    def coefficients(self) -> DenseVector:
         return self._coefficients
 
     @property
-    def intercept(self):
+    def intercept(self) -> float:
         return self._intercept
 
     @property
-    def numFeatures(self):
+    def numFeatures(self) -> int:
         return self._coefficients.size
 
     def _margin(self, value):
@@ -99,8 +129,21 @@ class ConvertsToStock:
     with torch in Python workers (``base.prediction``), logged once per model as a warning.
     """
 
-    _stock_class = None
-    _scoring = None  # (session, Param values, stock model or None when it could not be loaded)
+    # of the pyspark.ml model with ``ModelIO`` it is mixed into
+    uid: str
+    _paramMap: dict[Param, Any]
+    _java_class: ClassVar[str]
+    _stock_class: ClassVar[_StockModelClass]
+    # (session, Param values, stock model or None when it could not be loaded)
+    _scoring: tuple[SparkSession, tuple[tuple[str, str], ...], JavaModel | None] | None = None
+
+    if TYPE_CHECKING:
+
+        def write(self) -> MLWriter: ...
+
+    def _java_args(self) -> list[Any]:
+        """The Scala model constructor's arguments after the uid."""
+        raise NotImplementedError
 
     def _stock_transform(self, dataset, fallback):
         """``dataset`` scored by the stock model; ``fallback()`` (the Arrow path) where Connect's server
@@ -132,13 +175,13 @@ class ConvertsToStock:
             )
             return None
 
-    def evaluate(self, dataset):
+    def evaluate(self, dataset: DataFrame) -> JavaWrapper:
         """MLlib's evaluation of this model on ``dataset``: pyspark.ml's own summary
         (``BinaryLogisticRegressionSummary``, ``LinearSVCSummary``, ``LinearRegressionSummary``, ...),
         its metrics computed by Spark from the predictions of the same coefficients."""
-        return self.toSpark().evaluate(dataset)
+        return cast("_Evaluates", self.toSpark()).evaluate(dataset)
 
-    def toSpark(self):
+    def toSpark(self) -> JavaModel:
         """The same model as the stock pyspark.ml class, with the same Params and uid.
 
         In a classic session it is built in the JVM directly. In Spark Connect it is saved to a
@@ -182,7 +225,7 @@ class ConvertsToStock:
         sc = SparkContext._active_spark_context
         if sc is None:
             raise RuntimeError("toSpark() needs an active SparkSession")
-        jvm_class = sc._jvm
+        jvm_class: Any = sc._jvm  # py4j's JVM view, walked down to the class
         for part in self._java_class.split("."):
             jvm_class = getattr(jvm_class, part)
         java_model = jvm_class(self.uid, *[_py2java(sc, a) for a in self._java_args()])
@@ -198,9 +241,9 @@ class ConvertsToStock:
 class HasInitialModel:
     """``setInitialModel``: begin the optimization at a previous model's coefficients (warm start)."""
 
-    _initial_model = None
+    _initial_model: Any = None  # a linear model, ours or pyspark.ml's
 
-    def setInitialModel(self, model):
+    def setInitialModel(self, model: Any) -> Self:
         """Warm start from ``model`` (ours or pyspark.ml's, of the same features and outputs)."""
         self._initial_model = model
         return self

@@ -4,10 +4,17 @@ Everything else (regParam, elasticNetParam, maxIter, tol, the column Params, ...
 pyspark.ml's own Param mixins, so names, defaults and documentation match MLlib exactly.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasCheckpointInterval
 
 from sparkml.strategies import table as strategy_table
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 STRATEGIES = strategy_table.names()
 DEVICES = ("auto", "cpu", "cuda")
@@ -96,6 +103,12 @@ class HasStrategy(Params):
         typeConverter=one_of("strategy", strategy_table.names),
     )
 
+    if TYPE_CHECKING:  # made by with_getters and with_setters
+
+        def getStrategy(self) -> str: ...
+
+        def setStrategy(self, value: str) -> Self: ...
+
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(strategy="auto")
@@ -113,6 +126,12 @@ class HasDevice(Params):
         "executor's torch sees a GPU, else CPU), 'cpu', 'cuda' or 'cuda:N'.",
         typeConverter=one_of("device", DEVICES),
     )
+
+    if TYPE_CHECKING:  # made by with_getters and with_setters
+
+        def getDevice(self) -> str: ...
+
+        def setDevice(self, value: str) -> Self: ...
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -135,6 +154,12 @@ class HasDtype(Params):
         typeConverter=one_of("dtype", DTYPES),
     )
 
+    if TYPE_CHECKING:  # made by with_getters and with_setters
+
+        def getDtype(self) -> str: ...
+
+        def setDtype(self, value: str) -> Self: ...
+
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(dtype="float32")
@@ -153,6 +178,12 @@ class HasNumWorkers(Params):
         typeConverter=TypeConverters.toInt,
     )
 
+    if TYPE_CHECKING:  # made by with_getters and with_setters
+
+        def getNumWorkers(self) -> int: ...
+
+        def setNumWorkers(self, value: int) -> Self: ...
+
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(numWorkers=0)
@@ -169,6 +200,12 @@ class HasLocalIter(Params):
         "Local L-BFGS / OWL-QN iterations per local problem and round of the averaging strategies (>= 1).",
         typeConverter=TypeConverters.toInt,
     )
+
+    if TYPE_CHECKING:  # made by with_getters and with_setters
+
+        def getLocalIter(self) -> int: ...
+
+        def setLocalIter(self, value: int) -> Self: ...
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -188,6 +225,12 @@ class HasStaleness(Params):
         typeConverter=TypeConverters.toInt,
     )
 
+    if TYPE_CHECKING:  # made by with_getters and with_setters
+
+        def getStaleness(self) -> int: ...
+
+        def setStaleness(self, value: int) -> Self: ...
+
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(staleness=3)
@@ -205,6 +248,12 @@ class HasTopology(Params):
         "neighbours) or 'complete' (every task with every other).",
         typeConverter=one_of("topology", TOPOLOGIES),
     )
+
+    if TYPE_CHECKING:  # made by with_getters and with_setters
+
+        def getTopology(self) -> str: ...
+
+        def setTopology(self, value: str) -> Self: ...
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -227,6 +276,14 @@ class HasCheckpointDir(HasCheckpointInterval):
         "(L-BFGS-B, the normal solver) refuse it.",
         typeConverter=TypeConverters.toString,
     )
+
+    if TYPE_CHECKING:  # made by with_getters and with_setters
+
+        def getCheckpointDir(self) -> str: ...
+
+        def setCheckpointDir(self, value: str) -> Self: ...
+
+        def setCheckpointInterval(self, value: int) -> Self: ...
 
     def __init__(self, *args):
         super().__init__(*args)

@@ -11,10 +11,13 @@ line alone). Everything is JSON and Parquet: no pickle anywhere. Loading checks 
 building anything (``ModelFiles``); a damaged or foreign directory is a ``ModelFileError`` naming the file.
 """
 
+from __future__ import annotations
+
 import json
 import math
 import reprlib
 import time
+from typing import TYPE_CHECKING, cast
 
 from pyspark.ml.util import DefaultParamsReader, MLReader, MLWriter
 from pyspark.sql import SparkSession
@@ -22,6 +25,9 @@ from pyspark.sql import SparkSession
 from sparkml.base.params import TORCH_PARAM_NAMES
 from sparkml.catalog import public_class_name
 from sparkml.session_kind import is_connect
+
+if TYPE_CHECKING:
+    from pyspark.ml.param import Params
 
 
 def _numbers(values):
@@ -288,7 +294,7 @@ class ModelFiles:
             shapes = cls._data_shapes(row)
         except ValueError as e:
             raise ModelFileError(f"{file}: {e}") from None
-        sizes = {}  # a named size -> (its value, the column it was read from)
+        sizes: dict[str, tuple[int, str]] = {}  # a named size -> (its value, the column it was read from)
         for column, shape in shapes.items():
             value = row[column]
             if value is None:
@@ -351,7 +357,7 @@ class EstimatorReader(DefaultParamsReader):
         classes = list(dict.fromkeys([public_class_name(self.cls), f"{self.cls.__module__}.{self.cls.__name__}"]))
         spark = self.sparkSession or SparkSession.active()
         metadata, file = ModelFiles(spark, path).metadata(classes)
-        instance = self.cls()
+        instance = cast("Params", self.cls())  # the estimators of this library are Params
         instance._resetUid(metadata["uid"])
         for key, setter in (("defaultParamMap", instance._setDefault), ("paramMap", instance._set)):
             # Params of this library the class no longer has (KernelSVC was saved with the averaging, parameter

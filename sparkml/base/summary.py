@@ -28,10 +28,19 @@ classification summaries computed by MLlib's own summary code in the JVM over th
 predictions: classic sessions only (a Spark Connect server builds summaries of its own models only).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 from pyspark.ml import classification as _classification
 from pyspark.ml import regression as _regression
 from pyspark.ml.classification import _BinaryClassificationSummary, _ClassificationSummary, _TrainingSummary
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from sparkml.optim.progress import TrainingSummary
 
 
 class _OptimizerRecord:
@@ -39,33 +48,33 @@ class _OptimizerRecord:
     ``iterationSeconds``) from this library's optimizer; callable, because pyspark's
     ``LinearSVCModel.summary`` is a method where its other models' is a property."""
 
-    _record = None
+    _record: TrainingSummary  # set by the function that makes the summary
 
     @property
-    def objectiveHistory(self):
+    def objectiveHistory(self) -> list[float]:
         return list(self._record.objectiveHistory)
 
     @property
-    def totalIterations(self):
+    def totalIterations(self) -> int:
         return self._record.totalIterations
 
     @property
-    def converged(self):
+    def converged(self) -> bool:
         return self._record.converged
 
     @property
-    def message(self):
+    def message(self) -> str:
         return self._record.message
 
     @property
-    def seconds(self):
+    def seconds(self) -> float:
         return self._record.seconds
 
     @property
-    def iterationSeconds(self):
+    def iterationSeconds(self) -> list[float]:
         return list(self._record.iterationSeconds)
 
-    def __call__(self):
+    def __call__(self) -> Self:
         return self
 
 
@@ -86,8 +95,9 @@ class LinearSVCTrainingSummary(_OptimizerRecord, _classification.LinearSVCTraini
 class LinearRegressionTrainingSummary(_OptimizerRecord, _regression.LinearRegressionTrainingSummary):
     """pyspark.ml's linear regression training summary, with the normal solver's standard errors."""
 
-    _diag_inv_atwa = None  # diag((A^T W A)^-1), coefficients then intercept; None: not available
-    _estimate = None  # the coefficients, then the intercept when fitted
+    _diag_inv_atwa: np.ndarray | None = None  # diag((A^T W A)^-1), coefficients then intercept; None: not available
+    _estimate: np.ndarray | None = None  # the coefficients, then the intercept when fitted
+    _weight_col: str | None  # the weight column's name, None when every row weighs 1
 
     @property
     def coefficientStandardErrors(self):
@@ -116,7 +126,9 @@ class LinearRegressionTrainingSummary(_OptimizerRecord, _regression.LinearRegres
         from pyspark.sql import functions as F
 
         r = F.col(self.labelCol) - F.col(self.predictionCol)
-        return float(self.predictions.select(F.sum(r * r * F.col(weight))).first()[0])
+        row = self.predictions.select(F.sum(r * r * F.col(weight))).first()
+        assert row is not None  # an aggregation's one row
+        return float(row[0])
 
 
 class KernelSVCSummary(_BinaryClassificationSummary):
@@ -150,7 +162,9 @@ def jvm_classification_summary(model, dataset, record=None):
         )
     predictions = model.transform(dataset)._jdf
     weight = (model.getOrDefault("weightCol") if model.isDefined("weightCol") else None) or ""
+    assert sc._jvm is not None  # set while a SparkContext is active
     jvm = sc._jvm.org.apache.spark.ml.classification
+    cls: type[_ClassificationSummary]
     if model.numClasses == 2:
         java = jvm.LinearSVCSummaryImpl(
             predictions, model.getRawPredictionCol(), model.getPredictionCol(), model.getLabelCol(), weight
@@ -162,7 +176,8 @@ def jvm_classification_summary(model, dataset, record=None):
         )
         cls = KernelSVCMulticlassSummary if record is None else KernelSVCMulticlassTrainingSummary
     summary = cls(java)
-    summary._record = record
+    if isinstance(summary, _OptimizerRecord):  # a training summary: ``record`` is given
+        summary._record = record
     return summary
 
 

@@ -28,10 +28,15 @@ import socket
 import tempfile
 import time
 import uuid
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-_OPEN = {}  # (dataset_id, partition, device) -> PartitionData, per Python worker process
+if TYPE_CHECKING:
+    from sparkml.gpu.blocks import _Block
+
+# (dataset_id, partition, device) -> PartitionData, per Python worker process
+_OPEN: dict[tuple[str, int, str], "PartitionData"] = {}
 _TOMBSTONE_TTL_S = 24 * 3600  # far longer than any zombie task lives (Spark kills them within minutes)
 
 
@@ -180,6 +185,7 @@ def open_partition(dataset_id, partition, device, dtype):
         t = tensor(name)
         return t if (t.dtype, dtype) == (torch.float32, torch.float64) else t.to(dtype)
 
+    block: _Block
     if "x" in arrays:
         block = DenseBlock(values("x"), compute_dtype=dtype)
     else:

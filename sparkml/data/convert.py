@@ -21,7 +21,7 @@ STATS_SCHEMA = "partition int, rows long, info string, moments binary"
 
 def _concat(batches, name):
     """One Arrow array of a column across the batches (a ChunkedArray contributes its chunks)."""
-    chunks = []
+    chunks: list[pa.Array] = []
     for b in batches:
         col = b.column(name)
         chunks.extend(col.chunks if hasattr(col, "chunks") else [col])
@@ -174,7 +174,7 @@ def stats_batch(partition, rows, info, moments):
 
 def handle_rows(batches):
     """The (partition, rows) pairs of Arrow batches of a handles DataFrame (``STATS_SCHEMA``)."""
-    rows = []
+    rows: list[tuple[int, int]] = []
     for b in batches:
         rows.extend(zip(b.column("partition").to_pylist(), b.column("rows").to_pylist()))
     return rows

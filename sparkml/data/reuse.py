@@ -39,7 +39,7 @@ MAX_BYTES_KEY = "spark.sparkml.conversionCache.maxBytes"
 DEFAULT_MAX_BYTES = 2 << 30
 
 _LOCK = threading.Lock()
-_ENTRIES = []  # [_Entry], most recently used last
+_ENTRIES: list["_Entry"] = []  # [_Entry], most recently used last
 
 
 class _Entry:

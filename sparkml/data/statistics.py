@@ -7,6 +7,7 @@ refused bad input).
 """
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -99,10 +100,11 @@ class PartitionStats:
             ),
             0,
         )
-        self.sx = self.sxx = None
+        self.sx: np.ndarray | None = None  # sum_i w_i x_i, sum_i w_i x_i^2 once a batch has features
+        self.sxx: np.ndarray | None = None
         self.w_sum = self.w_sq_sum = self.wy_sum = self.wy_sq_sum = 0.0
         self.label_min, self.label_max, self.label_integral = np.inf, -np.inf, True
-        self.hist = np.zeros(0)  # weighted label histogram, while every label is a class index
+        self.hist: np.ndarray | None = np.zeros(0)  # weighted label histogram, while every label is a class index
 
     def labels(self, y_col, w_col):
         """The batch's (y, w) as float64 (nulls filled), counting their problems."""
@@ -126,7 +128,7 @@ class PartitionStats:
         self.wy_sq_sum += float(w @ (y * y))
         if self.hist is not None:
             if len(fy) == len(y) and self.label_integral and self.label_min >= 0 and self.label_max < MAX_CLASSES:
-                h = np.bincount(y.astype(np.int64), w, len(self.hist))
+                h: np.ndarray = np.bincount(y.astype(np.int64), w, len(self.hist))  # float64: weighted
                 h[: len(self.hist)] += self.hist
                 self.hist = h
             elif len(y):
@@ -145,7 +147,7 @@ class PartitionStats:
         if not (np.all(np.isfinite(s1)) and np.all(np.isfinite(s2))):
             # NaN/inf in x always reaches the weighted sums (0 * inf is NaN): count only then
             self.problems["nonfinite_features"] += _nonfinite_count(x)
-        if self.sx is None:
+        if self.sx is None or self.sxx is None:  # both, until the first batch with features
             self.sx, self.sxx = np.zeros(d), np.zeros(d)
         if len(s1) <= len(self.sx):
             self.sx[: len(s1)] += s1
@@ -155,7 +157,7 @@ class PartitionStats:
         return any(self.problems.values()) or len(self.sizes) > 1
 
     def info(self):
-        info = {k: int(v) for k, v in self.problems.items()}
+        info: dict[str, Any] = {k: int(v) for k, v in self.problems.items()}
         if len(self.sizes) > 1:
             info["feature_sizes"] = sorted(int(s) for s in self.sizes)[:5]
         d = max(self.sizes) if self.sizes else 0

@@ -11,14 +11,22 @@ features' second moment that preconditions Newton-CG (``optim.preconditioner``):
   the executors compute z(X_p) itself.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import logging
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
 from sparkml.kernel.landmarks import choose_landmarks, grow_landmarks
 from sparkml.kernel.params import AUTO_BLOCK_BYTES, RFF_DEFAULT_FEATURES
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from sparkml.data.statistics import DatasetSummary
 
 logger = logging.getLogger("sparkml")
 
@@ -81,7 +89,7 @@ def checkpointed_feature_map(checkpoint, fit):
     return spec, shape
 
 
-def _grown_landmarks(est, where, gamma):
+def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gamma):
     """``grow_landmarks`` for ``est``'s Params: up to maxLandmarks, and to as many as keep the kernel blocks
     of all rows within ``AUTO_BLOCK_BYTES``."""
     from sparkml.gpu.nystroem import residual_fraction
@@ -114,7 +122,7 @@ def block_features(spec):
     """The function ``TrainingData.derive`` applies to a partition's rows on its executor (numpy in
     the closure: no tensors pickled): their Nystroem kernel block K(rows, L) (the projection is
     the right factor, shipped apart), or their random Fourier features."""
-    cache = {}
+    cache: dict[Any, Any] = {}  # Nystroem: (device, dtype) -> the landmarks there; else device -> the map
     if isinstance(spec, NystroemSpec):
         kernel, landmarks, args = spec.kernel, spec.landmarks, spec.kernel_args
 

@@ -6,11 +6,14 @@ one decision value per class otherwise (prediction the argmax); with Platt scali
 (``base.persistence``): one Parquet row with the feature map, the coefficients and Platt's (a, b).
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pyspark.ml.classification import ClassificationModel
-from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, VectorUDT
+from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, Vector, VectorUDT
 from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
 
 from sparkml.base.model import KeepsTrainingSummary, ModelIO
@@ -19,6 +22,17 @@ from sparkml.base.summary import jvm_classification_summary
 from sparkml.gpu import KERNELS
 from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
 from sparkml.kernel.params import _KernelSVCParams
+
+if TYPE_CHECKING:
+    from pyspark.ml.wrapper import JavaWrapper
+    from pyspark.sql import DataFrame
+    from typing_extensions import Self
+
+
+def _dense_matrix(x: np.ndarray) -> DenseMatrix:
+    """The 2-D array ``x`` as a row-major DenseMatrix."""
+    rows, cols = x.shape
+    return DenseMatrix(rows, cols, x.ravel(), True)
 
 
 class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTrainingSummary):
@@ -44,7 +58,9 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
         ]
     )
 
-    def __init__(self, featureMap=None, coefficients=None, intercepts=None, numClasses=2, gammaValue=1.0, platt=None):
+    def __init__(
+        self, featureMap=None, coefficients=None, intercepts=None, numClasses=2, gammaValue=1.0, platt=None
+    ) -> None:
         super().__init__()
         self._spec = featureMap
         self._coef = (
@@ -54,60 +70,68 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
         self._num_classes, self._gamma_value = int(numClasses), float(gammaValue)
         self._platt = None if platt is None else np.asarray(platt, dtype=np.float64).reshape(-1, 2)
 
+    def _fitted_coef(self) -> np.ndarray:
+        """(problems, numKernelFeatures); AttributeError for a model made without them."""
+        if self._coef is None:
+            raise AttributeError(f"this {type(self).__name__} has no coefficients")
+        return self._coef
+
     @property
-    def numClasses(self):
+    def numClasses(self) -> int:
         return self._num_classes
 
     @property
-    def numFeatures(self):
+    def numFeatures(self) -> int:
         return self._spec.n_features_in
 
     @property
-    def numLandmarksUsed(self):
+    def numLandmarksUsed(self) -> int:
         """Nystroem landmarks chosen, or random Fourier features drawn."""
         x = getattr(self._spec, "landmarks", None)
-        return int(self._coef.shape[1] if x is None else x.shape[0])
+        return int(self._fitted_coef().shape[1] if x is None else x.shape[0])
 
     @property
-    def numKernelFeatures(self):
+    def numKernelFeatures(self) -> int:
         """The length of each coefficient row: the random Fourier features, or the Nystroem
         directions kept (K_LL's eigen-directions with lambda >= 1e-6 lambda_max; at most
         numLandmarksUsed, fewer when the landmarks' kernel matrix is numerically low-rank)."""
-        return int(self._coef.shape[1])
+        return int(self._fitted_coef().shape[1])
 
     @property
-    def gammaValue(self):
+    def gammaValue(self) -> float:
         """The kernel's gamma as a number ('scale' and 'auto' resolved on the training data)."""
         return self._gamma_value
 
     @property
-    def landmarks(self):
+    def landmarks(self) -> DenseMatrix | None:
         """(numLandmarksUsed, numFeatures) landmarks of a Nystroem model: k-means centres, or training rows
         with landmarkSelection='random' (None for method='rff')."""
         x = getattr(self._spec, "landmarks", None)
-        return None if x is None else DenseMatrix(*x.shape, x.ravel(), True)
+        return None if x is None else _dense_matrix(x)
 
     @property
-    def coefficientMatrix(self):
+    def coefficientMatrix(self) -> DenseMatrix:
         """(1 or numClasses, numKernelFeatures): the linear model on the kernel features."""
-        return DenseMatrix(*self._coef.shape, self._coef.ravel(), True)
+        return _dense_matrix(self._fitted_coef())
 
     @property
-    def interceptVector(self):
+    def interceptVector(self) -> DenseVector:
+        if self._intercepts is None:
+            raise AttributeError(f"this {type(self).__name__} has no intercepts")
         return DenseVector(self._intercepts)
 
     @property
-    def plattCoefficients(self):
+    def plattCoefficients(self) -> DenseMatrix | None:
         """(problems, 2): Platt's (a, b) per one-vs-rest problem, P = sigmoid(a m + b); None without
         ``probability=True``."""
-        return None if self._platt is None else DenseMatrix(*self._platt.shape, self._platt.ravel(), True)
+        return None if self._platt is None else _dense_matrix(self._platt)
 
     @property
-    def summaries(self):
+    def summaries(self) -> list[Any]:
         """The Newton record of every one-vs-rest problem (``summary`` is the first's)."""
         return list(self._summaries or [])
 
-    def setThreshold(self, value):
+    def setThreshold(self, value: float) -> Self:
         return self._set(threshold=value)
 
     def _margins(self, value):
@@ -117,15 +141,15 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
         phi = self._spec.make().transform(x).numpy()[0]
         return self._coef @ phi + self._intercepts
 
-    def predictRaw(self, value):
+    def predictRaw(self, value: Vector) -> DenseVector:
         m = self._margins(value)
         return DenseVector([-m[0], m[0]] if len(m) == 1 else m)
 
-    def predict(self, value):
+    def predict(self, value: Vector) -> float:
         m = self._margins(value)
         return float(m[0] > self.getThreshold()) if len(m) == 1 else float(np.argmax(m))
 
-    def predictProbability(self, value):
+    def predictProbability(self, value: Vector) -> DenseVector:
         """The probability vector of one feature vector (needs a model fitted with probability=True)."""
         import torch
 
@@ -136,7 +160,7 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
         margins = torch.from_numpy(self._margins(value)[None, :])
         return DenseVector(platt_probability(margins, torch.from_numpy(self._platt)).numpy()[0])
 
-    def evaluate(self, dataset):
+    def evaluate(self, dataset: DataFrame) -> JavaWrapper:
         """pyspark.ml's classification summary of this model on ``dataset`` (``KernelSVCSummary`` or
         ``KernelSVCMulticlassSummary``), computed by MLlib's summary code. Classic sessions."""
         return jvm_classification_summary(self, dataset)
@@ -181,7 +205,7 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
 
     def _data_frame(self, spark):
         def matrix(x):
-            return None if x is None else DenseMatrix(*np.atleast_2d(x).shape, np.ravel(x), True)
+            return None if x is None else _dense_matrix(np.atleast_2d(x))
 
         spec = self._spec
         rff = isinstance(spec, FourierSpec)
@@ -211,7 +235,10 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
             raise ValueError(f"numClasses is {row.numClasses}, expected at least 2")
         problems = 1 if row.numClasses == 2 else row.numClasses
         if row.method == "rff":  # basis: the frequencies, one row per kernel feature
-            shapes = {"basis": ("kernelFeatures", "numFeatures"), "offsets": ("kernelFeatures",)}
+            shapes: dict[str, tuple[int | str, ...]] = {
+                "basis": ("kernelFeatures", "numFeatures"),
+                "offsets": ("kernelFeatures",),
+            }
         else:  # basis: the landmarks
             shapes = {"basis": ("landmarks", "numFeatures"), "projection": ("landmarks", "kernelFeatures")}
         shapes.update(coefficientMatrix=(problems, "kernelFeatures"), interceptVector=(problems,))
@@ -221,6 +248,7 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
 
     @classmethod
     def _from_data(cls, row):
+        spec: FourierSpec | NystroemSpec
         if row.method == "rff":
             spec = FourierSpec(row.kernel, row.basis.toArray().T, row.offsets.toArray())
         else:

@@ -1,5 +1,9 @@
 """KernelSVC's Params (pyspark.ml's shared mixins plus the kernel's) and the resolution of gamma."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 from pyspark.ml.classification import _ClassifierParams
 from pyspark.ml.param import Param, Params, TypeConverters
@@ -142,6 +146,30 @@ class _KernelSVCParams(
         "normalized to sum to 1.",
         typeConverter=TypeConverters.toBoolean,
     )
+
+    if TYPE_CHECKING:  # made by with_getters
+
+        def getKernel(self) -> str: ...
+
+        def getGamma(self) -> str | float: ...
+
+        def getDegree(self) -> int: ...
+
+        def getCoef0(self) -> float: ...
+
+        def getMethod(self) -> str: ...
+
+        def getNumLandmarks(self) -> int: ...
+
+        def getMaxLandmarks(self) -> int: ...
+
+        def getLandmarkTol(self) -> float: ...
+
+        def getLandmarkSelection(self) -> str: ...
+
+        def getLoss(self) -> str: ...
+
+        def getProbability(self) -> bool: ...
 
     def __init__(self, *args):
         super().__init__(*args)

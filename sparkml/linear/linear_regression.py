@@ -25,6 +25,10 @@ the intercept fitted (not closed form) on virtually centered features, L-BFGS-B 
 sigma = 1; ``model.scale`` is sigma (1.0 for squaredError).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 from pyspark import keyword_only
 from pyspark.ml.linalg import DenseVector, Vectors, VectorUDT
@@ -42,6 +46,10 @@ from sparkml.linear.estimator import LinearEstimator, LinearProblem
 from sparkml.linear.normal_equations import solve_normal_equations
 from sparkml.linear.scale_objective import WithScale
 from sparkml.optim.progress import TrainingSummary, logger
+
+if TYPE_CHECKING:
+    from pyspark.ml.linalg import Vector
+    from typing_extensions import Self
 
 MAX_NORMAL_FEATURES = 4096  # MLlib's WeightedLeastSquares.MAX_NUM_FEATURES
 
@@ -66,6 +74,32 @@ class _Params(_LinearRegressionParams, HasTorchTrainingParams):
 )
 class LinearRegression(LinearEstimator, Predictor, _Params):
     """pyspark.ml's LinearRegression (squaredError or huber), trained with PyTorch kernels on the executors."""
+
+    if TYPE_CHECKING:  # made by with_setters
+
+        def setMaxIter(self, value: int) -> Self: ...
+
+        def setRegParam(self, value: float) -> Self: ...
+
+        def setElasticNetParam(self, value: float) -> Self: ...
+
+        def setTol(self, value: float) -> Self: ...
+
+        def setFitIntercept(self, value: bool) -> Self: ...
+
+        def setStandardization(self, value: bool) -> Self: ...
+
+        def setWeightCol(self, value: str) -> Self: ...
+
+        def setSolver(self, value: str) -> Self: ...
+
+        def setAggregationDepth(self, value: int) -> Self: ...
+
+        def setLoss(self, value: str) -> Self: ...
+
+        def setEpsilon(self, value: float) -> Self: ...
+
+        def setMaxBlockSizeInMB(self, value: float) -> Self: ...
 
     @keyword_only
     def __init__(
@@ -95,7 +129,7 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
         topology="ring",
         checkpointDir=None,
         checkpointInterval=10,
-    ):
+    ) -> None:
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -278,15 +312,15 @@ class LinearRegressionModel(
     _java_class = "org.apache.spark.ml.regression.LinearRegressionModel"
     _stock_class = _StockModel
 
-    def __init__(self, coefficients=None, intercept=0.0, scale=1.0):
+    def __init__(self, coefficients=None, intercept=0.0, scale=1.0) -> None:
         super().__init__()
         self._coefficients, self._intercept, self._scale = coefficients, float(intercept), float(scale)
 
     @property
-    def scale(self):
+    def scale(self) -> float:
         return self._scale
 
-    def predict(self, value):
+    def predict(self, value: Vector) -> float:
         return self._margin(value)
 
     def _transform(self, dataset):

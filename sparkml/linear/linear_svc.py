@@ -8,6 +8,10 @@ The hinge loss is not differentiable at the kink, so, as MLlib does, OWL-QN (wit
 its backtracking line search take the steps. Raw prediction [-m, m]; prediction 1 iff m > threshold.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from pyspark import keyword_only
 from pyspark.ml.classification import ClassificationModel, Classifier, _LinearSVCParams
 from pyspark.ml.classification import LinearSVCModel as _StockModel
@@ -21,6 +25,10 @@ from sparkml.base.summary import LinearSVCTrainingSummary, training_summary
 from sparkml.base.validation import binary_labels
 from sparkml.gpu import HingeLoss
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
+
+if TYPE_CHECKING:
+    from pyspark.ml.linalg import Vector
+    from typing_extensions import Self
 
 
 class _Params(_LinearSVCParams, HasTorchTrainingParams):
@@ -40,6 +48,26 @@ class _Params(_LinearSVCParams, HasTorchTrainingParams):
 )
 class LinearSVC(LinearEstimator, Classifier, _Params):
     """pyspark.ml's LinearSVC, trained with PyTorch kernels on the executors."""
+
+    if TYPE_CHECKING:  # made by with_setters
+
+        def setMaxIter(self, value: int) -> Self: ...
+
+        def setRegParam(self, value: float) -> Self: ...
+
+        def setTol(self, value: float) -> Self: ...
+
+        def setFitIntercept(self, value: bool) -> Self: ...
+
+        def setStandardization(self, value: bool) -> Self: ...
+
+        def setThreshold(self, value: float) -> Self: ...
+
+        def setWeightCol(self, value: str) -> Self: ...
+
+        def setAggregationDepth(self, value: int) -> Self: ...
+
+        def setMaxBlockSizeInMB(self, value: float) -> Self: ...
 
     @keyword_only
     def __init__(
@@ -67,7 +95,7 @@ class LinearSVC(LinearEstimator, Classifier, _Params):
         topology="ring",
         checkpointDir=None,
         checkpointInterval=10,
-    ):
+    ) -> None:
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -87,22 +115,22 @@ class LinearSVCModel(
     _java_class = "org.apache.spark.ml.classification.LinearSVCModel"
     _stock_class = _StockModel
 
-    def __init__(self, coefficients=None, intercept=0.0):
+    def __init__(self, coefficients=None, intercept=0.0) -> None:
         super().__init__()
         self._coefficients, self._intercept = coefficients, float(intercept)
 
     @property
-    def numClasses(self):
+    def numClasses(self) -> int:
         return 2
 
-    def setThreshold(self, value):
+    def setThreshold(self, value: float) -> Self:
         return self._set(threshold=value)
 
-    def predictRaw(self, value):
+    def predictRaw(self, value: Vector) -> DenseVector:
         m = self._margin(value)
         return Vectors.dense([-m, m])
 
-    def predict(self, value):
+    def predict(self, value: Vector) -> float:
         return float(self._margin(value) > self.getThreshold())
 
     def _transform(self, dataset):

@@ -16,6 +16,10 @@ start clipped into it, no virtual centering when an intercept bound is finite, a
 model's coefficients and intercepts left as fitted (no centering: it could leave the box).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from pyspark import keyword_only
 from pyspark.ml.classification import LogisticRegressionModel as _StockModel
@@ -39,6 +43,10 @@ from sparkml.base.validation import BOUND_PARAMS, check_bounds_params, classific
 from sparkml.gpu import LogisticLoss, SoftmaxLoss
 from sparkml.linear.bounds import coefficient_bounds
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
+
+if TYPE_CHECKING:
+    from pyspark.ml.linalg import Matrix, Vector
+    from typing_extensions import Self
 
 
 class _Params(_LogisticRegressionParams, HasTorchTrainingParams):
@@ -81,6 +89,36 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
     ``device`` and ``dtype``; ``setInitialModel`` warm-starts from a previous model.
     """
 
+    if TYPE_CHECKING:  # made by with_setters
+
+        def setMaxIter(self, value: int) -> Self: ...
+
+        def setRegParam(self, value: float) -> Self: ...
+
+        def setElasticNetParam(self, value: float) -> Self: ...
+
+        def setTol(self, value: float) -> Self: ...
+
+        def setFitIntercept(self, value: bool) -> Self: ...
+
+        def setStandardization(self, value: bool) -> Self: ...
+
+        def setWeightCol(self, value: str) -> Self: ...
+
+        def setAggregationDepth(self, value: int) -> Self: ...
+
+        def setFamily(self, value: str) -> Self: ...
+
+        def setMaxBlockSizeInMB(self, value: float) -> Self: ...
+
+        def setLowerBoundsOnCoefficients(self, value: Matrix) -> Self: ...
+
+        def setUpperBoundsOnCoefficients(self, value: Matrix) -> Self: ...
+
+        def setLowerBoundsOnIntercepts(self, value: Vector) -> Self: ...
+
+        def setUpperBoundsOnIntercepts(self, value: Vector) -> Self: ...
+
     @keyword_only
     def __init__(
         self,
@@ -115,12 +153,12 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
         topology="ring",
         checkpointDir=None,
         checkpointInterval=10,
-    ):
+    ) -> None:
         super().__init__()
         self.setParams(**self._input_kwargs)
 
     @keyword_only
-    def setParams(self, **kwargs):
+    def setParams(self, **kwargs: Any) -> Self:
         self._set(**kwargs)
         self._checkThresholdConsistency()
         return self
@@ -182,7 +220,7 @@ class LogisticRegressionModel(
     _java_class = "org.apache.spark.ml.classification.LogisticRegressionModel"
     _stock_class = _StockModel
 
-    def __init__(self, coefficientMatrix=None, interceptVector=None, numClasses=2, isMultinomial=False):
+    def __init__(self, coefficientMatrix=None, interceptVector=None, numClasses=2, isMultinomial=False) -> None:
         super().__init__()
         self._coefficientMatrix = coefficientMatrix
         self._interceptVector = interceptVector
@@ -190,41 +228,41 @@ class LogisticRegressionModel(
         self._isMultinomial = isMultinomial
 
     @property
-    def coefficientMatrix(self):
+    def coefficientMatrix(self) -> DenseMatrix:
         return self._coefficientMatrix
 
     @property
-    def interceptVector(self):
+    def interceptVector(self) -> DenseVector:
         return self._interceptVector
 
     @property
-    def coefficients(self):
+    def coefficients(self) -> DenseVector:
         if self._isMultinomial:
             raise ValueError("Multinomial models contain a matrix of coefficients, use coefficientMatrix instead.")
         return DenseVector(self._coefficientMatrix.toArray()[0])
 
     @property
-    def intercept(self):
+    def intercept(self) -> float:
         if self._isMultinomial:
             raise ValueError("Multinomial models contain a vector of intercepts, use interceptVector instead.")
         return float(self._interceptVector[0])
 
     @property
-    def numClasses(self):
+    def numClasses(self) -> int:
         return self._numClasses
 
     @property
-    def numFeatures(self):
+    def numFeatures(self) -> int:
         return self._coefficientMatrix.numCols
 
     def _margins(self, value):
         return self._coefficientMatrix.toArray() @ np.asarray(value.toArray()) + self._interceptVector.toArray()
 
-    def predictRaw(self, value):
+    def predictRaw(self, value: Vector) -> DenseVector:
         m = self._margins(value)
         return Vectors.dense([-m[0], m[0]] if not self._isMultinomial else m)
 
-    def predictProbability(self, value):
+    def predictProbability(self, value: Vector) -> DenseVector:
         m = self._margins(value)
         if not self._isMultinomial:
             p = 1.0 / (1.0 + np.exp(-m[0]))
@@ -232,7 +270,7 @@ class LogisticRegressionModel(
         e = np.exp(m - m.max())
         return Vectors.dense(e / e.sum())
 
-    def predict(self, value):
+    def predict(self, value: Vector) -> float:
         if not self._isMultinomial:
             return float(self._margins(value)[0] > self._raw_threshold())
         p = self.predictProbability(value).toArray()

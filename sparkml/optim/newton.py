@@ -34,12 +34,28 @@ A better preconditioner when the features' second moment has a known shape
 (``preconditioner=(V, s)``): ``optim.preconditioner``.
 """
 
+from __future__ import annotations
+
 import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from sparkml.optim.preconditioner import check_shape, precondition
 from sparkml.optim.progress import Iteration, Progress, TrainingSummary, logger
+
+if TYPE_CHECKING:
+    from sparkml.gpu.loss_protocol import BlockLoss
+    from sparkml.optim.checkpoint import Checkpoint
+
+# evaluate(theta, idx, kind): the sums of a pass (``newton``'s docstring)
+Evaluate = Callable[[np.ndarray, list[int], str], Sequence[np.ndarray]]
+# make_problems(idx): the ``sparkml.gpu`` problem set (``OneVsRestProblems``, ``PlattProblems``) of the problems idx
+MakeProblems = Callable[[list[int]], "BlockLoss"]
+# on_round(rounds, export, done): ``newton``'s docstring; export() returns the state a checkpoint keeps
+OnRound = Callable[[int, Callable[[], dict[str, Any]], bool], None]
 
 _ARMIJO = 1e-4
 _RIDGE = 1e-10
@@ -50,6 +66,10 @@ SOLVERS = ("cholesky", "cg")
 
 class _Problems:
     """The driver's state: theta, J, g, and H (cholesky) or its diagonal (cg), for every problem."""
+
+    g0_norm: np.ndarray | None  # ||g_j|| at the first accepted point (the CG forcing terms' reference)
+    history: list[list[float]]
+    ends: list[list[float]]
 
     def __init__(self, theta0, reg, weight_sum, fit_intercept, solver, preconditioner=None):
         self.theta = np.array(theta0, dtype=np.float64, ndmin=2)
@@ -140,7 +160,9 @@ class _Problems:
         z = self._precondition(r, running)
         d, rz = z.copy(), np.sum(r * z, axis=1)
         g_norm = np.linalg.norm(g, axis=1)
-        eta = np.minimum(0.1, np.sqrt(g_norm / np.maximum(self.g0_norm[running], 1e-300)))
+        g0_norm = self.g0_norm
+        assert g0_norm is not None  # set by the first accept(), before any direction
+        eta = np.minimum(0.1, np.sqrt(g_norm / np.maximum(g0_norm[running], 1e-300)))
         live, self.cg_passes = list(range(len(running))), 0
         while self.cg_passes < _CG_MAX_ITER:
             live = [i for i in live if np.linalg.norm(r[i]) > eta[i] * g_norm[i]]
@@ -171,21 +193,21 @@ def _solve(h, g):
 
 
 def newton(
-    evaluate,
-    theta0,
+    evaluate: Evaluate,
+    theta0: ArrayLike,
     *,
-    reg,
-    weight_sum,
-    fit_intercept,
-    max_iter,
-    tol,
-    names,
-    solver="cholesky",
-    preconditioner=None,
-    progress=None,
-    resume=None,
-    on_round=None,
-):
+    reg: float,
+    weight_sum: float,
+    fit_intercept: bool,
+    max_iter: int,
+    tol: float,
+    names: Sequence[str],
+    solver: str = "cholesky",
+    preconditioner: tuple[np.ndarray | None, np.ndarray] | None = None,
+    progress: Progress | None = None,
+    resume: dict[str, Any] | None = None,
+    on_round: OnRound | None = None,
+) -> tuple[np.ndarray, list[TrainingSummary]]:
     """Minimize every J_j from ``theta0`` ((k, p) float64); returns (theta (k, p), [TrainingSummary] * k).
 
     ``evaluate(theta, idx, kind)``: sums over all rows for the problems ``idx`` at ``theta``
@@ -234,7 +256,8 @@ def newton(
         full = evaluate(candidates, running, state.kind)
         f_new = dict(zip(running, state.value(full[0], candidates)))
 
-        halved = {}  # problem -> (theta, its sums) at its latest halved step
+        # problem -> (theta, its sums) at its latest halved step
+        halved: dict[int, tuple[np.ndarray, tuple[np.ndarray, ...]]] = {}
         while bad := [
             j for j in running if steps[j] > _MIN_STEP and f_new[j] > state.f[j] + _ARMIJO * steps[j] * slopes[j]
         ]:
@@ -297,8 +320,14 @@ def newton(
 
 
 def newton_warm_started(
-    evaluate_for, make_problems, theta0, warm_start=None, progress=None, checkpoint=None, **options
-):
+    evaluate_for: Callable[[MakeProblems], Evaluate],
+    make_problems: MakeProblems,
+    theta0: np.ndarray,
+    warm_start: tuple[MakeProblems, int] | None = None,
+    progress: Progress | None = None,
+    checkpoint: Checkpoint | None = None,
+    **options: Any,
+) -> tuple[np.ndarray, list[TrainingSummary]]:
     """``newton`` over ``evaluate_for(make_problems)``; with ``warm_start=(make_first, rounds)``
     first at most ``rounds`` rounds over ``evaluate_for(make_first)`` from ``theta0`` (another loss
     of the same rows), whose end is the start (its summaries are dropped). ``evaluate_for`` turns a
