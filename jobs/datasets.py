@@ -4,6 +4,8 @@
 DataFrame with a dense `features` VectorUDT column and a double `label`, so demos need no download.
 """
 
+import hashlib
+
 import numpy as np
 
 from sparkml.jobs.config import ConfigError
@@ -13,8 +15,6 @@ GENERATED_FEATURES_COL = "features"
 
 def window_seed(window):
     """A seed derived from a window id (stable across processes, unlike hash())."""
-    import hashlib
-
     return int.from_bytes(hashlib.sha256(str(window).encode()).digest()[:8], "little")
 
 
@@ -51,6 +51,7 @@ def generate(spark, kind, rows, features, classes=3, seed=0, window=None):
     """`generate_arrays` as a Spark DataFrame (features: VectorUDT, label: double), via Arrow."""
     import pyarrow as pa
     from pyspark.ml.functions import array_to_vector
+    from pyspark.sql import functions as F
 
     from sparkml.compat import from_arrow
 
@@ -62,7 +63,7 @@ def generate(spark, kind, rows, features, classes=3, seed=0, window=None):
         }
     )
     df = from_arrow(spark, table)
-    return df.withColumn(GENERATED_FEATURES_COL, array_to_vector(GENERATED_FEATURES_COL))
+    return df.withColumn(GENERATED_FEATURES_COL, array_to_vector(F.col(GENERATED_FEATURES_COL)))
 
 
 def read(spark, path, fmt, options=None, key="data.train"):
@@ -180,3 +181,15 @@ def split(df, holdout_fraction, seed):
     """Random (train, holdout) split, reproducible for a given seed and input partitioning."""
     train, holdout = df.randomSplit([1.0 - holdout_fraction, holdout_fraction], seed=seed)
     return train, holdout
+
+
+def fingerprint(df):
+    """sha256 of a DataFrame's schema, row count and the sum of its rows' 64-bit hashes (Spark's
+    xxhash64 over every column): the same rows in any order and partitioning give the same value."""
+    from pyspark.sql import functions as F
+
+    row = df.select(
+        F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64(*df.columns).cast("decimal(38,0)")).alias("h")
+    ).first()
+    text = f"{df.schema.simpleString()}|{row['n']}|{row['h']}"
+    return hashlib.sha256(text.encode()).hexdigest()

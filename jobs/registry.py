@@ -8,7 +8,7 @@ A registered model ``<name>`` holds one version per retraining run that was not 
 | tag | value |
 | --- | --- |
 | ``sparkml.window`` | the window id the version was trained on |
-| ``sparkml.data_fingerprint`` | sha256 of the window's rows (`retrain.fingerprint`) |
+| ``sparkml.data_fingerprint`` | sha256 of the window's rows (`datasets.fingerprint`) |
 | ``sparkml.config_sha256`` | hash of the resolved config (`tracking.config_hash`) |
 | ``sparkml.estimator`` | the estimator class, e.g. ``sparkml.classification.LogisticRegression`` |
 | ``sparkml.metric.<name>`` | the candidate's holdout metrics; ``sparkml.champion_metric.<name>`` the champion's |

@@ -24,7 +24,6 @@ registry write; 1 for anything else (traceback).
 """
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -35,13 +34,9 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/retrain.py) fr
     if os.path.isfile(os.path.join(_checkout, "sparkml", "__init__.py")):
         sys.path.insert(0, _checkout)
 
-from sparkml import fault_injection
-from sparkml.jobs import config, datasets, gate, outputs, registry, session, tracking, train
+from sparkml.jobs import config, datasets, decision, gate, outputs, registry, session, tracking, train
 
 DEFAULT_CONFIG = os.path.join(config.examples_dir(), "retrain_demo.yaml")
-# Test-only fault hook (off unless set): after registering its version, the run writes
-# "<path>.registered" and waits for <path> to exist before it moves the alias. Tests use it to hold
-# two runs at the promotion step at once, or to kill a run between registering and promoting.
 
 
 def parse_args(argv=None):
@@ -77,18 +72,6 @@ def load_config(path, overrides, dry_run=False):
     return cfg
 
 
-def fingerprint(df):
-    """sha256 of a DataFrame's schema, row count and the sum of its rows' 64-bit hashes (Spark's
-    xxhash64 over every column): the same rows in any order and partitioning give the same value."""
-    from pyspark.sql import functions as F
-
-    row = df.select(
-        F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64(*df.columns).cast("decimal(38,0)")).alias("h")
-    ).first()
-    text = f"{df.schema.simpleString()}|{row['n']}|{row['h']}"
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def report_task(model, task):
     """'binary', 'multiclass' or 'regression' (what `jobs.report` plots)."""
     if task == "regression":
@@ -112,6 +95,7 @@ class Retrain:
         self.registry = registry.Registry(
             self.client, self.name, reg["alias"], reg["lock_timeout_s"], reg["pending_timeout_s"]
         )
+        self.promotion = decision.Promotion(self.registry, self.name, self.window, cfg["gate"]["dry_run"])
         self.lines = []  # what the run says, besides its final line
 
     def open_registry(self):
@@ -134,11 +118,11 @@ class Retrain:
         data = self.cfg["data"]
         session.ship_packages(self.spark)
         window_df, test, features_col = datasets.load(self.spark, data, self.window)
-        fp = fingerprint(window_df)
+        fp = datasets.fingerprint(window_df)
         config_sha = tracking.config_hash(self.cfg)
         earlier = self.registry.find(self.window, fp, config_sha)
         if earlier is not None and not self.cfg["gate"]["dry_run"]:
-            return self._already_done(earlier)
+            return self.promotion.already_done(earlier, self.lines)
         if test is None:
             train_df, test = datasets.split(window_df, data["holdout_fraction"], data["seed"])
         else:
@@ -156,28 +140,6 @@ class Retrain:
             return self._train_and_decide(tracked, train_df, test, features_col, fp, config_sha, rows, t0)
 
     # -- steps -------------------------------------------------------------------------------------
-    def _already_done(self, version):
-        t = version.tags
-        decision, reason = t.get(registry.DECISION, "?"), t.get(registry.REASON, "")
-        if decision == registry.PENDING:
-            line = (
-                f"{self.name} window {self.window}: version {version.version} with the same data and config "
-                f"is being decided by another run ({t.get(registry.OWNER)}); nothing to do"
-            )
-        else:
-            line = (
-                f"{self.name} window {self.window}: already registered as version {version.version} with the "
-                f"same data and config: {decision} ({reason}); nothing to do"
-            )
-        return {
-            "outcome": "unchanged",
-            "line": line,
-            "version": str(version.version),
-            "decision": decision,
-            "reason": reason,
-            "lines": self.lines,
-        }
-
     def _champion(self, spark):
         from sparkml.jobs import models
 
@@ -263,15 +225,22 @@ class Retrain:
             "seconds": {"read": t_read - t0, "fit": t_fit - t_read, "evaluate": time.perf_counter() - t_fit},
         }
         tracked.log_training(estimator, self.cfg, summary)
-        tracked.client.log_batch(tracked.run_id, metrics=_champion_metrics(champ_metrics))
+        tracked.client.log_batch(tracked.run_id, metrics=decision.champion_metrics(champ_metrics))
         out = self.cfg["output"]
         store = outputs.store_for(out["dir"], self.spark)
         staging = outputs.Staging(store, out["dir"])
         try:
             model.save(staging.path("model"))
             tracked.log_outputs(self.cfg, {}, tracking.local_path(staging.dir))
-            outcome, reason, version = self._decide(
-                tracked, passed, results, champ_ver, metrics, champ_metrics, fp, config_sha, estimator
+            cls = type(estimator)
+            tags = {
+                registry.WINDOW: self.window,
+                registry.FINGERPRINT: fp,
+                registry.CONFIG: config_sha,
+                "sparkml.estimator": f"{cls.__module__}.{cls.__qualname__}",
+            }
+            outcome, reason, version = self.promotion.decide(
+                tracked, passed, results, champ_ver, metrics, champ_metrics, tags
             )
             doc = {
                 "title": f"{self.name}, window {self.window}",
@@ -315,81 +284,12 @@ class Retrain:
         finally:
             staging.cleanup()
         doc["report"] = store.join(out["dir"], self.window, folder, "report.md")
-        doc["line"] = self._line(outcome, reason, version, champ_ver, results)
+        doc["line"] = self.promotion.line(outcome, reason, version, champ_ver, results)
         doc["outcome"], doc["lines"] = outcome, self.lines
         return doc
 
-    def _decide(self, tracked, passed, results, champ_ver, metrics, champ_metrics, fp, config_sha, estimator):
-        """Register (unless dry run) and move the alias if the gate passed: (outcome, reason, version)."""
-        failed = gate.failures(results)
-        if passed:
-            reason = (
-                f"passed the gate against champion version {champ_ver}"
-                if champ_ver
-                else "passed the gate's thresholds (no champion yet)"
-            )
-        else:
-            reason = "; ".join(failed)
-        if self.cfg["gate"]["dry_run"]:
-            tracked.client.set_tag(tracked.run_id, registry.DECISION, "dry_run")
-            return "dry_run", ("would be promoted: " if passed else "would not be promoted: ") + reason, None
-        cls = type(estimator)
-        tags = {
-            registry.WINDOW: self.window,
-            registry.FINGERPRINT: fp,
-            registry.CONFIG: config_sha,
-            "sparkml.estimator": f"{cls.__module__}.{cls.__qualname__}",
-            registry.GATE: "passed" if passed else "failed",
-            registry.GATE_CHAMPION: champ_ver or "",
-            registry.REASON: reason,
-        }
-        tags.update({f"sparkml.metric.{k}": f"{v:.6g}" for k, v in metrics.items()})
-        tags.update({f"sparkml.champion_metric.{k}": f"{v:.6g}" for k, v in (champ_metrics or {}).items()})
-        version = str(self.registry.register(tracked.run_id, tags).version)
-        fault_injection.pause("retrain-registered")
-        if not passed:
-            outcome = "rejected"
-        else:
-            try:
-                self.registry.promote(version, champ_ver)
-                outcome = "promoted"
-            except registry.LostRace as e:
-                outcome = "lost"
-                reason = (
-                    f"lost the promotion race: the {e} while this run's gate ran; version {version} "
-                    f"passed its gate against version {champ_ver or 'none'} but is not promoted"
-                )
-        self.registry.decide(version, outcome, reason)
-        tracked.client.set_tag(tracked.run_id, registry.DECISION, outcome)
-        tracked.client.set_tag(tracked.run_id, "sparkml.model_version", version)
-        return outcome, reason, version
 
-    def _line(self, outcome, reason, version, champ_ver, results):
-        head = f"{self.name} window {self.window}"
-        values = "; ".join(f"{r['metric']} {_fmt(r['candidate'])} vs champion {_fmt(r['champion'])}" for r in results)
-        if outcome == "promoted":
-            was = f"was version {champ_ver}" if champ_ver else "first champion"
-            return f"{head}: promoted version {version} to {self.registry.alias} ({was}); {values}"
-        if outcome == "rejected":
-            stays = f"{self.registry.alias} stays version {champ_ver}" if champ_ver else f"no {self.registry.alias} yet"
-            return f"{head}: not promoted: version {version} is registered, {stays}: {reason}"
-        if outcome == "lost":
-            return f"{head}: {reason}"
-        return f"{head} (dry run, nothing registered): {reason}; {values}"
-
-
-def _fmt(v):
-    return "-" if v is None else f"{v:.4f}"
-
-
-def _champion_metrics(metrics):
-    from mlflow.entities import Metric
-
-    now = int(time.time() * 1000)
-    return [Metric(f"champion_{k}", float(v), now, 0) for k, v in (metrics or {}).items()]
-
-
-def main(argv=None, spark=None):
+def main(argv=None, spark=None) -> int:
     """Command-line entry point; returns the exit code (0 whatever the decision, 2 config/data error)."""
     args = parse_args(argv)
     try:

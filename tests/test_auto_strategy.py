@@ -88,7 +88,7 @@ def test_auto_strategy_falls_back_to_sync_where_a_barrier_stage_cannot_run(spark
 def lost_executor(monkeypatch):
     """Every allreduce stage of the test raises ExecutorLost, as run_barrier_stage does when blocks are gone;
     yields the number of stages it stopped."""
-    from sparkml.strategies import allreduce
+    from sparkml.strategies import stage
 
     stopped = []
 
@@ -96,7 +96,7 @@ def lost_executor(monkeypatch):
         stopped.append(1)
         raise ExecutorLost("strategy='allreduce': an executor was lost with the training blocks its tasks held")
 
-    monkeypatch.setattr(allreduce, "run_barrier_stage", lose)
+    monkeypatch.setattr(stage, "run_barrier_stage", lose)
     return stopped
 
 

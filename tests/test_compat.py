@@ -97,7 +97,7 @@ def test_without_pyspark_the_code_a_task_runs_imports_and_runs_under_a_stand_in_
     out = _python(
         """
         import sparkml.batch_scoring, sparkml.data.convert, sparkml.optim.newton
-        import sparkml.strategies.allreduce, sparkml.strategies.gossip, sparkml.strategies.ssp
+        import sparkml.strategies.composed, sparkml.strategies.gossip, sparkml.strategies.ssp
         from sparkml import task_context
         from sparkml.strategies.partition_sums import set_torch_threads
         import torch

@@ -15,11 +15,6 @@ from sparkml.base.params import HasTorchTrainingParams
 from sparkml.data.training_data import TrainingData
 from sparkml.gpu import SquaredLoss
 from sparkml.linear.objective import LinearObjective
-from sparkml.strategies.allreduce import AllReduceStrategy
-from sparkml.strategies.averaging import AveragingStrategy
-from sparkml.strategies.sync import SyncStrategy
-
-STRATEGY_CLASSES = {"sync": SyncStrategy, "allreduce": AllReduceStrategy, "averaging": AveragingStrategy}
 
 
 class _DummyParams(HasMaxIter, HasTol, HasFitIntercept, HasWeightCol, HasAggregationDepth, HasTorchTrainingParams):
@@ -57,7 +52,7 @@ class DummyLeastSquares(TorchEstimator, Predictor, _DummyParams):
     def _train(self, data, last_pass):
         s = data.summary
         strategy = self._make_strategy(data, SquaredLoss(fit_intercept=True))
-        self.strategies.append(type(strategy))
+        self.strategies.append((strategy.name, strategy.row.transport, strategy.row.solver))
         if self.fail_in_train:
             raise RuntimeError("training failed")
         objective = LinearObjective(
@@ -125,7 +120,8 @@ def test_one_conversion_the_named_strategy_and_a_callback_per_iteration(data, pr
     events = []
     model = est._add_iteration_callback(events.append).fit(df)
     assert prepares == {"prepare": 1, "release": 1}
-    assert est.strategies == [STRATEGY_CLASSES[strategy]]
+    pairs = {"sync": ("sync", "jobs", "quasi-newton"), "averaging": ("averaging", "jobs", "dane")}
+    assert est.strategies == [pairs[strategy]]
     np.testing.assert_allclose(model.theta, exact, rtol=0, atol=1e-6)
     summary = model.summary
     assert [e.iteration for e in events] == list(range(1, summary.totalIterations + 1))
@@ -140,7 +136,7 @@ def test_allreduce_reaches_the_same_model(data, prepares):
     df, exact = data
     est = DummyLeastSquares(strategy="allreduce", dtype="float64", maxIter=50)
     model = est.fit(df)
-    assert est.strategies == [AllReduceStrategy] and prepares == {"prepare": 1, "release": 1}
+    assert est.strategies == [("allreduce", "barrier", "quasi-newton")] and prepares == {"prepare": 1, "release": 1}
     np.testing.assert_allclose(model.theta, exact, rtol=0, atol=1e-6)
 
 

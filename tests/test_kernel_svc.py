@@ -112,7 +112,7 @@ def test_preconditioned_newton_cg_in_the_barrier_stage_solves_the_cholesky_probl
         dtype="float64",
     )
     models = {s: KernelSVC(strategy=s, **params).fit(train) for s in ("sync", "allreduce")}
-    assert models["allreduce"].numKernelFeatures + 1 > _CHOLESKY_MAX_FEATURES["allreduce"]  # CG, not Cholesky
+    assert models["allreduce"].numKernelFeatures + 1 > _CHOLESKY_MAX_FEATURES["barrier"]  # CG, not Cholesky
     objective = {s: m.summary.objectiveHistory[-1] for s, m in models.items()}
     assert objective["allreduce"] == pytest.approx(objective["sync"], rel=1e-9)
     raw = {

@@ -22,7 +22,11 @@ JSON under ``path/metadata``, the class recorded by its public name, e.g.
 one saves and loads back with it.
 """
 
+from __future__ import annotations
+
 import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark import keyword_only
 from pyspark.ml.util import DefaultParamsReadable, MLWritable
@@ -39,18 +43,37 @@ from sparkml.optim.progress import Progress
 
 logger = logging.getLogger("sparkml")
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
-class TorchEstimator(DefaultParamsReadable, MLWritable):
+    from pyspark.ml.param import ParamMap
+    from pyspark.ml.param.shared import HasFeaturesCol, HasLabelCol
+    from pyspark.sql import DataFrame
+    from typing_extensions import Self
+
+    from sparkml.base.params import HasTrainingParams
+
+    class _WritableParams(MLWritable, HasLabelCol, HasFeaturesCol, HasTrainingParams):
+        """``MLWritable`` and the Params of every estimator that mixes in ``TorchEstimator``."""
+
+else:
+    # the Params come from the estimator's other bases (``TorchEstimator``'s docstring)
+    _WritableParams = MLWritable
+
+
+class TorchEstimator(DefaultParamsReadable, _WritableParams):
     """``_fit`` and ``fitMultiple`` of an estimator trained on ``TrainingData`` (module docstring).
 
     Mixed in before pyspark's ``Estimator`` subclass, with ``base.params.HasTorchTrainingParams``.
     """
 
-    _compute_dtype = "float64"  # the linear models compute in float64 over float32 storage
-    _param_rules = ()  # (Param, accepted, why not) beyond base.validation.COMMON_RULES
+    _compute_dtype: ClassVar[str | None] = "float64"  # the linear models compute in float64 over float32 storage
+    # (Param, accepted, why not) beyond base.validation.COMMON_RULES
+    _param_rules: ClassVar[tuple[tuple[str, Callable[[Any], bool], str], ...]] = ()
+    _input_kwargs: dict[str, Any]  # the keyword arguments of a ``keyword_only`` method's call
 
     @keyword_only
-    def setParams(self, **kwargs):
+    def setParams(self, **kwargs: Any) -> Self:
         """Sets the named Params (keyword arguments only, as pyspark.ml's ``setParams``)."""
         return self._set(**kwargs)
 
@@ -89,11 +112,11 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
         strategy may delete them as it finishes."""
         raise NotImplementedError
 
-    def write(self):
+    def write(self) -> EstimatorWriter:
         return EstimatorWriter(self, public_class_name(type(self)))
 
     @classmethod
-    def read(cls):
+    def read(cls) -> EstimatorReader:
         return EstimatorReader(cls)
 
     def _fitted(self, model, summaries, dataset):
@@ -120,8 +143,9 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
 
     def _conversion(self, dataset, strategy=None):
         """``TrainingData.prepare``'s arguments for this estimator's Params and ``strategy`` (default: the
-        one ``_strategy_name`` picks): at most how many blocks (``strategies.block_partitions``), and
-        whether a barrier stage reads the handles."""
+        one ``_strategy_name`` picks, the one decision of the fit): at most how many blocks
+        (``strategies.block_partitions``), whether a barrier stage reads the handles, and the strategy itself,
+        which the converted data carries to ``_make_strategy``."""
         from sparkml.strategies import block_partitions, table
 
         strategy = strategy or self._strategy_name(dataset.sparkSession)
@@ -133,16 +157,15 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
             "compute_dtype": self._compute_dtype,
             "max_partitions": block_partitions(strategy, dataset.sparkSession, self.getNumWorkers()),
             "barrier": table.get(strategy).barrier,
+            "strategy": strategy,
         }
 
     def _make_strategy(self, data, loss):
-        """The strategy over ``data`` for the ``sparkml.gpu`` loss ``loss``: the ``strategy`` Param's, or for
-        ``auto`` the one ``data`` was converted for (``_conversion``)."""
+        """The strategy over ``data`` for the ``sparkml.gpu`` loss ``loss``: the one ``data`` was converted for
+        (``_conversion``)."""
         from sparkml.strategies import StrategyOptions, make_strategy
 
-        name = self.getStrategy()
-        if name == "auto":
-            name = "allreduce" if data.barrier else "sync"
+        name = data.strategy
         settings = {
             "device": "device",
             "aggregation_depth": "aggregationDepth",
@@ -217,7 +240,7 @@ class TorchEstimator(DefaultParamsReadable, MLWritable):
             )
             return fit(self._conversion(dataset, "sync"))
 
-    def fitMultiple(self, dataset, paramMaps):
+    def fitMultiple(self, dataset: DataFrame, paramMaps: Sequence[ParamMap]) -> SharedConversionFits:
         """A thread-safe iterator of (index, model), one per param map, as pyspark's; the maps that
         convert the data alike share one conversion (``base.fit_multiple``)."""
         return SharedConversionFits(self, dataset, paramMaps)

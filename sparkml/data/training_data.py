@@ -63,6 +63,7 @@ class TrainingData:
         self.released = False
         self.source = None  # the DataFrame the blocks were converted from (``prepare``)
         self.barrier = False  # converted for a barrier stage (``prepare(barrier=True)``)
+        self.strategy = None  # the strategy the fit converted for (``prepare(strategy=...)``)
         self.nbytes = 0  # of the blocks on the executors (``prepare``)
 
     @classmethod
@@ -76,6 +77,7 @@ class TrainingData:
         compute_dtype=None,
         max_partitions=None,
         barrier=False,
+        strategy=None,
     ):
         """Convert ``df`` into blocks stored in ``dtype``, read by passes computing in ``compute_dtype``
         (default ``dtype``; float64 over float32 storage is exact arithmetic on the stored values).
@@ -84,6 +86,7 @@ class TrainingData:
         partitions. One block per task slot converts in one wave of tasks instead of several.
         ``barrier``: a barrier stage will run over the handles (``barrier_handles``). In a classic
         session they are then also a local checkpoint, made by the conversion job itself.
+        ``strategy``: the strategy the fit decided on (``TorchEstimator._conversion``), recorded for the fit.
         """
         weight_col = weight_col or None
         check_schema(df, features_col, label_col, weight_col)
@@ -107,7 +110,7 @@ class TrainingData:
         if barrier and not is_connect(spark):
             handles.localCheckpoint()  # written by the collect below, beside the cached copy
         data = cls(handles, dataset_id, None, sparse, dtype, spark, compute_dtype)
-        data.source, data.barrier = source, barrier
+        data.source, data.barrier, data.strategy = source, barrier, strategy
         try:
             rows = handles.collect()
         except Exception as e:
@@ -200,7 +203,7 @@ class TrainingData:
         else:
             handles = self.handles.mapPartitions(lambda it: run([(r[0], r[1]) for r in it])).cache()
         derived = TrainingData(handles, target, self.summary, False, dtype, self.spark)
-        derived.barrier = self.barrier
+        derived.barrier, derived.strategy = self.barrier, self.strategy
         try:
             rows = handles.collect()
         except Exception:

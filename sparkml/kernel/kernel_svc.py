@@ -43,6 +43,10 @@ very well the probabilities are somewhat overconfident. Multi-class: the K sigmo
 sum to one; ``prediction`` stays the argmax of the decision values.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 from pyspark import keyword_only
 from pyspark.ml.classification import Classifier
@@ -57,6 +61,9 @@ from sparkml.kernel.model import KernelSVCModel
 from sparkml.kernel.params import _KernelSVCParams, resolve_gamma
 from sparkml.strategies import table as strategy_table
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 # loss="hinge": the hinge smoothed over |1 - t| <= this (sparkml.gpu.SmoothedHingeLoss: at most this / 4 above the
 # hinge per row), solved from this many Newton rounds of the squared hinge (its minimizer's
 # neighbourhood, where the smoothed hinge's band is populated)
@@ -64,8 +71,8 @@ _HINGE_WIDTH, _HINGE_WARM_START_ROUNDS = 0.1, 2
 _PLATT_MAX_ITER, _PLATT_TOL = 100, 1e-14
 # Up to this many features a Newton round forms H (n_active p^2 flops, one pass); beyond, truncated
 # Newton-CG (2 n p flops per CG pass, about 40 passes per round) is cheaper. Inside a barrier stage a
-# pass is an all-reduce (milliseconds); with sync it is a Spark job (a tenth of a second), hence two limits.
-_CHOLESKY_MAX_FEATURES = {"allreduce": 257, "sync": 1025}
+# pass is an all-reduce (milliseconds); on the jobs transport a Spark job (a tenth of a second): two limits.
+_CHOLESKY_MAX_FEATURES = {"barrier": 257, "jobs": 1025}  # by transport
 
 
 @with_setters(
@@ -109,6 +116,46 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
 
     _compute_dtype = None  # computes in ``dtype``: its features are derived in it
 
+    if TYPE_CHECKING:  # made by with_setters
+
+        def setMaxIter(self, value: int) -> Self: ...
+
+        def setTol(self, value: float) -> Self: ...
+
+        def setRegParam(self, value: float) -> Self: ...
+
+        def setFitIntercept(self, value: bool) -> Self: ...
+
+        def setWeightCol(self, value: str) -> Self: ...
+
+        def setThreshold(self, value: float) -> Self: ...
+
+        def setSeed(self, value: int) -> Self: ...
+
+        def setAggregationDepth(self, value: int) -> Self: ...
+
+        def setKernel(self, value: str) -> Self: ...
+
+        def setGamma(self, value: str | float) -> Self: ...
+
+        def setDegree(self, value: int) -> Self: ...
+
+        def setCoef0(self, value: float) -> Self: ...
+
+        def setMethod(self, value: str) -> Self: ...
+
+        def setNumLandmarks(self, value: int) -> Self: ...
+
+        def setMaxLandmarks(self, value: int) -> Self: ...
+
+        def setLandmarkTol(self, value: float) -> Self: ...
+
+        def setLandmarkSelection(self, value: str) -> Self: ...
+
+        def setLoss(self, value: str) -> Self: ...
+
+        def setProbability(self, value: bool) -> Self: ...
+
     @keyword_only
     def __init__(
         self,
@@ -143,7 +190,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         numWorkers=0,
         checkpointDir=None,
         checkpointInterval=10,
-    ):
+    ) -> None:
         super().__init__()
         self._set(**self._input_kwargs)
 
@@ -200,7 +247,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         fit_intercept = self.getFitIntercept()
         names = ["KernelSVC"] if num_classes == 2 else [f"KernelSVC class {int(c)}" for c in classes]
         p = m + fit_intercept
-        solver = _newton_solver(p, strategy.name)
+        solver = _newton_solver(p, strategy.row.transport)
 
         def problems(binary):
             return lambda idx: OneVsRestProblems(binary, [classes[j] for j in idx])
@@ -251,8 +298,8 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         return ab
 
 
-def _newton_solver(p, strategy):
-    return "cholesky" if p <= _CHOLESKY_MAX_FEATURES[strategy] else "cg"
+def _newton_solver(p, transport):
+    return "cholesky" if p <= _CHOLESKY_MAX_FEATURES[transport] else "cg"
 
 
 def _problem_classes(num_classes):

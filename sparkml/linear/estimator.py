@@ -13,7 +13,10 @@
 ``LinearRegression`` reuses it for its ``l-bfgs`` solver and adds the normal equations.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,6 +48,16 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
     Subclasses implement ``_problem(summary) -> LinearProblem`` (checking the labels) and
     ``_model(beta, b, problem)`` -> the unfitted-Params model; they may override ``_solve``.
     """
+
+    if TYPE_CHECKING:  # pyspark.ml's shared Params, which every linear model has
+
+        def getFitIntercept(self) -> bool: ...
+
+        def getStandardization(self) -> bool: ...
+
+        def getMaxIter(self) -> int: ...
+
+        def getTol(self) -> float: ...
 
     def _problem(self, summary):
         raise NotImplementedError

@@ -36,6 +36,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .convergence import BreezeConvergence
 from .result import OptimResult
@@ -66,7 +67,13 @@ def projected_gradient(x, g, lower, upper):
 
 
 def minimize_bounded(
-    fun_grad: Callable, x0, bounds, *, max_iter: int = 100, tol: float = 1e-6, callback: Callable | None = None
+    fun_grad: Callable,
+    x0,
+    bounds: tuple[ArrayLike, ArrayLike],
+    *,
+    max_iter: int = 100,
+    tol: float = 1e-6,
+    callback: Callable | None = None,
 ) -> OptimResult:
     """Minimize ``fun_grad``'s function over the box ``bounds = (lower, upper)`` from ``x0`` (clipped
     into the box first) by scipy's L-BFGS-B with Breeze's stopping rules (module docstring).
@@ -81,7 +88,8 @@ def minimize_bounded(
     x0 = np.clip(x0, lower, upper)
     if not tol >= 0:
         raise ValueError("tol must be >= 0")
-    evaluated = {}  # x bytes -> (f, g): scipy's callback gets x only, each point is one distributed pass
+    # x bytes -> (f, g): scipy's callback gets x only, each point is one distributed pass
+    evaluated: dict[bytes, tuple[float, np.ndarray]] = {}
     calls = [0]
 
     def evaluate(x):
@@ -145,3 +153,10 @@ def minimize_bounded(
         message = state["why"]
         x, f, converged = state["x"], state["f"], message != "max iterations reached"
     return OptimResult(x.copy(), f, state["n"], history, converged, message, calls[0])
+
+
+def require_smooth(name, objective, owlqn, bounds):
+    """ValueError unless a box ``bounds`` (None: no box) comes with a smooth objective: L-BFGS-B takes no L1
+    term (and OWL-QN no box). ``name`` leads the message."""
+    if bounds is not None and (owlqn or objective.l1_weights() is not None):
+        raise ValueError(f"{name}: bound constraints need a smooth objective (no L1 term, no OWL-QN)")

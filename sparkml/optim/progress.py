@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparkml.optim import minimize_lbfgs
-from sparkml.optim.bounded import minimize_bounded
+from sparkml.optim.bounded import minimize_bounded, require_smooth
 
 logger = logging.getLogger("sparkml")
 
@@ -102,9 +102,8 @@ def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False, bounds
         progress(Iteration(name, "iteration", iteration, f, x, now - last[0], f"{measure} {grad_norm:.3e}"))
         last[0] = now
 
+    require_smooth(name, objective, owlqn, bounds)
     if bounds is not None:
-        if owlqn or objective.l1_weights() is not None:
-            raise ValueError(f"{name}: bound constraints need a smooth objective (no L1 term, no OWL-QN)")
         if checkpoint is not None:
             raise ValueError(f"{name}: bound-constrained fits (L-BFGS-B) write no checkpoints: unset checkpointDir")
         result = minimize_bounded(objective.fun_grad, theta0, bounds, max_iter=max_iter, tol=tol, callback=on_iteration)

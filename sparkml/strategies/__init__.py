@@ -2,7 +2,8 @@
 
 * ``auto`` (the default): ``allreduce`` where Spark can run it, else ``sync`` (``auto_strategy``).
 * every other value is one row of ``strategies.table`` (a transport crossed with a solver), built by
-  ``make_strategy``.
+  ``make_strategy``: the transports are ``strategies.jobs`` and ``strategies.stage``, the solvers plain
+  functions of their communicator (``strategies.solvers``).
 """
 
 from sparkml.session_kind import conf_value, is_connect, task_slots
@@ -59,6 +60,9 @@ def block_partitions(name, spark, num_workers=0):
 
 
 def make_strategy(name, data, loss, options):
-    """The strategy object of row ``name`` over ``data`` for the ``sparkml.gpu`` loss ``loss`` (None:
-    KernelSVC's Newton problems), built with ``options`` (a ``StrategyOptions``)."""
-    return table.get(name).load()(data, loss, options)
+    """The strategy of row ``name`` over ``data`` for the ``sparkml.gpu`` loss ``loss`` (None: KernelSVC's
+    Newton problems), built with ``options`` (a ``StrategyOptions``): its transport running its solver
+    (``strategies.composed``)."""
+    from sparkml.strategies.composed import ComposedStrategy
+
+    return ComposedStrategy(table.get(name), data, loss, options)

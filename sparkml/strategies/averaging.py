@@ -1,14 +1,16 @@
-"""The ``averaging`` strategy: model averaging with DANE's gradient correction, per-round Spark jobs.
+"""The ``dane`` solver (strategies ``averaging`` and ``allreduce-averaging``): model averaging with DANE's
+gradient correction, one sum of the local solutions per round.
 
-Round r broadcasts theta_r and the gradient g_r of the smooth global objective f at theta_r (one
-``sync`` pass, which also gives the objective history). Every partition p, from theta_r, runs
-``localIter`` iterations of the same L-BFGS / OWL-QN on its own objective, corrected so that its
-gradient at theta_r is the global one (Shamir, Srebro & Zhang 2014, "DANE"):
+Round r sends theta_r and the gradient g_r of the smooth global objective f at theta_r (one exact
+pass, which also gives the objective history) to the workers: the partitions (``averaging``, a Spark job
+per round) or the barrier tasks (``allreduce-averaging``, each over all the blocks it holds). Every worker p,
+from theta_r, runs ``localIter`` iterations of the same L-BFGS / OWL-QN on its own objective, corrected so
+that its gradient at theta_r is the global one (Shamir, Srebro & Zhang 2014, "DANE"):
 
     f_p(theta) = sum_{i in p} w_i l_i(theta) / (W_p * label_scale^2) + the same penalty
                  + (g_r - grad f_p(theta_r)) . theta
 
-and the driver averages the local solutions weighted by the partitions' weight sums W_p:
+and the local solutions are averaged, weighted by the workers' weight sums W_p:
 
     theta_{r+1} = sum_p W_p theta_p / sum_p W_p.
 
@@ -24,6 +26,7 @@ convex). The optimum stays a fixed point: at it the corrected local problem has 
 hence the global KKT conditions, and it is convex.
 """
 
+import functools
 import time
 
 import numpy as np
@@ -31,8 +34,7 @@ import numpy as np
 from sparkml.optim import minimize_lbfgs
 from sparkml.optim.bounded import minimize_bounded
 from sparkml.optim.progress import Iteration, Progress, TrainingSummary
-from sparkml.strategies.partition_sums import PartitionSums
-from sparkml.strategies.sync import SyncStrategy
+from sparkml.strategies.exact import distributed
 
 
 class _Corrected:
@@ -63,13 +65,33 @@ def local_solve(sums, objective, theta, global_grad, local_iter, method, bounds=
     return w_p * res.x, w_p
 
 
-def _round_task(rows, dataset_id, loss, device, dtype, objective, bc, local_iter, method, bounds):
-    theta, global_grad = (np.asarray(a) for a in bc.value)
-    out = local_solve(
-        PartitionSums(rows, dataset_id, loss, device, dtype), objective, theta, global_grad, local_iter, method, bounds
+def _local_round(objective, local_iter, method, bounds, sums, theta, global_grad):
+    """A worker's share of a round: ``local_solve`` over its rows from ``theta`` (``strategies.jobs``'s and
+    ``BarrierTask``'s ``sum_of`` call it with the round's values)."""
+    return local_solve(sums, objective, theta, global_grad, local_iter, method, bounds)
+
+
+def dane(comm, objective, theta0, *, options, max_iter, tol, name, owlqn, bounds, progress, checkpoint):
+    """The rounds of the module docstring over the communicator ``comm`` -> (theta, TrainingSummary): each
+    round's weighted local solutions summed over the workers (the partitions on ``jobs``, the barrier tasks on
+    ``barrier``), the global objective and gradient an exact sum."""
+    method = "owlqn" if owlqn else "auto"
+    share = functools.partial(_local_round, objective.with_data_sum(None), int(options.local_iter), method, bounds)
+
+    def average_round(theta, global_grad):
+        weighted, w_sum = comm.sum_of(share, [theta.shape, ()], theta, global_grad)
+        return clip(weighted / w_sum, bounds)
+
+    return run_rounds(
+        distributed(objective, comm),
+        average_round,
+        theta0,
+        max_iter=max_iter,
+        tol=tol,
+        name=name,
+        progress=progress,
+        checkpoint=checkpoint,
     )
-    if out is not None:
-        yield out
 
 
 def run_rounds(
@@ -125,62 +147,6 @@ def run_rounds(
     if resume is not None:
         message += f" (resumed from the checkpoint of round {resume['iteration']})"
     return theta, TrainingSummary(history, rounds, converged, message, time.perf_counter() - start, ends)
-
-
-class AveragingStrategy(SyncStrategy):
-    """Iterative parameter mixing over the ``sync`` transport (one Spark job per round)."""
-
-    name = "averaging"
-
-    corrected = True  # DANE's correction (module docstring); False: plain iterative parameter mixing
-
-    def __init__(self, data, loss, options):
-        super().__init__(data, loss, options)
-        self.local_iter = int(options.local_iter)
-
-    def _round(self, objective, theta, global_grad, method, bounds=None):
-        theta_bc = self.transport.share((np.ascontiguousarray(theta, dtype=np.float64), global_grad))
-        dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.compute_dtype
-        task_objective, local_iter = objective.with_data_sum(None), self.local_iter
-        try:
-            total = self.transport.sum(
-                lambda rows: _round_task(
-                    rows, dataset_id, loss, device, dtype, task_objective, theta_bc, local_iter, method, bounds
-                )
-            )
-        finally:
-            theta_bc.unpersist(blocking=False)
-        weighted, w_sum = total
-        return clip(weighted / w_sum, bounds)
-
-    def minimize(
-        self,
-        objective,
-        theta0,
-        *,
-        max_iter,
-        tol,
-        name,
-        owlqn=False,
-        last_pass=False,
-        progress=None,
-        bounds=None,
-        checkpoint=None,
-    ):
-        method = "owlqn" if owlqn else "auto"
-        if bounds is not None and (owlqn or objective.l1_weights() is not None):
-            raise ValueError(f"strategy {self.name!r}: bound constraints need a smooth objective (no L1 term)")
-        return run_rounds(
-            objective.with_data_sum(self.loss_gradient),
-            lambda theta, grad: self._round(objective, theta, grad, method, bounds),
-            theta0,
-            max_iter=max_iter,
-            tol=tol,
-            name=name,
-            corrected=self.corrected,
-            progress=progress,
-            checkpoint=checkpoint,
-        )
 
 
 def clip(theta, bounds):

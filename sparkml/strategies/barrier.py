@@ -27,6 +27,7 @@ from sparkml.data import block_store
 from sparkml.data.convert import STATS_SCHEMA
 from sparkml.strategies import rendezvous
 from sparkml.strategies.partition_sums import PartitionSums
+from sparkml.strategies.transport import split
 
 logger = logging.getLogger("sparkml")
 _TIMEOUT = timedelta(minutes=30)  # a collective (one evaluation) may take this long
@@ -55,10 +56,10 @@ def assign_blocks(blocks, task_stores):
     key of each rank. Deterministic, so every rank computes the same assignment (and, when some
     blocks are where no task runs, raises the same error before any rank waits on a collective).
     """
-    tasks = {}
+    tasks: dict[str, list[int]] = {}
     for rank, store in enumerate(task_stores):
         tasks.setdefault(store, []).append(rank)
-    mine = [[] for _ in task_stores]
+    mine: list[list[tuple[int, int]]] = [[] for _ in task_stores]
     load = [0] * len(task_stores)
     for partition, rows, store in sorted(blocks, key=lambda b: (-b[1], b[0])):
         ranks = tasks.get(store)
@@ -95,7 +96,8 @@ def _rendezvous(ctx, rank, world, driver_store, secret):
     # one, so each attempt's keys live under the count of tasks that arrived before it. (Spark does
     # not tell Python tasks their stage attempt; an executor lost before its task arrived here would
     # shift the count, and the retry then fails at this rendezvous after _RENDEZVOUS_TIMEOUT.)
-    store = rendezvous.tcp_store(*driver_store, world, _RENDEZVOUS_TIMEOUT)
+    host, port = driver_store
+    store = rendezvous.tcp_store(host, port, world, _RENDEZVOUS_TIMEOUT)
     arrived = rendezvous.sealed(store, secret).add("arrivals", 1)
     return rendezvous.sealed(store, secret, f"epoch-{(arrived - 1) // world}")
 
@@ -195,7 +197,9 @@ class _Sending:
 
 class BarrierTask:
     """One rank of the running barrier stage (module docstring): ``rank``, ``world``, ``sums`` over
-    this rank's blocks and ``group`` to add the ranks' sums with."""
+    this rank's blocks and ``group`` to add the ranks' sums with; the communicator a solver sums through
+    (``sum``, ``sum_of``: ``strategies.solvers.Communicator``), and ``group``'s messages for the solvers
+    that talk to single ranks (``ssp``, ``gossip``)."""
 
     def __init__(self, blocks, dataset_id, loss, device, dtype, meeting, last_pass):
         self.blocks, self.dataset_id, self.loss, self.device, self.dtype = blocks, dataset_id, loss, device, dtype
@@ -210,6 +214,16 @@ class BarrierTask:
         self.sums = PartitionSums(self.mine, self.dataset_id, self.loss, self.device, self.dtype)
         self.group = _ProcessGroup(self.sums.device, self.rank, self.world, store)
         return self
+
+    def sum_of(self, fn, shapes, *values):
+        """The sum over the ranks of ``fn(sums, *values)`` (a tuple of floats / arrays, or None to add nothing;
+        nothing either on a rank without rows), as one tuple of ``shapes``: every rank receives the same bits."""
+        part = fn(self.sums, *values) if self.sums else None
+        return split(self.group.add(part, sum(int(np.prod(s)) for s in shapes)), shapes)
+
+    def sum(self, kind, coef, shapes, loss=None):
+        """The sums of one pass of ``PartitionSums.<kind>`` at ``coef`` over every rank's rows, shaped ``shapes``."""
+        return self.sum_of(lambda sums, c: getattr(sums, kind)(c, loss), shapes, coef)
 
     def __exit__(self, exc_type, exc, tb):
         self.group.close()

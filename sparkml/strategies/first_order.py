@@ -1,4 +1,4 @@
-"""What the first-order strategies (``ssp``, ``gossip``) share: the split objective, its proximal step and
+"""What the first-order solvers (``ssp``'s ``piag``, ``gossip``) share: the split objective, its proximal step and
 a step size from the data's curvature.
 
 Both minimize MLlib's objective (``linear.objective``) F = f + R over the m ranks of one barrier stage,
@@ -21,8 +21,6 @@ method then ends in a neighbourhood of the optimum, not at it.
 import numpy as np
 
 from sparkml.gpu import SquaredLoss
-from sparkml.optim.progress import Progress
-from sparkml.strategies.allreduce import AllReduceStrategy
 from sparkml.strategies.averaging import clip, l1_penalty
 
 GRAM_LIMIT = 2048  # above this many coefficients per output, the Gram's eigenvalue comes from passes
@@ -101,36 +99,3 @@ def local_lipschitz(objective, sums, world, loss):
     eigenvalue = power_iteration(lambda v: scaled.fun_grad(v)[1] - penalty.fun_grad(v)[1] - base, objective.size)
     l2 = power_iteration(lambda v: penalty.fun_grad(v)[1] - penalty0, objective.size)
     return (loss.curvature or 1.0) * eigenvalue + l2
-
-
-class FirstOrderStrategy(AllReduceStrategy):
-    """A first-order strategy's fit: one barrier stage whose tasks run ``self._body(objective, theta0, options,
-    progress)`` (``ssp``, ``gossip``)."""
-
-    def _body(self, objective, theta0, options, progress):
-        raise NotImplementedError
-
-    def minimize(
-        self,
-        objective,
-        theta0,
-        *,
-        max_iter,
-        tol,
-        name,
-        owlqn=False,
-        last_pass=False,
-        progress=None,
-        bounds=None,
-        checkpoint=None,
-    ):
-        """``owlqn`` is moot (R takes its proximal step); ``checkpoint`` is refused by the estimator."""
-        progress = progress or Progress()
-        body = self._body(
-            objective.with_data_sum(None),
-            np.asarray(theta0, dtype=np.float64),
-            dict(max_iter=max_iter, tol=tol, name=name, bounds=bounds),
-            progress,
-        )
-        theta, (summary,) = self._run_stage(body, last_pass, progress)
-        return theta, summary

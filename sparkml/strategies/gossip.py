@@ -1,4 +1,5 @@
-"""The ``gossip`` strategy: decentralized proximal gradient descent with gradient tracking, in one barrier stage.
+"""The ``gossip`` solver (strategy ``gossip``): decentralized proximal gradient descent with gradient tracking,
+in one barrier stage.
 
 No rank holds the model and nothing is reduced over all ranks while it iterates: each rank i keeps its own
 iterate x_i and a tracker y_i of the average gradient, and exchanges them with its neighbours on a graph
@@ -33,7 +34,6 @@ import numpy as np
 
 from sparkml.optim.progress import Iteration, Progress, TrainingSummary
 from sparkml.strategies.first_order import (
-    FirstOrderStrategy,
     composite_value,
     local_lipschitz,
     local_objective,
@@ -133,45 +133,28 @@ def gossip_descent(
     return x, TrainingSummary(history, iterations, converged, message, time.perf_counter() - start, ends)
 
 
-def gossip_body(objective, theta0, options, topology, progress):
-    """The barrier task's body (``strategies.allreduce``'s stage): the step from the ranks' Lipschitz
-    constants (one all-reduce of their maximum), then ``gossip_descent`` over the neighbours' P2P exchange."""
-
-    def body(task):
-        rank, world = task.rank, task.world
-        task.group.point_to_point()
-        local = local_objective(objective, task.sums, world)
-        lipschitz = task.group.maximum(local_lipschitz(objective, task.sums, world, task.loss))
-        peers = neighbours(topology, rank, world)
-        x, summary = gossip_descent(
-            local.fun_grad,
-            proximal_operator(objective, options["bounds"]),
-            lambda f, x: composite_value(objective, f, x),
-            theta0,
-            lambda vector: task.group.exchange(vector, peers),
-            mixing_weights(topology, rank, world),
-            rank=rank,
-            world=world,
-            lag=diameter(topology, world),
-            step=1.0 / max(lipschitz, 1e-300),
-            max_iter=options["max_iter"],
-            tol=options["tol"],
-            name=options["name"],
-            progress=progress if rank == 0 else Progress(),
-        )
-        return x, [summary]
-
-    return body
-
-
-class GossipStrategy(FirstOrderStrategy):
-    """``gossip_descent`` on every task of one barrier stage (module docstring)."""
-
-    name = "gossip"
-
-    def __init__(self, data, loss, options):
-        super().__init__(data, loss, options)
-        self.topology = options.topology
-
-    def _body(self, objective, theta0, options, progress):
-        return gossip_body(objective, theta0, options, self.topology, progress)
+def gossip(task, objective, theta0, *, options, max_iter, tol, name, owlqn, bounds, progress, checkpoint):
+    """The solver on one barrier task (``task``: its ``BarrierTask``): the step from the ranks' Lipschitz
+    constants (one all-reduce of their maximum), then ``gossip_descent`` over the neighbours' P2P exchange
+    on ``options.topology``. ``owlqn`` is moot; ``checkpoint`` is refused by the estimator."""
+    rank, world = task.rank, task.world
+    task.group.point_to_point()
+    local = local_objective(objective, task.sums, world)
+    lipschitz = task.group.maximum(local_lipschitz(objective, task.sums, world, task.loss))
+    peers = neighbours(options.topology, rank, world)
+    return gossip_descent(
+        local.fun_grad,
+        proximal_operator(objective, bounds),
+        lambda f, x: composite_value(objective, f, x),
+        theta0,
+        lambda vector: task.group.exchange(vector, peers),
+        mixing_weights(options.topology, rank, world),
+        rank=rank,
+        world=world,
+        lag=diameter(options.topology, world),
+        step=1.0 / max(lipschitz, 1e-300),
+        max_iter=max_iter,
+        tol=tol,
+        name=name,
+        progress=progress,
+    )

@@ -1,26 +1,44 @@
-"""The ``sync`` strategy: broadcast -> mapPartitions -> treeAggregate, one Spark job per evaluation.
+"""The ``jobs`` transport: a Spark job per evaluation, the solver on the driver.
 
-Each evaluation broadcasts the coefficients (original feature space, the ``sparkml.gpu`` loss layout);
-every partition opens its resident block (``block_store``) and returns the weighted SUMS of its
-loss and gradient (or its Hessian block) computed by the ``sparkml.gpu`` loss on the requested device;
-``treeAggregate`` adds the parts (in a Spark Connect session: ``transport``). The driver divides by the total
-weight and adds regularization (``sparkml.linear.objective``). Lost tasks are recomputed by Spark; the sums do
-not depend on which executor or worker computes them.
+Each evaluation ships its values to the partitions (a broadcast; in a Spark Connect session the task
+closure: ``transport``); every partition opens its resident block (``block_store``) and returns the
+weighted SUMS of its loss and gradient (or its Hessian block) computed by the ``sparkml.gpu`` loss on the
+requested device, or whatever else the solver asks of it (``SparkJobs.sum_of``); ``treeAggregate`` adds the
+parts. The driver divides by the total weight and adds regularization (``sparkml.linear.objective``). Lost
+tasks are recomputed by Spark; the sums do not depend on which executor or worker computes them.
+
+``SparkJobs`` is both the transport (``run``: the solver runs here, on the driver) and the communicator the
+solver sums through (``strategies.solvers.Communicator``).
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from sparkml.optim.newton import newton_warm_started
-from sparkml.optim.progress import run_optimizer
 from sparkml.strategies.partition_sums import PartitionSums
 from sparkml.strategies.transport import Transport
 
 
-def _partition_sums(rows, dataset_id, loss, coef_bc, device, dtype, kind):
+def _each_partition(rows, dataset_id, loss, device, dtype, fn, shared):
+    """A partition's share: ``fn(sums, *values)`` over its resident block (nothing without rows)."""
     sums = PartitionSums(rows, dataset_id, loss, device, dtype)
     if sums:
-        out = getattr(sums, kind)(np.asarray(coef_bc.value))
-        yield out[:2] + (_pack_symmetric(out[2]),) if kind == "loss_gradient_hessian" else out
+        part = fn(sums, *(np.asarray(v.value) if v.value is not None else None for v in shared))
+        if part is not None:
+            yield part
+
+
+def _loss_sums(kind, loss):
+    """The share function of one pass of ``PartitionSums.<kind>``; Hessians travel packed (``_pack_symmetric``)."""
+
+    def share(sums, coef):
+        out = getattr(sums, kind)(coef, loss)
+        return out[:2] + (_pack_symmetric(out[2]),) if kind == "loss_gradient_hessian" else out
+
+    return share
 
 
 def _pack_symmetric(h):
@@ -38,84 +56,41 @@ def _unpack_symmetric(packed, p):
     return h
 
 
-class SyncStrategy:
-    """Distributed sums of a ``sparkml.gpu`` loss over ``TrainingData``, one Spark job per call."""
+class SparkJobs:
+    """Distributed sums over a ``TrainingData``'s partitions, one Spark job per call; the solver runs on the
+    driver (module docstring)."""
 
-    name = "sync"
+    name = "jobs"
+    rank, world = 0, 1  # the driver is the one process the solver runs in
 
     def __init__(self, data, loss, options):
         self.data, self.loss, self.device = data, loss, options.device
         self.transport = Transport(data, options.aggregation_depth)
-        self.evaluations = 0
 
-    def _run(self, coef, kind, loss=None):
-        coef_bc = self.transport.share(np.ascontiguousarray(coef, dtype=np.float64))
-        dataset_id, device, dtype = self.data.dataset_id, self.device, self.data.compute_dtype
-        loss = loss or self.loss
+    def run(self, solve: Callable[..., Any], *, last_pass: bool, progress, checkpoint) -> Any:
+        """``solve(communicator, progress, checkpoint)`` on the driver, this object the communicator.
+        ``last_pass`` matters only to the barrier transport (``TrainingData.release`` deletes the blocks)."""
+        return solve(self, progress, checkpoint)
+
+    def sum_of(self, fn: Callable[..., Any], shapes: Sequence[tuple] | None, *values) -> tuple:
+        """The element-wise sum over the partitions of ``fn(sums, *values)`` (``sums``: the partition's
+        ``PartitionSums``; ``fn`` returns a tuple of floats / arrays, or None to add nothing). ``values``
+        travel as broadcasts; ``shapes`` (the tuple's) is what a barrier stage needs, not used here."""
+        shared = [self.transport.share(None if v is None else np.ascontiguousarray(v, np.float64)) for v in values]
+        dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.compute_dtype
         try:
-            total = self.transport.sum(
-                lambda rows: _partition_sums(rows, dataset_id, loss, coef_bc, device, dtype, kind)
-            )
+            total = self.transport.sum(lambda rows: _each_partition(rows, dataset_id, loss, device, dtype, fn, shared))
         finally:
-            coef_bc.unpersist(blocking=False)
-        self.evaluations += 1
+            for s in shared:
+                s.unpersist(blocking=False)
         if total is None:
             raise RuntimeError("no partition returned a result: the training blocks are missing")
         return total
 
-    def loss_gradient(self, coef):
-        """(sum_i w_i l_i, sum_i w_i dl_i/dcoef) at ``coef`` (float64 ndarray in the loss's layout)."""
-        return self._run(coef, "loss_gradient")
-
-    def loss_gradient_hessian(self, coef):
-        """The sums above plus the Hessian block sum_i w_i h_i x~_i x~_i^T (one pass)."""
-        return self._hessian_sums(coef)
-
-    def _hessian_sums(self, coef, loss=None):
-        f, g, packed = self._run(coef, "loss_gradient_hessian", loss)
-        return f, g, _unpack_symmetric(packed, np.shape(g)[-1])
-
-    def newton(self, make_problems, theta0, *, last_pass=False, progress=None, **options):
-        """``optim.newton.newton`` over the problems ``make_problems(idx)`` (a ``sparkml.gpu.problems``
-        loss for the problem indices idx), one Spark job per pass; ``warm_start`` as
-        ``optim.newton.newton_warm_started``."""
-
-        def evaluate_for(problems):
-            def evaluate(theta, idx, kind):
-                if kind == "loss_gradient_hessian":
-                    return self._hessian_sums(theta, problems(idx))
-                return self._run(theta, kind, problems(idx))
-
-            return evaluate
-
-        return newton_warm_started(evaluate_for, make_problems, theta0, progress=progress, **options)
-
-    def minimize(
-        self,
-        objective,
-        theta0,
-        *,
-        max_iter,
-        tol,
-        name,
-        owlqn=False,
-        last_pass=False,
-        progress=None,
-        bounds=None,
-        checkpoint=None,
-    ):
-        """Driver-side L-BFGS / OWL-QN over ``objective`` (whose data sum is ``self.loss_gradient``), or
-        L-BFGS-B over the box ``bounds = (lower, upper)`` (arrays over theta, or None), each iteration
-        reported to ``progress``, its state saved to and resumed from ``checkpoint`` (``optim.checkpoint``)
-        on the driver. ``last_pass`` (no later pass reads the blocks) matters only to ``allreduce``."""
-        return run_optimizer(
-            objective,
-            theta0,
-            max_iter=max_iter,
-            tol=tol,
-            name=name,
-            owlqn=owlqn,
-            bounds=bounds,
-            progress=progress,
-            checkpoint=checkpoint,
-        )
+    def sum(self, kind: str, coef, shapes: Sequence[tuple] | None = None, loss=None) -> tuple:
+        """The sums of one pass of ``PartitionSums.<kind>`` (e.g. ``loss_gradient``: (sum_i w_i l_i,
+        sum_i w_i dl_i/dcoef)) at ``coef`` over all rows, for ``loss`` (default: the fit's)."""
+        total = self.sum_of(_loss_sums(kind, loss or self.loss), shapes, coef)
+        if kind == "loss_gradient_hessian":
+            return total[0], total[1], _unpack_symmetric(total[2], np.shape(total[1])[-1])
+        return total

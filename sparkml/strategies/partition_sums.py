@@ -1,12 +1,25 @@
-"""Executor side shared by the strategies: weighted sums of a ``sparkml.gpu`` loss over resident blocks."""
+"""Executor side shared by the strategies: weighted sums of a ``sparkml.gpu`` loss over resident blocks.
+
+The losses are typed by ``sparkml.gpu.loss_protocol``: a linear model's ``Loss``, or KernelSVC's problem sets
+(``BlockLoss``; ``NewtonCGProblems`` for the Newton-CG passes).
+"""
+
+from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sparkml import fault_injection, task_context
 from sparkml.data import block_store
+
+if TYPE_CHECKING:
+    from sparkml.gpu.loss_protocol import BlockLoss, Loss, NewtonCGProblems
+
+Sums = tuple[Any, ...]  # float64 ndarrays (a float where the sum is a scalar), one per returned quantity
 
 _THREADS_SET = False
 
@@ -25,7 +38,7 @@ class PartitionSums:
     """The loss sums over the blocks named by ``handles`` (rows whose [0] is the partition id and
     [1] its row count), opened once from the block store on ``device``."""
 
-    def __init__(self, handles, dataset_id, loss, device, dtype):
+    def __init__(self, handles, dataset_id: str, loss: BlockLoss | None, device, dtype) -> None:
         import torch
 
         from sparkml.gpu import resolve_device, resolve_dtype
@@ -39,8 +52,8 @@ class PartitionSums:
         self.device = resolve_device(device)
         dt = resolve_dtype(dtype)
         self.parts = [block_store.open_partition(dataset_id, row[0], self.device, dt) for row in handles if row[1] > 0]
-        self._hessp_cache = None
-        self._hessp_parts = None  # self.parts as the products read them (_stack_factored), made once
+        self._hessp_cache: tuple[tuple[str, bytes], list[Callable]] | None = None
+        self._hessp_parts: list | None = None  # self.parts as the products read them (_stack_factored), made once
 
     def __bool__(self):
         return bool(self.parts)
@@ -48,28 +61,28 @@ class PartitionSums:
     def _coef(self, coef):
         return self.torch.from_numpy(np.ascontiguousarray(coef, dtype=np.float64)).to(self.device)
 
-    def loss_gradient(self, coef, loss=None):
+    def loss_gradient(self, coef: np.ndarray, loss: BlockLoss | None = None) -> Sums | None:
         """(sum_i w_i l_i, sum_i w_i dl_i/dcoef) as float64 (a float when the loss sum is a scalar), or
         None without rows. ``loss``: instead of this object's (a ``sparkml.gpu.problems`` subset, say)."""
         return self._sums(coef, loss or self.loss, "loss_gradient")
 
-    def loss_gradient_hessian(self, coef, loss=None):
+    def loss_gradient_hessian(self, coef: np.ndarray, loss: BlockLoss | None = None) -> Sums | None:
         """The sums above plus the Hessian block sum_i w_i h_i x~_i x~_i^T."""
         return self._sums(coef, loss or self.loss, "loss_gradient_hessian")
 
-    def loss_gradient_diagonal(self, coef, loss=None):
+    def loss_gradient_diagonal(self, coef: np.ndarray, loss: NewtonCGProblems | None = None) -> Sums | None:
         """(loss, gradient, Hessian diagonal) sums of a ``sparkml.gpu.problems`` loss."""
         return self._sums(coef, loss or self.loss, "loss_gradient_diagonal")
 
-    def loss_gradient_curvature(self, coef, loss=None):
+    def loss_gradient_curvature(self, coef: np.ndarray, loss: NewtonCGProblems | None = None) -> Sums | None:
         """(loss, gradient, sum_i w_i l''_i per problem) sums of a ``sparkml.gpu.problems`` loss."""
         return self._sums(coef, loss or self.loss, "loss_gradient_curvature")
 
-    def hessp(self, coef_and_v, loss=None):
+    def hessp(self, coef_and_v: np.ndarray, loss: Loss | NewtonCGProblems | None = None) -> Sums | None:
         """Hessian-vector product sums at coef_and_v[0] times coef_and_v[1] (one array: one broadcast)."""
         return self._sums(coef_and_v, loss or self.loss, "hessp")
 
-    def _hessp_operators(self, coef, loss):
+    def _hessp_operators(self, coef, loss: Loss | NewtonCGProblems):
         """Per block, v -> H v at ``coef`` (``hessp_operator``), kept while the passes ask for the same
         coef and loss (a Newton round's CG iterations): the active rows are found and copied once."""
         key = (repr(loss), coef.cpu().numpy().tobytes())
@@ -81,7 +94,7 @@ class PartitionSums:
             self._hessp_cache = (key, [loss.hessp_operator(coef, p.block, p.y, p.w) for p in self._hessp_parts])
         return self._hessp_cache[1]
 
-    def _part_sums(self, c, loss, kind):
+    def _part_sums(self, c, loss: Any, kind: str):
         """One tuple of tensors per block."""
         if kind == "hessp":
             return [(op(c[1]),) for op in self._hessp_operators(c[0], loss)]
@@ -93,7 +106,7 @@ class PartitionSums:
             ]
         return [getattr(loss, kind)(c, p.block, p.y, p.w) for p in self.parts]
 
-    def _sums(self, coef, loss, kind):
+    def _sums(self, coef, loss, kind: str) -> Sums | None:
         start, total = time.perf_counter(), None
         for part in self._part_sums(self._coef(coef), loss, kind):
             part = tuple(_numpy(t) for t in part)

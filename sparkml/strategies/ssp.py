@@ -1,4 +1,4 @@
-"""The ``ssp`` strategy: a parameter server with bounded staleness, in one barrier stage.
+"""The ``piag`` solver (strategy ``ssp``): a parameter server with bounded staleness, in one barrier stage.
 
 Rank 0 holds the model (the server, a thread beside its own worker); every rank is a worker that
 pulls the model, computes the gradient of its f_i (``strategies.first_order``) there and pushes it,
@@ -39,7 +39,6 @@ import numpy as np
 
 from sparkml.optim.progress import Iteration, Progress, TrainingSummary
 from sparkml.strategies.first_order import (
-    FirstOrderStrategy,
     composite_value,
     local_lipschitz,
     local_objective,
@@ -58,7 +57,8 @@ class ParameterServer:
         self.world, self.step_cap, self.prox, self.value = world, H / max(lipschitz, 1e-300), prox, value
         self.staleness, self.max_iter, self.tol, self.name = staleness, max_iter, tol, name
         self.progress = progress or Progress()
-        self.grads, self.versions = [None] * world, [0] * world
+        self.grads: list[np.ndarray | None] = [None] * world
+        self.versions = [0] * world
         self.losses, self.clocks = [0.0] * world, [0] * world
         self.waiting, self.stopped = set(), set()
         self.steps, self.version = [], 0
@@ -89,11 +89,15 @@ class ParameterServer:
     def finished(self):
         return len(self.stopped) == self.world
 
+    def _aggregate(self):
+        """(1/m) sum_j g_j over every worker's latest gradient (all pushed once: the steps start after)."""
+        return np.mean([g for g in self.grads if g is not None], axis=0)
+
     def _step(self):
         tau = self.version - min(self.versions)
         gamma = max(0.0, self.step_cap - sum(self.steps[len(self.steps) - tau :]))  # tau = 0: an empty window
         if gamma > 0:
-            self.theta = self.prox(self.theta - gamma * np.mean(self.grads, axis=0), gamma)
+            self.theta = self.prox(self.theta - gamma * self._aggregate(), gamma)
         self.steps.append(gamma)
         self.version += 1
 
@@ -103,7 +107,7 @@ class ParameterServer:
             return
         self.rounds += 1
         # the change a full step would make (the steps themselves can be 0 while a delay window is spent)
-        full = self.prox(self.theta - self.step_cap * np.mean(self.grads, axis=0), self.step_cap)
+        full = self.prox(self.theta - self.step_cap * self._aggregate(), self.step_cap)
         change = np.linalg.norm(full - self.theta) / max(np.linalg.norm(self.theta), 1.0)
         self.history.append(self.value(float(np.mean(self.losses)), self.theta))
         self.ends.append(time.perf_counter() - self.start)
@@ -155,54 +159,53 @@ def serve(server, inbox, send):
             send(j, np.concatenate([[stop, version], theta]))
 
 
-def ssp_body(objective, theta0, options, staleness, progress):
-    """The barrier task's body: the Lipschitz constant (one all-reduce), then rank 0 serves and every rank
-    works, over point-to-point messages (``_ProcessGroup.send`` / ``recv``)."""
+def piag(task, objective, theta0, *, options, max_iter, tol, name, owlqn, bounds, progress, checkpoint):
+    """The solver on one barrier task (``task``: its ``BarrierTask``): the Lipschitz constant (one all-reduce),
+    then rank 0 serves and every rank works, over point-to-point messages (``_ProcessGroup.send`` / ``recv``).
+    Rank 0 returns (theta, TrainingSummary). ``owlqn`` is moot (R takes its proximal step); ``checkpoint`` is
+    refused by the estimator (the server's state lives in the tasks)."""
+    rank, world, group = task.rank, task.world, task.group
+    group.point_to_point()
+    local = local_objective(objective, task.sums, world)
+    lipschitz = group.add((local_lipschitz(objective, task.sums, world, task.loss),), 1)[0] / world
+    size = theta0.size
+    if rank != 0:
+        reply = np.zeros(size + 2)
+        worker_loop(local.fun_grad, theta0, lambda message: group.send_recv(message, 0, reply))
+        group.send(np.concatenate([[-1.0], np.zeros(size + 2)]), 0)  # goodbye: rank 0 stops listening
+        return theta0, None
+    server = ParameterServer(
+        theta0,
+        world,
+        lipschitz,
+        proximal_operator(objective, bounds),
+        lambda f, x: composite_value(objective, f, x),
+        staleness=int(options.staleness),
+        max_iter=max_iter,
+        tol=tol,
+        name=name,
+        progress=progress,
+    )
+    inbox: queue.Queue = queue.Queue()
+    mine: queue.Queue = queue.Queue()
 
-    def body(task):
-        rank, world, group = task.rank, task.world, task.group
-        group.point_to_point()
-        local = local_objective(objective, task.sums, world)
-        lipschitz = group.add((local_lipschitz(objective, task.sums, world, task.loss),), 1)[0] / world
-        size = theta0.size
-        if rank != 0:
-            reply = np.zeros(size + 2)
-            worker_loop(local.fun_grad, theta0, lambda message: group.send_recv(message, 0, reply))
-            group.send(np.concatenate([[-1.0], np.zeros(size + 2)]), 0)  # goodbye: rank 0 stops listening
-            return theta0, []
-        server = ParameterServer(
-            theta0,
-            world,
-            lipschitz,
-            proximal_operator(objective, options["bounds"]),
-            lambda f, x: composite_value(objective, f, x),
-            staleness=staleness,
-            max_iter=options["max_iter"],
-            tol=options["tol"],
-            name=options["name"],
-            progress=progress,
-        )
-        inbox, mine = queue.Queue(), queue.Queue()
-        own = lambda message: (inbox.put((0, message)), mine.get())[1]  # noqa: E731  (rank 0's push and pull)
-        threads = [
-            threading.Thread(
-                target=_guarded, args=(inbox, lambda: _listen(inbox, group, world, size + 3)), daemon=True
-            ),
-            threading.Thread(
-                target=_guarded, args=(inbox, lambda: worker_loop(local.fun_grad, theta0, own)), daemon=True
-            ),
-        ]
-        for t in threads:
-            t.start()
-        pending = []
-        serve(server, inbox, lambda j, reply: mine.put(reply) if j == 0 else pending.append(group.isend(reply, j)))
-        for work in pending:
-            work.wait()
-        for t in threads:
-            t.join()
-        return server.theta, [server.summary()]
+    def own(message):  # rank 0's worker pushes to and pulls from its own server
+        inbox.put((0, message))
+        return mine.get()
 
-    return body
+    threads = [
+        threading.Thread(target=_guarded, args=(inbox, lambda: _listen(inbox, group, world, size + 3)), daemon=True),
+        threading.Thread(target=_guarded, args=(inbox, lambda: worker_loop(local.fun_grad, theta0, own)), daemon=True),
+    ]
+    for t in threads:
+        t.start()
+    pending = []
+    serve(server, inbox, lambda j, reply: mine.put(reply) if j == 0 else pending.append(group.isend(reply, j)))
+    for work in pending:
+        work.wait()
+    for t in threads:
+        t.join()
+    return server.theta, server.summary()
 
 
 def _listen(inbox, group, world, size):
@@ -221,16 +224,3 @@ def _guarded(inbox, fn):
         fn()
     except BaseException as e:
         inbox.put((None, e))
-
-
-class SSPStrategy(FirstOrderStrategy):
-    """The parameter server of the module docstring, in one barrier stage."""
-
-    name = "ssp"
-
-    def __init__(self, data, loss, options):
-        super().__init__(data, loss, options)
-        self.staleness = int(options.staleness)
-
-    def _body(self, objective, theta0, options, progress):
-        return ssp_body(objective, theta0, options, self.staleness, progress)

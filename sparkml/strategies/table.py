@@ -9,14 +9,15 @@ A strategy is a transport crossed with a solver:
   parameter server's proximal incremental aggregated gradient; ``gossip``: gradient tracking between
   neighbours.
 
-Each row says once what its pair supports. Adding a strategy: its own module (a class with the
-constructor ``(data, loss, options)``, ``options`` a ``StrategyOptions``) and one row here.
-This module imports nothing of the library and no pyspark or torch.
+Each row says once what its pair supports. The transports are ``strategies.jobs`` and ``strategies.stage``;
+a solver is a plain function of the transport's communicator (``strategies.solvers``). Adding a strategy: its
+solver in its own module and one row here. This module imports nothing of the library and no pyspark or torch.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -28,12 +29,14 @@ class Strategy:
         name: the Param value.
         transport: ``jobs`` or ``barrier`` (module docstring).
         solver: ``quasi-newton``, ``dane``, ``piag`` or ``gossip`` (module docstring).
-        implementation: ``module:Class`` of the strategy object a fit drives.
+        minimize: ``module:function`` of the solver of the linear models' objective
+            (``strategies.solvers.Minimizer``).
+        newton: ``module:function`` of the solver of KernelSVC's Newton problems
+            (``strategies.solvers.NewtonSolver``), or None: KernelSVC cannot use the strategy.
         block_per_slot: the input is converted into one block per task slot (the passes are exact sums
             whatever the partitioning); otherwise the input's partitions stay (the local problems).
         checkpoints: writes checkpoints (``checkpointDir``) of unconstrained fits.
         bounded_checkpoints: writes checkpoints of bound-constrained fits (L-BFGS-B: bounds, huber).
-        kernel_svc: KernelSVC's Newton passes can run on it.
         first_order: a first-order method on the smooth part with a proximal step (the linear models'
             objectives only; each model says what it cannot do, ``_first_order_refusal``).
         summary: what it does, for the docs and the Param's description.
@@ -43,11 +46,11 @@ class Strategy:
     name: str
     transport: str
     solver: str
-    implementation: str
+    minimize: str
+    newton: str | None
     block_per_slot: bool
     checkpoints: bool
     bounded_checkpoints: bool
-    kernel_svc: bool
     first_order: bool
     summary: str
     use_when: str
@@ -56,16 +59,28 @@ class Strategy:
     def barrier(self) -> bool:
         return self.transport == "barrier"
 
-    def load(self) -> type:
-        """The class at ``implementation``."""
-        module, _, attr = self.implementation.partition(":")
-        return getattr(importlib.import_module(module), attr)
+    @property
+    def kernel_svc(self) -> bool:
+        """KernelSVC's Newton passes can run on it."""
+        return self.newton is not None
+
+    def minimizer(self) -> Callable:
+        """The function at ``minimize``."""
+        return _load(self.minimize)
+
+    def newton_solver(self) -> Callable | None:
+        """The function at ``newton``, or None."""
+        return None if self.newton is None else _load(self.newton)
+
+
+def _load(path: str) -> Callable:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 @dataclass(frozen=True)
 class StrategyOptions:
-    """The estimator's settings a strategy object is built with (``Strategy.load()(data, loss, options)``);
-    each strategy reads the ones it uses."""
+    """The estimator's settings a strategy is built with; each transport and solver reads the ones it uses."""
 
     device: str = "auto"
     aggregation_depth: int = 2
@@ -82,11 +97,11 @@ TABLE = [
         "sync",
         "jobs",
         "quasi-newton",
-        "sparkml.strategies.sync:SyncStrategy",
+        "sparkml.strategies.exact:quasi_newton",
+        "sparkml.strategies.exact:newton",
         block_per_slot=True,
         checkpoints=True,
         bounded_checkpoints=False,
-        kernel_svc=True,
         first_order=False,
         summary="per evaluation: broadcast the coefficients, PyTorch loss and gradient sums per partition, "
         "`treeAggregate`, an L-BFGS / OWL-QN step on the driver",
@@ -96,11 +111,11 @@ TABLE = [
         "allreduce",
         "barrier",
         "quasi-newton",
-        "sparkml.strategies.allreduce:AllReduceStrategy",
+        "sparkml.strategies.exact:quasi_newton",
+        "sparkml.strategies.exact:newton",
         block_per_slot=True,
         checkpoints=True,
         bounded_checkpoints=False,
-        kernel_svc=True,
         first_order=False,
         summary="the whole optimization in one barrier stage: every task runs the same optimizer, sums added "
         "by `torch.distributed` (gloo on CPU, NCCL on GPU)",
@@ -110,11 +125,11 @@ TABLE = [
         "averaging",
         "jobs",
         "dane",
-        "sparkml.strategies.averaging:AveragingStrategy",
+        "sparkml.strategies.averaging:dane",
+        None,
         block_per_slot=False,
         checkpoints=True,
         bounded_checkpoints=True,
-        kernel_svc=False,
         first_order=False,
         summary="per round, each partition runs `localIter` iterations on its objective corrected by the "
         "global gradient (DANE); the driver averages them",
@@ -124,11 +139,11 @@ TABLE = [
         "allreduce-averaging",
         "barrier",
         "dane",
-        "sparkml.strategies.allreduce:AllReduceAveragingStrategy",
+        "sparkml.strategies.averaging:dane",
+        None,
         block_per_slot=False,
         checkpoints=True,
         bounded_checkpoints=True,
-        kernel_svc=False,
         first_order=False,
         summary="the same rounds inside one barrier stage, averaged by all-reduce",
         use_when="as `averaging`, with the barrier stage's cheap communication",
@@ -137,11 +152,11 @@ TABLE = [
         "ssp",
         "barrier",
         "piag",
-        "sparkml.strategies.ssp:SSPStrategy",
+        "sparkml.strategies.ssp:piag",
+        None,
         block_per_slot=True,
         checkpoints=False,
         bounded_checkpoints=False,
-        kernel_svc=False,
         first_order=True,
         summary="a parameter server on rank 0 of one barrier stage; workers push gradients and pull the "
         "model, at most `staleness` pushes apart",
@@ -151,11 +166,11 @@ TABLE = [
         "gossip",
         "barrier",
         "gossip",
-        "sparkml.strategies.gossip:GossipStrategy",
+        "sparkml.strategies.gossip:gossip",
+        None,
         block_per_slot=True,
         checkpoints=False,
         bounded_checkpoints=False,
-        kernel_svc=False,
         first_order=True,
         summary="no server and no global reduce: each task exchanges with its neighbours on `topology`",
         use_when="many workers where a global all-reduce costs more than a pass over a task's rows",

@@ -1,0 +1,78 @@
+"""A strategy at fit time: the transport of its ``strategies.table`` row running the row's solver.
+
+``ComposedStrategy`` is what an estimator drives: ``minimize`` (the linear models), ``newton`` (KernelSVC),
+and the one-off passes that are Spark jobs whatever the strategy (``loss_gradient_hessian``: the normal
+equations' Gram matrix). What may be asked of which strategy is checked here once, on the driver, before a
+job or stage starts.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from sparkml.optim.bounded import require_smooth
+from sparkml.strategies.jobs import SparkJobs
+from sparkml.strategies.stage import BarrierStage
+
+
+def _minimize(solver, objective, theta0, settings, comm, progress, checkpoint):
+    return solver(comm, objective, theta0, progress=progress, checkpoint=checkpoint, **settings)
+
+
+def _newton(solver, make_problems, theta0, settings, comm, progress, checkpoint):
+    return solver(comm, make_problems, theta0, progress=progress, checkpoint=checkpoint, **settings)
+
+
+class ComposedStrategy:
+    """The strategy of table row ``row`` over ``data`` for the ``sparkml.gpu`` loss ``loss`` (None:
+    KernelSVC's Newton problems), built with ``options`` (a ``StrategyOptions``)."""
+
+    def __init__(self, row, data, loss, options):
+        self.name, self.row, self.options = row.name, row, options
+        self.jobs = SparkJobs(data, loss, options)
+        self.transport = BarrierStage(data, loss, options, row.name) if row.barrier else self.jobs
+
+    def loss_gradient(self, coef: np.ndarray) -> tuple:
+        """(sum_i w_i l_i, sum_i w_i dl_i/dcoef) at ``coef``: one Spark job."""
+        return self.jobs.sum("loss_gradient", coef)
+
+    def loss_gradient_hessian(self, coef: np.ndarray) -> tuple:
+        """The sums above plus the Hessian block sum_i w_i h_i x~_i x~_i^T: one Spark job."""
+        return self.jobs.sum("loss_gradient_hessian", coef)
+
+    def minimize(
+        self,
+        objective,
+        theta0,
+        *,
+        max_iter: int,
+        tol: float,
+        name: str,
+        owlqn: bool = False,
+        last_pass: bool = False,
+        progress=None,
+        bounds=None,
+        checkpoint=None,
+    ) -> tuple[np.ndarray, Any]:
+        """(theta, TrainingSummary): the row's solver over ``objective`` from ``theta0``, L-BFGS-B-style box
+        ``bounds = (lower, upper)`` over theta or None, each iteration reported to ``progress``, its state
+        saved to and resumed from ``checkpoint``. ``last_pass``: no later pass reads the blocks (a barrier
+        stage's tasks then delete their own)."""
+        require_smooth(f"strategy {self.name!r}", objective, owlqn, bounds)
+        settings = dict(options=self.options, max_iter=max_iter, tol=tol, name=name, owlqn=owlqn, bounds=bounds)
+        solve = functools.partial(
+            _minimize, self.row.minimizer(), objective.with_data_sum(None), np.asarray(theta0, np.float64), settings
+        )
+        return self.transport.run(solve, last_pass=last_pass, progress=progress, checkpoint=checkpoint)
+
+    def newton(self, make_problems, theta0, *, last_pass=False, progress=None, checkpoint=None, **options):
+        """(theta, [TrainingSummary]): the row's Newton solver over the problems ``make_problems(idx)``
+        (``strategies.exact.newton``; ``options`` as ``optim.newton.newton_warm_started``'s)."""
+        solver = self.row.newton_solver()
+        if solver is None:
+            raise ValueError(f"strategy {self.name!r} has no Newton solver (KernelSVC)")
+        solve = functools.partial(_newton, solver, make_problems, np.asarray(theta0, np.float64), options)
+        return self.transport.run(solve, last_pass=last_pass, progress=progress, checkpoint=checkpoint)
