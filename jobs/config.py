@@ -7,7 +7,6 @@ The documentation's "Batch jobs" page documents each key.
 
 import copy
 import difflib
-import importlib
 import os
 from typing import Any
 
@@ -15,8 +14,6 @@ import yaml
 
 from sparkml import catalog
 
-# Shipped estimators (sparkml.catalog): config name -> ("module:Class", task). Tests may point these elsewhere.
-ESTIMATORS = {e.name: (e.estimator_path(), e.task) for e in catalog.ENTRIES}
 FORMATS = ("parquet", "csv", "libsvm")
 GENERATED_KINDS = ("binary", "regression", "multiclass")
 # Column params come from the data section, so a config cannot set them twice.
@@ -277,16 +274,15 @@ def validate(raw, schema=None):
 
 
 def estimator_class(name, key="model.estimator"):
-    """Import the estimator class registered under `name`."""
-    if name not in ESTIMATORS:
-        raise ConfigError(
-            key, f"expected one of {', '.join(ESTIMATORS)}, got {name!r}" + _did_you_mean(name, ESTIMATORS)
-        )
-    module, _, attr = ESTIMATORS[name][0].partition(":")
+    """Import the estimator class registered under `name` (a row of ``sparkml.catalog``)."""
+    entries = catalog.by_name()
+    if name not in entries:
+        raise ConfigError(key, f"expected one of {', '.join(entries)}, got {name!r}" + _did_you_mean(name, entries))
+    path = entries[name].estimator_path()
     try:
-        return getattr(importlib.import_module(module), attr)
+        return catalog.import_path(path)
     except (ImportError, AttributeError) as e:
-        raise ConfigError(key, f"{name} is registered as {ESTIMATORS[name][0]} but cannot be imported: {e}") from None
+        raise ConfigError(key, f"{name} is registered as {path} but cannot be imported: {e}") from None
 
 
 def estimator_params(cls):
@@ -327,7 +323,7 @@ def validate_params(name, params):
 
 def task_of(name):
     """'classification' or 'regression' for a registered estimator name."""
-    return ESTIMATORS[name][1]
+    return catalog.by_name()[name].task
 
 
 def is_local_path(path):

@@ -9,7 +9,7 @@ The registry convention (what `jobs.retrain` registers and what this module read
 
 There is no MLflow model flavour, no ``MLmodel`` file and no pickle. MLlib's files are data (JSON and
 Parquet): loading them runs no code that came with the files, whereas unpickling runs whatever the
-pickle names. The class to load with comes from a fixed table (`MODEL_CLASSES`) keyed by the metadata's
+pickle names. The class to load with comes from a fixed table (`sparkml.catalog`) keyed by the metadata's
 ``"class"``; a class name read from a file is never imported, and one the table lacks is an error. The
 same files load with ``flavor="sparkml"`` (this library's model, KernelSVC included) or ``flavor="pyspark"``
 (the stock pyspark.ml model, for the linear models, which MLlib has a twin of).
@@ -41,8 +41,6 @@ ARTIFACT_PATH = "model"  # a version's source: runs:/<run_id>/<ARTIFACT_PATH>
 TEMP_DFS_ENV = "SPARKML_TEMP_DFS_PATH"
 FLAVORS = ("sparkml", "pyspark")
 
-# metadata "class" -> ("module:our class", "module:stock class" or None). Fixed: never extended from a file.
-MODEL_CLASSES = {e.saved_class: (e.model_path(), e.stock_model) for e in catalog.ENTRIES}
 
 _URI = re.compile(r"models:/(?P<name>[^/@]+)(?:@(?P<alias>[^/@]+)|/(?P<version>[^/@]+))")
 
@@ -121,16 +119,18 @@ def read_metadata(model_dir):
 
 
 def model_class(metadata, flavor="sparkml"):
-    """The class that loads a model directory with this metadata, looked up in `MODEL_CLASSES`."""
+    """The class that loads a model directory with this metadata, looked up in ``sparkml.catalog`` by the
+    metadata's ``class`` (a fixed table in the code: never extended from a file)."""
     if flavor not in FLAVORS:
         raise ValueError(f"flavor: expected one of {', '.join(FLAVORS)}, got {flavor!r}")
-    entry = MODEL_CLASSES.get(metadata["class"])
+    known = catalog.by_saved_class()
+    entry = known.get(metadata["class"])
     if entry is None:
         raise ModelError(
             f"{metadata['_file']}: class {metadata['class']!r} is not a model this library loads "
-            f"(known: {', '.join(sorted(MODEL_CLASSES))})"
+            f"(known: {', '.join(sorted(known))})"
         )
-    target = entry[FLAVORS.index(flavor)]
+    target = entry.model_path() if flavor == "sparkml" else entry.stock_model
     if target is None:
         raise ModelError(
             f"{metadata['class']} has no stock pyspark.ml twin (MLlib has no such model): load it with flavor 'sparkml'"

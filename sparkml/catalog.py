@@ -84,8 +84,15 @@ ENTRIES = (
     ),
 )
 
-BY_NAME = {e.name: e for e in ENTRIES}
-BY_SAVED_CLASS = {e.saved_class: e for e in ENTRIES}
+
+def by_name() -> dict[str, Entry]:
+    """The rows by estimator name (read at each call: the table is the one place a row is added)."""
+    return {e.name: e for e in ENTRIES}
+
+
+def by_saved_class() -> dict[str, Entry]:
+    """The rows by the ``class`` their saved models' metadata holds."""
+    return {e.saved_class: e for e in ENTRIES}
 
 
 def public_class_name(cls: type) -> str:

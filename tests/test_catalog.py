@@ -1,5 +1,7 @@
-"""sparkml.catalog: the one table of public estimators and models, and the facades and jobs that read it."""
+"""sparkml.catalog: the one table of public estimators and models, and the facades and jobs that read it. A new
+estimator is its own module plus one row: shown with a toy one (``tests/toy_estimators``)."""
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pyspark")
@@ -35,8 +37,48 @@ def test_a_subclass_elsewhere_keeps_its_own_name():
 
 
 def test_the_jobs_read_the_catalog():
+    from sparkml.jobs import config
+
+    for entry in catalog.ENTRIES:
+        assert config.estimator_class(entry.name) is catalog.import_path(entry.estimator_path())
+        assert config.task_of(entry.name) == entry.task
+    with pytest.raises(config.ConfigError, match="expected one of LogisticRegression, LinearSVC, KernelSVC"):
+        config.estimator_class("ToyRidge")
+
+
+TOY = catalog.Entry(
+    "ToyRidge", "toy_estimators", "toy_estimators", "regression", "toy_estimators.ToyRidgeModel", stock_model=None
+)
+
+
+@pytest.fixture
+def toy_row(monkeypatch):
+    monkeypatch.setattr(catalog, "ENTRIES", (*catalog.ENTRIES, TOY))
+
+
+def test_a_new_estimator_is_its_module_and_one_row(spark, toy_row, tmp_path):
+    from data_helpers import linear_frame
+    from helpers import coefficient_vector
+    from toy_estimators import ToyRidge, ToyRidgeModel
+
     from sparkml.jobs import config, models
 
-    assert set(config.ESTIMATORS) == set(catalog.BY_NAME)
-    assert set(models.MODEL_CLASSES) == set(catalog.BY_SAVED_CLASS)
-    assert config.task_of("LinearRegression") == "regression"
+    frame = linear_frame(spark, n=300, d=3, partitions=2, seed=5).drop("label").withColumnRenamed("y", "label")
+    toy = ToyRidge(regParam=0.1).fit(frame)
+    stock = sparkml.regression.LinearRegression(regParam=0.1).fit(frame)
+    assert type(toy) is ToyRidgeModel
+    np.testing.assert_array_equal(coefficient_vector(toy), coefficient_vector(stock))
+    with pytest.raises(ValueError, match="elasticNetParam must be 0"):
+        ToyRidge(regParam=0.1, elasticNetParam=0.5).fit(frame)
+    # the row is all the jobs and persistence need: built by name, named by its facade, loaded by its saved class
+    assert config.estimator_class("ToyRidge") is ToyRidge and config.task_of("ToyRidge") == "regression"
+    assert config.validate_params("ToyRidge", {"regParam": 0.5}) == {"regParam": 0.5}
+    assert catalog.public_class_name(ToyRidge) == "toy_estimators.ToyRidge"
+    toy.save(str(tmp_path / "model"))
+    ToyRidge(regParam=0.1).save(str(tmp_path / "estimator"))
+    loaded = models.load_dir(str(tmp_path / "model"), spark=spark)
+    assert type(loaded) is ToyRidgeModel
+    np.testing.assert_array_equal(coefficient_vector(loaded), coefficient_vector(toy))
+    assert ToyRidge.load(str(tmp_path / "estimator")).getRegParam() == 0.1
+    with pytest.raises(models.ModelError, match="no stock pyspark.ml twin"):
+        models.model_class(models.read_metadata(str(tmp_path / "model")), flavor="pyspark")

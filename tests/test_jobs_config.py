@@ -9,6 +9,7 @@ import pytest
 import yaml
 from helpers import ROOT
 
+from sparkml import catalog
 from sparkml.jobs import config, java_check, outputs, session, train
 
 
@@ -30,8 +31,7 @@ def error_of(raw):
 
 
 def test_shipped_registry_points_at_sparkml():
-    assert all(v[0].startswith("sparkml.") for v in config.ESTIMATORS.values())
-    assert {v[0] for v in config.ESTIMATORS.values()} == {
+    assert {e.estimator_path() for e in catalog.ENTRIES} == {
         "sparkml.classification:LogisticRegression",
         "sparkml.classification:LinearSVC",
         "sparkml.classification:KernelSVC",

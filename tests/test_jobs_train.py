@@ -1,6 +1,5 @@
 """End-to-end `jobs.train` runs in the shared local[2] session, on small generated data and files."""
 
-import importlib
 import json
 import os
 
@@ -9,7 +8,8 @@ import yaml
 from data_helpers import generated_table
 from helpers import ROOT
 
-from sparkml.jobs import config, datasets, train
+from sparkml import catalog
+from sparkml.jobs import datasets, train
 
 
 def write_config(tmp_path, data, estimator="LogisticRegression", params=None, **output):
@@ -32,8 +32,7 @@ def run_job(spark, tmp_path, data, estimator="LogisticRegression", params=None, 
 
 
 def load_model(estimator, path):
-    module, _, name = config.ESTIMATORS[estimator][0].partition(":")
-    return getattr(importlib.import_module(module), name + "Model").load(path)
+    return catalog.import_path(catalog.by_name()[estimator].model_path()).load(path)
 
 
 def leftovers(out_dir):
