@@ -4,7 +4,7 @@ Plain tensors in, tensors out; nothing here imports pyspark, sparkml or jobs.
 """
 
 from .blocks import CsrBlock, DenseBlock, make_block
-from .device import resolve_device, resolve_dtype
+from .device import DeviceChoice, check_distinct_devices, choose_device, resolve_device, resolve_dtype
 from .huber import HuberLoss
 from .kernels import KERNELS, kernel_diagonal, kernel_matrix
 from .loss_protocol import BlockLoss, Loss, NewtonCGProblems
@@ -25,6 +25,9 @@ __all__ = [
     "kernel_diagonal",
     "resolve_device",
     "resolve_dtype",
+    "DeviceChoice",
+    "choose_device",
+    "check_distinct_devices",
     "DenseBlock",
     "CsrBlock",
     "make_block",

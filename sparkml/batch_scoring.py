@@ -43,10 +43,12 @@ def _kernel_margins(x, feature_map, coef, intercept, kernel_block, fingerprint, 
     """(n, K) float64 margins of a kernel model, computed on ``device`` (resolved on the executor) and
     returned on the CPU: the kernel block's product with the folded coefficients (``kernel_block``,
     Nystroem) or the explicit features' (random Fourier)."""
-    from sparkml.gpu import resolve_device
+    import torch
+
+    from sparkml import task_context
     from sparkml.gpu.prediction import linear_margins
 
-    device = resolve_device(device)
+    device = torch.device(task_context.device(device).device)
     fm, coef_t, icpt = _scoring_state(feature_map, coef, intercept, fingerprint, device)
     x = x.to(device)
     if kernel_block:

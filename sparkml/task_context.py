@@ -8,11 +8,14 @@ which it imports inside a running task only.
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 _stand_in: Any = None
+logger = logging.getLogger("sparkml")
 
 
 def current() -> Any:
@@ -43,3 +46,49 @@ def use(stand_in: Any) -> Iterator[Any]:
         yield stand_in
     finally:
         _stand_in = previous
+
+
+def gpu_addresses(ctx: Any = None) -> list[str]:
+    """The GPU addresses Spark assigned to the running task (``spark.task.resource.gpu.amount``); empty
+    outside a task, without GPU scheduling, or under a stand-in without ``resources()``."""
+    if ctx is None:
+        try:
+            ctx = current()
+        except ImportError:  # no pyspark: a harness without Spark and without a stand-in
+            return []
+    resources = getattr(ctx, "resources", None)
+    if resources is None:
+        return []
+    gpu = resources().get("gpu")
+    return [str(a) for a in gpu.addresses] if gpu is not None else []
+
+
+def device(setting: str, local_rank: int | None = None) -> Any:
+    """The task's ``sparkml.gpu.DeviceChoice`` for the ``device`` Param's ``setting``: the GPU Spark assigned to
+    the task, else (``local_rank``: a barrier task's rank among its executor's) one per local rank, as
+    ``sparkml.gpu.choose_device`` decides from what this process sees (``CUDA_VISIBLE_DEVICES`` included).
+    Every kind of task (conversion, partition sums, barrier stages, KernelSVC, scoring) asks here."""
+    import torch
+
+    from sparkml.gpu import choose_device
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    choice = choose_device(
+        setting,
+        gpu_addresses=gpu_addresses(),
+        local_rank=local_rank,
+        cuda_count=torch.cuda.device_count() if torch.cuda.is_available() else 0,
+        visible=[v.strip() for v in visible.split(",") if v.strip()] if visible else None,
+    )
+    logger.debug("task device %s (%s)", choice.device, choice.why)
+    return choice
+
+
+def physical_gpu(device: str) -> str:
+    """Which GPU of the host ``device`` (``cuda:N``) is, across processes: CUDA_VISIBLE_DEVICES' N-th entry
+    when set (two executors' ``cuda:0`` may be different GPUs), else N; ``device`` itself for the CPU."""
+    if not device.startswith("cuda"):
+        return device
+    index = int(device.partition(":")[2] or 0)
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    return f"cuda:{visible[index]}" if index < len(visible) else device

@@ -172,9 +172,12 @@ class TrainingData:
             right_factor = np.ascontiguousarray(right_factor, dtype=np.float32 if dtype == "float32" else np.float64)
 
         def run(pairs):
-            from sparkml.gpu import resolve_device, resolve_dtype
+            import torch
 
-            dev = resolve_device(device)
+            from sparkml import task_context
+            from sparkml.gpu import resolve_dtype
+
+            dev = torch.device(task_context.device(device).device)
             out = []
             for partition, rows in pairs:
                 if rows:

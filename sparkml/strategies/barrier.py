@@ -15,6 +15,7 @@ stage's input (``TrainingData.barrier_handles``: one task per block, placed wher
 stage is a ``mapInArrow(..., barrier=True)``, so classic and Spark Connect sessions run it alike.
 """
 
+import json
 import logging
 import socket
 from datetime import timedelta
@@ -115,6 +116,8 @@ class _ProcessGroup:
         import torch.distributed as dist
 
         self.torch, self.dist, self.rank, self.device = torch, dist, rank, device
+        if device.type == "cuda":
+            torch.cuda.set_device(device)  # NCCL binds each rank to the current device
         dist.init_process_group(
             "nccl" if device.type == "cuda" else "gloo", store=store, rank=rank, world_size=world, timeout=_TIMEOUT
         )
@@ -206,12 +209,28 @@ class BarrierTask:
         self.meeting, self.last_pass = meeting, last_pass
 
     def __enter__(self):
+        from sparkml.gpu import check_distinct_devices
+
         ctx = task_context.barrier()
-        self.rank, self.world = ctx.partitionId(), len(ctx.getTaskInfos())
+        executors = [info.address for info in ctx.getTaskInfos()]
+        self.rank, self.world = ctx.partitionId(), len(executors)
+        local_rank = executors[: self.rank].count(executors[self.rank])  # among this executor's tasks
+        choice = task_context.device(self.device, local_rank)
         store = _rendezvous(ctx, self.rank, self.world, *self.meeting)
         where = _all_gather(store, self.rank, self.world, "where", block_store.store_key())
+        self.placements = [
+            json.loads(p)
+            for p in _all_gather(
+                store,
+                self.rank,
+                self.world,
+                "device",
+                json.dumps([socket.gethostname(), task_context.physical_gpu(choice.device), choice.device, choice.why]),
+            )
+        ]
+        check_distinct_devices([(host, gpu) for host, gpu, _, _ in self.placements])
         self.mine = assign_blocks(self.blocks, where)[self.rank]
-        self.sums = PartitionSums(self.mine, self.dataset_id, self.loss, self.device, self.dtype)
+        self.sums = PartitionSums(self.mine, self.dataset_id, self.loss, choice.device, self.dtype)
         self.group = _ProcessGroup(self.sums.device, self.rank, self.world, store)
         return self
 

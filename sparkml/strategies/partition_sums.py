@@ -41,7 +41,7 @@ class PartitionSums:
     def __init__(self, handles, dataset_id: str, loss: BlockLoss | None, device, dtype) -> None:
         import torch
 
-        from sparkml.gpu import resolve_device, resolve_dtype
+        from sparkml.gpu import resolve_dtype
 
         set_torch_threads(torch)
         handles = list(handles)  # drained always, so Spark can reuse this Python worker
@@ -49,7 +49,7 @@ class PartitionSums:
             fault_injection.inject("pass", handles[0][0])
         self.partition = handles[0][0] if handles else None
         self.torch, self.loss = torch, loss
-        self.device = resolve_device(device)
+        self.device = torch.device(task_context.device(device).device)
         dt = resolve_dtype(dtype)
         self.parts = [block_store.open_partition(dataset_id, row[0], self.device, dt) for row in handles if row[1] > 0]
         self._hessp_cache: tuple[tuple[str, bytes], list[Callable]] | None = None

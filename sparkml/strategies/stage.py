@@ -63,6 +63,7 @@ def _stage_task(blocks, dataset_id, loss, device, dtype, last_pass, solve, progr
                 "single": single,
                 "summaries": [_summary_record(s) for s in ([summaries] if single else summaries)],
                 "log": progress.lines,
+                "devices": me.placements,
             }
             yield pa.RecordBatch.from_pydict({"theta": [theta.tobytes()], "summary": [json.dumps(record)]})
 
@@ -109,6 +110,8 @@ class BarrierStage:
         if last_pass:
             self.data.dropped_by_tasks = True
         record = json.loads(out[0]["summary"])
+        for rank, (host, _, device, why) in enumerate(record["devices"]):
+            logger.info("strategy %r: rank %d on %s computed on %s (%s)", self.strategy, rank, host, device, why)
         for line in record["log"]:
             logger.info("%s", line)
         theta = np.frombuffer(out[0]["theta"], dtype=np.float64).reshape(record["shape"]).copy()
