@@ -15,7 +15,7 @@ Each step is the library's own task code, under a stand-in task context (``spark
 references computed here in numpy and scipy. Run as a script, it times the path on every device it finds
 (a machine with a GPU needs no Spark or Java):
 
-    python benchmarks/executor_path.py [--rows 1000000] [--features 100] [--kernel-rows 100000]
+    python benchmarks/executor_path.py [--rows 1000000] [--features 100] [--kernel-rows 100000] [--landmarks 500]
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ class StandIn:
     """The context of one task of a one-rank stage on this machine (``task_context.use``): its partition, its
     cores, its GPU (``gpus``: the addresses Spark would assign) and a barrier context's calls."""
 
+    cores = 1  # the task's cores (spark.task.cpus): torch's threads; the script sets --threads
+
     def __init__(self, partition=0, gpus=()):
         self.partition, self.gpus = partition, list(gpus)
 
@@ -64,7 +66,7 @@ class StandIn:
         return self.partition
 
     def cpus(self):
-        return 1
+        return self.cores
 
     def getTaskInfos(self):
         return [_Info("127.0.0.1:0")]
@@ -289,9 +291,11 @@ def main(argv=None):
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--features", type=int, default=100)
     p.add_argument("--kernel-rows", type=int, default=100_000)
-    p.add_argument("--landmarks", type=int, default=1000)
+    p.add_argument("--landmarks", type=int, default=500)
+    p.add_argument("--threads", type=int, default=os.cpu_count(), help="the task's cores (torch threads on the CPU)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "executor_path.json"))
     args = p.parse_args(argv)
+    StandIn.cores = args.threads
     os.environ.setdefault("SPARK_LOCAL_DIRS", tempfile.mkdtemp(prefix="executor-path-"))
     x, y, w = classification_data(args.rows, args.features)
     kx, ky, kw = classification_data(args.kernel_rows, 20, seed=3, classes=3)

@@ -56,7 +56,7 @@ from sparkml.regression import LinearRegression
 PROFILE = os.environ.get("SPARKML_FUZZ_PROFILE", "default")
 if PROFILE not in ("default", "nightly"):
     raise ValueError(f"SPARKML_FUZZ_PROFILE must be 'default' or 'nightly', got {PROFILE!r}")
-DEFAULT_EXAMPLES = {"default": 12, "nightly": 1500}  # conversion-level examples
+DEFAULT_EXAMPLES = {"default": 8, "nightly": 1500}  # conversion-level examples
 FIT_EXAMPLES = {"default": 2, "nightly": 200}  # whole fits
 _COMMON = dict(
     deadline=None,

@@ -33,7 +33,7 @@ def background_runs():
 def test_each_task_computes_on_the_gpu_spark_assigned_it():
     run = background.result("gpu scheduling", background_runs())
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
-    with open(run.argv[2]) as f:
+    with open(run.args[2]) as f:
         out = json.load(f)
     tasks = out["tasks"]
     assert sorted(a for t in tasks for a in t["addresses"]) == ["0", "1"]  # one GPU each, not the same one

@@ -33,6 +33,8 @@ import mlflow.pyspark.ml  # noqa: E402, F811  (importorskip bound the name)
 import mlflow.spark  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
+import sparkml.mlflow  # noqa: E402
+
 LR_CLASS = "sparkml.linear.logistic_regression.LogisticRegression"
 LR_MODEL_STAGE_CLASS = "org.apache.spark.ml.classification.LogisticRegressionModel"  # MLlib's layout
 SKIP_WARNING = "will not be autologged because it is not allowlisted"
@@ -153,7 +155,7 @@ def test_allowlisted_model_is_logged_as_mllib_files_and_loads_as_the_stock_model
 
     from sparkml.classification import LogisticRegression
 
-    mlflow.pyspark.ml.autolog(log_model_allowlist=["sparkml.*", "pyspark.ml.*"], log_datasets=False)
+    sparkml.mlflow.autolog(log_datasets=False)  # mlflow.pyspark.ml.autolog, our models allowlisted
     with caplog.at_level("WARNING", logger="mlflow.pyspark.ml"):
         model = LogisticRegression(regParam=0.01, maxIter=20).fit(binary)  # autolog opens and ends the run
     run = mlflow.last_active_run()
