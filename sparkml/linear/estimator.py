@@ -25,6 +25,9 @@ from sparkml.base.model import HasInitialModel
 from sparkml.linear.objective import LinearObjective
 from sparkml.strategies import table
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 
 @dataclass
 class LinearProblem:
@@ -58,6 +61,22 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
         def getMaxIter(self) -> int: ...
 
         def getTol(self) -> float: ...
+
+        def setMaxIter(self, value: int) -> Self: ...  # made by each model's with_setters
+
+        def setRegParam(self, value: float) -> Self: ...
+
+        def setTol(self, value: float) -> Self: ...
+
+        def setFitIntercept(self, value: bool) -> Self: ...
+
+        def setStandardization(self, value: bool) -> Self: ...
+
+        def setWeightCol(self, value: str) -> Self: ...
+
+        def setAggregationDepth(self, value: int) -> Self: ...
+
+        def setMaxBlockSizeInMB(self, value: float) -> Self: ...
 
     def _problem(self, summary):
         raise NotImplementedError
