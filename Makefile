@@ -116,7 +116,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_kernel_svc.py --sizes 100000 --landmarks auto --strategy auto --no-bundled
 	$(PY) benchmarks/bench_kernel_svc.py --sizes "" --landmarks auto --strategy auto --out $(R)/kernel_svc_bundled.json
 	$(PY) benchmarks/bench_blocks.py --rows 250000 --features 100
-	$(PY) benchmarks/executor_path.py --rows 1000000 --features 100 --kernel-rows 100000 --landmarks 500
+	$(PY) benchmarks/bench_executor_path.py --rows 1000000 --features 100 --kernel-rows 100000 --landmarks 500
 
 clean:
 	rm -rf $(VENV) .venv-pyspark-* runs build dist *.egg-info

@@ -1,4 +1,4 @@
-"""The code a Spark task runs, driven without Spark (``benchmarks/executor_path.py``): Arrow batches -> blocks ->
+"""The code a Spark task runs, driven without Spark (``benchmarks/bench_executor_path.py``): Arrow batches -> blocks ->
 the ``allreduce`` optimizer on a one-rank barrier task (gloo on the CPU, NCCL on CUDA) -> the coefficients of
 scipy's L-BFGS on the same objective; KernelSVC's per-task phases (Nystroem features on the device, Newton
 rounds) -> a stationary point of the objective; scoring a batch -> the logistic formulas. On the CPU always,
@@ -13,7 +13,7 @@ import torch
 from helpers import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-import executor_path as harness
+import bench_executor_path as harness
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU"))]
 

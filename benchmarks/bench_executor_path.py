@@ -15,7 +15,7 @@ Each step is the library's own task code, under a stand-in task context (``spark
 references computed here in numpy and scipy. Run as a script, it times the path on every device it finds
 (a machine with a GPU needs no Spark or Java):
 
-    python benchmarks/executor_path.py [--rows 1000000] [--features 100] [--kernel-rows 100000] [--landmarks 500]
+    python benchmarks/bench_executor_path.py [--rows 1000000] [--features 100] [--kernel-rows 100000] [--landmarks 500]
 """
 
 from __future__ import annotations
