@@ -3,7 +3,8 @@
 Plain tensors in, tensors out; nothing here imports pyspark, sparkml or jobs.
 """
 
-from .blocks import CsrBlock, DenseBlock, make_block
+from .blocks import DenseBlock
+from .csr import CsrBlock
 from .device import DeviceChoice, check_distinct_devices, choose_device, resolve_device, resolve_dtype
 from .huber import HuberLoss
 from .kernels import KERNELS, kernel_diagonal, kernel_matrix
@@ -17,6 +18,7 @@ from .losses import (
     SquaredHingeLoss,
     SquaredLoss,
 )
+from .make import make_block
 from .problems import OneVsRestProblems, PlattProblems
 
 __all__ = [

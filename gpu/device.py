@@ -38,36 +38,22 @@ def resolve_device(name: str = "auto") -> torch.device:
         RuntimeError: CUDA was requested but is not available (or N is out of range).
         ValueError: ``name`` is none of the allowed values.
     """
-    if isinstance(name, torch.device):
-        name = str(name)
-    if not isinstance(name, str):
-        raise ValueError(f"device must be a string, one of {', '.join(ALLOWED_DEVICES)}; got {name!r}")
-    key = name.strip().lower()
+    key = _setting(name)
     if key == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if key == "cpu":
         return torch.device("cpu")
-    if key == "cuda" or key.startswith("cuda:"):
-        index = None
-        if key != "cuda":
-            suffix = key[len("cuda:") :]
-            if not suffix.isdigit():
-                raise ValueError(
-                    f"device={name!r} is not valid; allowed values are "
-                    f"{', '.join(ALLOWED_DEVICES)} (N a non-negative integer)"
-                )
-            index = int(suffix)
-        if not torch.cuda.is_available():
-            raise RuntimeError(
-                f"device={name!r} was requested but torch sees no CUDA device; use device='auto' or 'cpu'"
-            )
-        if index is not None and index >= torch.cuda.device_count():
-            raise RuntimeError(
-                f"device={name!r} was requested but torch sees only "
-                f"{torch.cuda.device_count()} CUDA device(s); use device='cuda' or 'auto'"
-            )
-        return torch.device("cuda", index) if index is not None else torch.device("cuda")
-    raise ValueError(f"device={name!r} is not valid; allowed values are {', '.join(ALLOWED_DEVICES)}")
+    if not torch.cuda.is_available():
+        raise RuntimeError(f"device={name!r} was requested but torch sees no CUDA device; use device='auto' or 'cpu'")
+    if key == "cuda":
+        return torch.device("cuda")
+    index = int(key[len("cuda:") :])
+    if index >= torch.cuda.device_count():
+        raise RuntimeError(
+            f"device={name!r} was requested but torch sees only "
+            f"{torch.cuda.device_count()} CUDA device(s); use device='cuda' or 'auto'"
+        )
+    return torch.device("cuda", index)
 
 
 def resolve_dtype(name) -> torch.dtype:

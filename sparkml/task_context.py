@@ -72,13 +72,13 @@ def device(setting: str, local_rank: int | None = None) -> Any:
 
     from sparkml.gpu import choose_device
 
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    visible = _visible_devices()
     choice = choose_device(
         setting,
         gpu_addresses=gpu_addresses(),
         local_rank=local_rank,
         cuda_count=torch.cuda.device_count() if torch.cuda.is_available() else 0,
-        visible=[v.strip() for v in visible.split(",") if v.strip()] if visible else None,
+        visible=visible or None,
     )
     logger.debug("task device %s (%s)", choice.device, choice.why)
     return choice
@@ -90,5 +90,10 @@ def physical_gpu(device: str) -> str:
     if not device.startswith("cuda"):
         return device
     index = int(device.partition(":")[2] or 0)
-    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    visible = _visible_devices()
     return f"cuda:{visible[index]}" if index < len(visible) else device
+
+
+def _visible_devices() -> list[str]:
+    """The entries of ``CUDA_VISIBLE_DEVICES`` (empty when unset)."""
+    return [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
