@@ -12,7 +12,13 @@ run of rows into the pass's reused buffer (float32 storage computing in float64 
 ``pass/read``: the logistic pass over one read of the block. Torch only (no Spark): the per-task work
 of every iteration. Prints a table and writes JSON.
 
+``--layout csr`` measures CSR blocks instead: hashed one-hot rows as in CTR data, ``--nnz-per-row``
+nonzeros in ``--features`` columns (4 numeric columns present in every row, the rest one-hot at random).
+A CSR block computing in float64 widens its values when built (``gpu/csr.py``), so its two float64 rows
+match; ``read X`` is then one read of the values.
+
     python benchmarks/bench_blocks.py [--rows 500000] [--features 100] [--threads 1] [--device cpu]
+    python benchmarks/bench_blocks.py --layout csr --features 1048576 --nnz-per-row 34
 """
 
 import argparse
@@ -27,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report
 
-from sparkml.gpu import DenseBlock, LogisticLoss, resolve_device
+from sparkml.gpu import CsrBlock, DenseBlock, LogisticLoss, resolve_device
 from sparkml.gpu.blocks import _PASS_CHUNK_ROWS
 from sparkml.optim.history import InverseHessian
 
@@ -44,6 +50,20 @@ def best_ms(f, reps, sync):
     return min(times) * 1e3
 
 
+def hashed_rows(rows, features, nnz_per_row, device):
+    """CSR arrays of CTR-like rows: 4 numeric columns in every row, then one-hot columns drawn at random."""
+    rng = np.random.default_rng(0)
+    numeric = min(4, nnz_per_row)
+    cols = np.empty((rows, nnz_per_row), np.int32)
+    cols[:, :numeric] = np.arange(numeric)
+    cols[:, numeric:] = rng.integers(numeric, features, size=(rows, nnz_per_row - numeric))
+    cols.sort(axis=1)  # sorted, duplicates allowed (they add up)
+    values = np.ones((rows, nnz_per_row), np.float32)
+    values[:, :numeric] = rng.standard_normal((rows, numeric))
+    crow = np.arange(0, rows * nnz_per_row + 1, nnz_per_row, dtype=np.int64)
+    return (torch.from_numpy(a).to(device) for a in (crow, cols.ravel(), values.ravel()))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=500_000)
@@ -51,21 +71,32 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (one per Spark task core)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--layout", default="dense", choices=["dense", "csr"])
+    p.add_argument("--nnz-per-row", type=int, default=34, help="csr only")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "blocks.json"))
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     dev = resolve_device(args.device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-    x32 = torch.randn(args.rows, args.features, dtype=torch.float32, device=dev)
     w = torch.randn(args.features, dtype=torch.float64, device=dev)
     r = torch.randn(args.rows, dtype=torch.float64, device=dev)
     y = (torch.rand(args.rows, device=dev) < 0.5).to(torch.float64)
     loss, coef = LogisticLoss(fit_intercept=True), torch.randn(args.features + 1, dtype=torch.float64) * 0.1
-    blocks = [
-        ("float32", "float32", DenseBlock(x32)),
-        ("float32", "float64", DenseBlock(x32, compute_dtype=torch.float64)),
-        ("float64", "float64", DenseBlock(x32.double())),
-    ]
+    if args.layout == "csr":
+        crow, col, values = hashed_rows(args.rows, args.features, args.nnz_per_row, dev)
+        shape = (args.rows, args.features)
+        blocks = [
+            ("float32", "float32", CsrBlock(crow, col, values, shape)),
+            ("float32", "float64", CsrBlock(crow, col, values, shape, compute_dtype=torch.float64)),
+            ("float64", "float64", CsrBlock(crow, col, values.double(), shape)),
+        ]
+    else:
+        x32 = torch.randn(args.rows, args.features, dtype=torch.float32, device=dev)
+        blocks = [
+            ("float32", "float32", DenseBlock(x32)),
+            ("float32", "float64", DenseBlock(x32, compute_dtype=torch.float64)),
+            ("float64", "float64", DenseBlock(x32.double())),
+        ]
     memory = InverseHessian(10)
     rng = np.random.default_rng(0)
     for _ in range(10):
@@ -97,8 +128,9 @@ def main(argv=None):
     g0 = rng.standard_normal(args.features + 1)
     rows = []
     for storage, compute, block in blocks:
-        read_ms = best_ms(lambda: block.x.sum(), args.reps, sync)
-        bytes_per_row = args.features * (4 if storage == "float32" else 8)
+        stored = block.values if args.layout == "csr" else block.x
+        read_ms = best_ms(lambda: stored.sum(), args.reps, sync)
+        bytes_per_row = stored.numel() * stored.element_size() // args.rows
         rows.append(
             {
                 "storage": storage,
@@ -109,7 +141,9 @@ def main(argv=None):
                 "lbfgs_step_ms": best_ms(lambda: lbfgs_step(g0), args.reps, sync),
                 "iteration_ms": best_ms(lambda: iteration(block), args.reps, sync),
                 "upcast_ms": (
-                    best_ms(lambda: upcast(block), args.reps, sync) if block.storage_dtype != block.dtype else 0.0
+                    best_ms(lambda: upcast(block), args.reps, sync)
+                    if block.storage_dtype != block.dtype and args.layout == "dense"
+                    else 0.0
                 ),
                 "pointwise_ms": best_ms(lambda: pointwise(block), args.reps, sync),
                 "read_ms": read_ms,
@@ -128,8 +162,9 @@ def main(argv=None):
             for r in rows
         )
     )
+    what = f"{args.layout} block" if args.layout == "dense" else f"CSR block ({args.nnz_per_row} nonzeros a row)"
     title = (
-        f"One pass over a {args.rows:,} x {args.features} block on {dev.type}, {args.threads} thread(s), "
+        f"One pass over a {args.rows:,} x {args.features} {what} on {dev.type}, {args.threads} thread(s), "
         f"milliseconds, best of {args.reps}"
     )
     report.write(args.out, title, table, {"args": vars(args), "device": str(dev), "results": rows})

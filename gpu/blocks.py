@@ -119,6 +119,8 @@ class _Block:
 
 
 _SUM_CHUNK_ROWS = 1024
+# float64 values per upcast chunk on a GPU (a 256 MiB buffer): few enough chunks that launches don't count
+_GPU_CHUNK_ELEMENTS = 1 << 25
 _PASS_CHUNK_ROWS = 4096
 _WIDE_FEATURES = 512  # columns from which X^T r sums a loop of 4096-row chunks
 _WIDE_SUM_ROWS = 4096
@@ -187,11 +189,11 @@ class DenseBlock(_Block):
 
     def _upcast_chunks(self, rows=_SUM_CHUNK_ROWS):
         """(start, rows start..start+rows in the compute dtype), through one reused buffer. On a GPU
-        the chunks hold up to _CHUNK_ELEMENTS values: each chunk costs a few kernel launches, and
-        1024-row chunks made a float64 pass over float32 rows many times slower than the float32
-        one (``benchmarks/bench_blocks.py --device cuda``)."""
+        the chunks hold up to _GPU_CHUNK_ELEMENTS values: each chunk costs kernel launches (the
+        products, and a pass's pointwise loss), which small chunks made the larger cost of a float64
+        pass over float32 rows (``benchmarks/bench_blocks.py --device cuda``)."""
         if self.device.type != "cpu":
-            rows = max(rows, _CHUNK_ELEMENTS // max(1, self.n_features))
+            rows = max(rows, _GPU_CHUNK_ELEMENTS // max(1, self.n_features))
         buf = torch.empty((min(rows, self.n_rows), self.n_features), dtype=self.dtype, device=self.device)
         for i in range(0, self.n_rows, rows):
             chunk = buf[: min(rows, self.n_rows - i)]

@@ -40,8 +40,7 @@ def test_the_allreduce_optimizer_on_a_barrier_task_reaches_scipys_optimum(data, 
     np.testing.assert_allclose(theta, exact, rtol=0, atol=1e-6 * np.abs(exact).max())
 
 
-@pytest.mark.parametrize("device", DEVICES)
-def test_the_gpu_spark_assigns_is_the_device_the_task_computes_on(data, device):
+def test_the_gpu_spark_assigns_is_the_device_the_task_computes_on(data):
     x, y, w, reference = data
     theta, _, used, _ = harness.fit_logistic(x, y, w, reg=0.01, device="auto", dtype="float64", gpus=["0"])
     # auto on a machine without CUDA computes on the CPU whatever Spark assigned; with CUDA on the GPU assigned

@@ -81,7 +81,7 @@ def test_float32_storage_computes_exactly_in_float64(layout, device, monkeypatch
     """compute_dtype=float64 over float32 values: the float64 products of the float32-rounded matrix
     to 1e-13, over several upcast chunks, and no float64 copy of the rows is kept."""
     monkeypatch.setattr(blocks_mod, "_SUM_CHUNK_ROWS", 5)
-    monkeypatch.setattr(blocks_mod, "_CHUNK_ELEMENTS", 5 * 7)  # GPU chunks: 5 rows too
+    monkeypatch.setattr(blocks_mod, "_GPU_CHUNK_ELEMENTS", 5 * 7)  # GPU chunks: 5 rows too
     x = _matrix(n=23, d=7) * 1e3 + 0.1  # values far from representable in float32
     x32 = x.astype(np.float32).astype(np.float64)  # what the block stores, exactly
     b = _block(x, layout, torch.float32, device)
@@ -90,7 +90,9 @@ def test_float32_storage_computes_exactly_in_float64(layout, device, monkeypatch
         if layout == "dense"
         else CsrBlock(b.crow_indices, b.col_indices, b.values, b.shape, compute_dtype=torch.float64)
     )
-    assert (mixed.dtype, mixed.storage_dtype) == (torch.float64, torch.float32)
+    # a CSR block widens its values once: the sparse kernels take one dtype (gpu/csr.py)
+    widened = layout == "csr"
+    assert (mixed.dtype, mixed.storage_dtype) == (torch.float64, torch.float64 if widened else torch.float32)
     assert mixed.to(device).dtype == torch.float64
     rng = np.random.default_rng(2)
     v, r, h = rng.normal(size=(7, 2)), rng.normal(size=23), rng.uniform(0.5, 2, size=23)
@@ -154,6 +156,33 @@ def test_csr_int32_indices_and_duplicates():
     dup = CsrBlock(torch.tensor([0, 2, 2]), torch.tensor([1, 1]), torch.tensor([1.0, 2.0]), (2, 3))
     _close(dup.to_dense(), np.array([[0.0, 3.0, 0.0], [0.0, 0.0, 0.0]]), torch.float64)
     _close(dup.weighted_gram(torch.ones(2)), np.diag([0.0, 9.0, 0.0]), torch.float64)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_csr_sparse_kernels_match_numpy(device):
+    """Both CSR kernels (scipy's on the CPU, torch's sparse CSR, cuSPARSE on CUDA, with X^T stored as
+    its own CSR copy) give X @ v and X^T @ r of the float64-widened values; int32 indices are kept."""
+    x = _matrix(n=41, d=13, seed=4) * 1e3 + 0.1 * (_matrix(n=41, d=13, seed=4) != 0)
+    csr = sp.csr_matrix(x)
+    x32 = csr.astype(np.float32).toarray().astype(np.float64)
+    b = CsrBlock(
+        torch.tensor(csr.indptr, device=device),
+        torch.tensor(csr.indices, dtype=torch.int32, device=device),
+        torch.tensor(csr.data, dtype=torch.float32, device=device),
+        csr.shape,
+        compute_dtype=torch.float64,
+    )
+    assert b.col_indices.dtype == torch.int32 and b.values.dtype == torch.float64
+    rng = np.random.default_rng(5)
+    v, r = rng.normal(size=(13, 3)), rng.normal(size=41)
+    t = lambda a: torch.tensor(a, device=device)  # noqa: E731
+    exact = dict(rtol=1e-13, atol=1e-13 * np.abs(x32).max())
+    for transposed, arg, ref in [(False, v, x32 @ v), (True, r, x32.T @ r), (False, v[:, 0], x32 @ v[:, 0])]:
+        out = b.rmatmul(t(arg)) if transposed else b.matmul(t(arg))
+        torch_sparse = b._torch_sparse(transposed) @ t(arg)  # the CUDA kernel's path, on any device
+        for got in (out, torch_sparse):
+            assert got.dtype == torch.float64 and got.device.type == device
+            np.testing.assert_allclose(got.cpu().numpy(), ref, **exact)
 
 
 def test_empty_csr_block():

@@ -42,6 +42,18 @@ def test_sealed_values_round_trip_and_strangers_see_ciphertext():
     assert not rendezvous.sealed(server, secret, "epoch-0").check(["where/0"])  # prefixes are separate
 
 
+def test_compare_set_swaps_sealed_values():
+    """NCCL's process group calls the store's compare_set: its c10d semantics through the seal."""
+    server = rendezvous.tcp_store("127.0.0.1", 0, 2, TIMEOUT, rendezvous.listen("127.0.0.1"))
+    ours = rendezvous.sealed(server, rendezvous.new_secret(), "fit")
+    assert ours.compare_set("k", b"x", b"y") == b"x"  # absent, something expected: unchanged
+    assert not ours.check(["k"])
+    assert ours.compare_set("k", b"", b"first") == b"first"  # absent, nothing expected: set
+    assert ours.compare_set("k", b"other", b"second") == b"first"  # a different value: unchanged
+    assert ours.compare_set("k", b"first", b"second") == b"second" and ours.get("k") == b"second"
+    assert b"second" not in server.get(ours._key("k"))  # still sealed
+
+
 def test_a_written_or_replayed_value_is_refused():
     server = rendezvous.tcp_store("127.0.0.1", 0, 2, TIMEOUT, rendezvous.listen("127.0.0.1"))
     ours = rendezvous.sealed(server, rendezvous.new_secret(), "fit")
@@ -148,3 +160,24 @@ def test_a_stranger_during_a_fit_learns_nothing_and_changes_nothing(frame, tmp_p
         assert not any(p in value for p in plain), value
     assert got["joins"] and not any(j == "joined" for j in got["joins"].values()), got["joins"]
     assert got["alive"] > len(got["keys"])  # the joins ran against the live store (their keys are there)
+
+
+def test_the_process_group_keeps_its_sealed_store_alive():
+    """NCCL first uses the store at the first collective, after the stage's code has dropped its own
+    reference: the group must keep the store's Python half alive, or its methods are gone."""
+    import gc
+
+    import torch
+    import torch.distributed as dist
+
+    from sparkml.strategies.barrier import _ProcessGroup
+
+    server = rendezvous.tcp_store("127.0.0.1", 0, 1, TIMEOUT, rendezvous.listen("127.0.0.1"))
+    group = _ProcessGroup(torch.device("cpu"), 0, 1, rendezvous.sealed(server, rendezvous.new_secret(), "fit"))
+    try:
+        gc.collect()
+        default_store = dist.distributed_c10d._get_default_store()  # what NCCL reads and writes through
+        default_store.set("late", "written after the group was made")
+        assert default_store.get("late") == b"written after the group was made"
+    finally:
+        group.close()

@@ -116,6 +116,10 @@ class _ProcessGroup:
         import torch.distributed as dist
 
         self.torch, self.dist, self.rank, self.device = torch, dist, rank, device
+        # The group keeps only the C++ half of a store written in Python (the sealed store): were the Python
+        # object collected, its methods would be gone ("Not implemented"). NCCL uses the store later than
+        # gloo, at the first collective, where it publishes its communicator's id.
+        self._store = store
         if device.type == "cuda":
             torch.cuda.set_device(device)  # NCCL binds each rank to the current device
         dist.init_process_group(

@@ -77,15 +77,14 @@ def sealed(store, secret, prefix=""):
         def _key(self, key):
             return hmac.new(secret, f"{prefix}/{key}".encode(), hashlib.sha256).hexdigest()
 
-        def set(self, key, value):
+        def _seal(self, key, value):
             nonce = os.urandom(_NONCE_BYTES)
             data = value.encode() if isinstance(value, str) else bytes(value)
-            store.set(self._key(key), nonce + self._aead.encrypt(nonce, data, f"{prefix}/{key}".encode()))
+            return nonce + self._aead.encrypt(nonce, data, f"{prefix}/{key}".encode())
 
-        def get(self, key):
+        def _open(self, key, raw):
             from cryptography.exceptions import InvalidTag
 
-            raw = store.get(self._key(key))
             try:
                 return self._aead.decrypt(raw[:_NONCE_BYTES], raw[_NONCE_BYTES:], f"{prefix}/{key}".encode())
             except InvalidTag:
@@ -93,6 +92,28 @@ def sealed(store, secret, prefix=""):
                     f"the barrier stage's rendezvous store holds a value for {key!r} that no rank of this fit "
                     f"wrote (another process reached the store's port); the fit stops rather than use it"
                 ) from None
+
+        def set(self, key, value):
+            store.set(self._key(key), self._seal(key, value))
+
+        def get(self, key):
+            return self._open(key, store.get(self._key(key)))
+
+        def compare_set(self, key, expected, desired):
+            """Set ``desired`` where the value is ``expected`` (absent: ``expected`` empty); the value after.
+            NCCL's process group calls it. Sealed values differ at every write, so the swap is made on
+            the stored ciphertext that decrypted to ``expected``: atomic as the store's own."""
+            name, expected = self._key(key), bytes(expected)
+            current = b""
+            if store.check([name]):
+                current = store.get(name)
+                if self._open(key, current) != expected:
+                    return self._open(key, current)
+            elif expected:
+                return expected
+            sealed_desired = self._seal(key, desired)
+            after = store.compare_set(name, current, sealed_desired)
+            return bytes(desired) if after == sealed_desired else self._open(key, after)
 
         def add(self, key, amount):
             return store.add(self._key(key), amount)
