@@ -21,6 +21,7 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 ORDER = [
     "logistic",
     "svc",
+    "sparse",
     "refit",
     "refit_16k",
     "cv_logistic",

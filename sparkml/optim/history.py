@@ -24,6 +24,8 @@ class InverseHessian:
         self.m = m
         self._s: list[np.ndarray] = []
         self._y: list[np.ndarray] = []
+        self._rho: list[np.float64] = []  # s_i'y_i, computed once per pair
+        self._scratch: np.ndarray | None = None  # the two-loop's a * v, reused
 
     def __len__(self) -> int:
         return len(self._s)
@@ -31,11 +33,13 @@ class InverseHessian:
     def reset(self) -> None:
         self._s.clear()
         self._y.clear()
+        self._rho.clear()
 
     def update(self, s: np.ndarray, y: np.ndarray) -> None:
         self._s.insert(0, s)
         self._y.insert(0, y)
-        del self._s[self.m :], self._y[self.m :]
+        self._rho.insert(0, np.dot(s, y))
+        del self._s[self.m :], self._y[self.m :], self._rho[self.m :]
 
     def pairs(self, size: int):
         """The pairs as two (len, size) arrays, newest first (a checkpoint's ``s`` and ``y``)."""
@@ -47,6 +51,7 @@ class InverseHessian:
         """Hold the pairs ``pairs`` returned."""
         self._s = [np.array(v, dtype=np.float64) for v in s][: self.m]
         self._y = [np.array(v, dtype=np.float64) for v in y][: self.m]
+        self._rho = [np.dot(a, b) for a, b in zip(self._s, self._y)]
 
     def direction(self, g: np.ndarray) -> np.ndarray:
         """``-H g`` by the two-loop recursion, with ``H_0 = (s'y / y'y) I`` from the newest pair.
@@ -61,21 +66,25 @@ class InverseHessian:
         q = np.array(g, dtype=np.float64, copy=True)
         if n == 0:
             return -q
-        sy0 = np.float64(np.dot(self._s[0], self._y[0]))
+        sy0 = np.float64(self._rho[0])
         if sy0 < 0 or math.isnan(sy0):
             raise CurvatureError(f"non-positive curvature s'y = {sy0:.3g}")
-        rho = np.empty(n)
+        rho = np.asarray(self._rho, dtype=np.float64)
         alpha = np.empty(n)
+        if self._scratch is None or self._scratch.shape != q.shape:
+            self._scratch = np.empty_like(q)
+        tmp = self._scratch
+        # Each a * v lands in one reused buffer: with a million coefficients a fresh temporary per
+        # update (allocation and page faults included) cost as much as the arithmetic.
         with np.errstate(all="ignore"):
             diag = sy0 / np.float64(np.dot(self._y[0], self._y[0]))
             for i in range(n):  # newest to oldest
-                rho[i] = np.dot(self._s[i], self._y[i])
                 alpha[i] = np.float64(np.dot(self._s[i], q)) / rho[i]
                 if math.isnan(alpha[i]):
                     raise CurvatureError("NaN two-loop coefficient")
-                q -= alpha[i] * self._y[i]
+                q -= np.multiply(alpha[i], self._y[i], out=tmp)
             q *= diag
             for i in range(n - 1, -1, -1):  # oldest to newest
                 beta = np.float64(np.dot(self._y[i], q)) / rho[i]
-                q += (alpha[i] - beta) * self._s[i]
-        return -q
+                q += np.multiply(alpha[i] - beta, self._s[i], out=tmp)
+        return np.negative(q, out=q)
