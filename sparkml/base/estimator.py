@@ -36,6 +36,7 @@ from sparkml.base.persistence import EstimatorReader, EstimatorWriter
 from sparkml.base.validation import check_params
 from sparkml.catalog import public_class_name
 from sparkml.compat import require_connect_ml
+from sparkml.data import class_weight as class_weights
 from sparkml.data.training_data import TrainingData
 from sparkml.optim.checkpoint import Checkpoint, fingerprint
 from sparkml.optim.checkpoint import check_params as check_checkpoint_params
@@ -129,6 +130,12 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         """The weight column's name, or None when unset or empty (every row weighs 1)."""
         return (self.getOrDefault("weightCol") if self.isDefined("weightCol") else None) or None
 
+    def _class_weight(self):
+        """The ``classWeight`` setting, or None: unset, or an estimator without it (the regressors)."""
+        if not self.hasParam("classWeight") or not self.isDefined("classWeight"):
+            return None
+        return self.getOrDefault("classWeight")
+
     def _strategy_name(self, spark):
         """The strategy a fit in ``spark``'s session runs: the ``strategy`` Param, or for ``auto`` the choice of
         ``strategies.auto_strategy``."""
@@ -158,6 +165,7 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
             "max_partitions": block_partitions(strategy, dataset.sparkSession, self.getNumWorkers()),
             "barrier": table.get(strategy).barrier,
             "strategy": strategy,
+            "class_weight": class_weights.conversion_key(self._class_weight()),
         }
 
     def _make_strategy(self, data, loss):

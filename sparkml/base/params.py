@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasCheckpointInterval
 
+from sparkml.data.class_weight import to_class_weight
 from sparkml.strategies import table as strategy_table
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ TORCH_PARAM_NAMES = (
     "topology",
     "checkpointDir",
     "checkpointInterval",
+    "classWeight",
 )
 
 
@@ -298,3 +300,25 @@ class HasTrainingParams(HasStrategy, HasDevice, HasDtype, HasNumWorkers, HasChec
 class HasTorchTrainingParams(HasTrainingParams, HasLocalIter, HasStaleness, HasTopology):
     """Every Param this library adds, for an estimator that can run every strategy (the linear models):
     ``HasTrainingParams`` plus the averaging, parameter-server and gossip Params."""
+
+
+@with_setters("classWeight")
+class HasClassWeight(Params):
+    """``classWeight``: per-class weights, multiplied into ``weightCol`` (``data.class_weight``)."""
+
+    classWeight = Param(
+        Params._dummy(),
+        "classWeight",
+        "Per-class weights, as scikit-learn's class_weight: 'balanced' (class c weighs n / (k * n_c), n rows, "
+        "k classes, n_c rows of class c) or a mapping {label: weight} (a class left out weighs 1). Each row's "
+        "weight is its weightCol value (1 without one) times its class's weight. Unset: every class weighs 1.",
+        typeConverter=to_class_weight,
+    )
+
+    if TYPE_CHECKING:  # made by with_setters
+
+        def setClassWeight(self, value: str | dict[float, float]) -> Self: ...
+
+    def getClassWeight(self) -> str | dict[float, float] | None:
+        """Gets the value of :py:attr:`classWeight`, or None when unset."""
+        return self.getOrDefault(self.classWeight) if self.isDefined(self.classWeight) else None

@@ -19,6 +19,7 @@ from pyspark.ml.linalg import SparseVector
 from pyspark.sql import functions as F
 
 from sparkml.data import block_store
+from sparkml.data import class_weight as class_weights
 from sparkml.data.checks import check_conversion, check_schema, invalid_sparse_message
 from sparkml.data.convert import STATS_SCHEMA, convert_partition, handle_rows, stats_batch
 from sparkml.data.statistics import PROBLEM_KEYS, summarize
@@ -64,6 +65,7 @@ class TrainingData:
         self.source = None  # the DataFrame the blocks were converted from (``prepare``)
         self.barrier = False  # converted for a barrier stage (``prepare(barrier=True)``)
         self.strategy = None  # the strategy the fit converted for (``prepare(strategy=...)``)
+        self.class_weights = None  # {label: weight} multiplied into the weights (``prepare(class_weight=...)``)
         self.nbytes = 0  # of the blocks on the executors (``prepare``)
 
     @classmethod
@@ -78,6 +80,7 @@ class TrainingData:
         max_partitions=None,
         barrier=False,
         strategy=None,
+        class_weight=None,
     ):
         """Convert ``df`` into blocks stored in ``dtype``, read by passes computing in ``compute_dtype``
         (default ``dtype``; float64 over float32 storage is exact arithmetic on the stored values).
@@ -87,6 +90,8 @@ class TrainingData:
         ``barrier``: a barrier stage will run over the handles (``barrier_handles``). In a classic
         session they are then also a local checkpoint, made by the conversion job itself.
         ``strategy``: the strategy the fit decided on (``TorchEstimator._conversion``), recorded for the fit.
+        ``class_weight``: the ``classWeight`` setting (``class_weights.conversion_key``), multiplied into the
+        weights (``"balanced"`` counts the labels first, one Spark job).
         """
         weight_col = weight_col or None
         check_schema(df, features_col, label_col, weight_col)
@@ -98,6 +103,8 @@ class TrainingData:
         # vector_to_array fails on a null vector: keep nulls null so the conversion pass reports them
         x = feats if sparse else F.when(feats.isNotNull(), vector_to_array(feats, dtype))
         w = F.col(weight_col).cast("double") if weight_col else F.lit(1.0)
+        by_class = class_weights.resolve(class_weight, df, label_col)
+        w = class_weights.weighted(w, F.col(label_col).cast("double"), by_class)
         selected = df.select(x.alias("x"), F.col(label_col).cast("double").alias("y"), w.alias("w"))
         dataset_id = block_store.new_dataset_id()
 
@@ -111,6 +118,7 @@ class TrainingData:
             handles.localCheckpoint()  # written by the collect below, beside the cached copy
         data = cls(handles, dataset_id, None, sparse, dtype, spark, compute_dtype)
         data.source, data.barrier, data.strategy = source, barrier, strategy
+        data.class_weights = by_class
         try:
             rows = handles.collect()
         except Exception as e:

@@ -34,10 +34,11 @@ logger = logging.getLogger("sparkml")
 NYSTROEM_RCOND = 1e-6
 
 
-def fit_feature_map(est, dataset, summary, gamma):
+def fit_feature_map(est, dataset, summary, gamma, class_weights=None):
     """(spec, preconditioner shape) for ``est``'s Params (a ``KernelSVC``) on ``dataset``.
 
-    The landmarks come from the rows of positive ``weightCol`` weight (k-means weighted by it). The
+    The landmarks come from the rows of positive weight (k-means weighted by it): ``weightCol`` times
+    ``class_weights`` ({label: weight}, ``classWeight`` resolved), as the training rows weigh. The
     shape is (None, s) with s the diagonal of the rows' average phi phi^T in K_LL's eigenbasis
     (Nystroem), or None (random Fourier features: Jacobi)."""
     import torch
@@ -50,11 +51,12 @@ def fit_feature_map(est, dataset, summary, gamma):
     if est.getMethod() == "rff":
         rff = RandomFourierMap(kernel, summary.n_features, m or RFF_DEFAULT_FEATURES, gamma=gamma, seed=est.getSeed())
         return FourierSpec(kernel, rff.frequencies.numpy(), rff.offsets.numpy()), None
+    dataset, weight_col = _weighted(dataset, est._weight_col(), est.getLabelCol(), class_weights)
     where = (dataset, est.getFeaturesCol(), est.getLabelCol(), summary)
     if m is None:
-        landmarks, rows = _grown_landmarks(est, where, gamma)
+        landmarks, rows = _grown_landmarks(est, where, gamma, weight_col)
     else:
-        landmarks, rows = choose_landmarks(*where, m, est.getLandmarkSelection(), est.getSeed(), est._weight_col())
+        landmarks, rows = choose_landmarks(*where, m, est.getLandmarkSelection(), est.getSeed(), weight_col)
     nystroem = NystroemMap(
         kernel, landmarks, rcond=NYSTROEM_RCOND, gamma=gamma, degree=est.getDegree(), coef0=est.getCoef0()
     )
@@ -89,7 +91,24 @@ def checkpointed_feature_map(checkpoint, fit):
     return spec, shape
 
 
-def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gamma):
+_LANDMARK_WEIGHT = "__sparkml_landmark_weight"
+
+
+def _weighted(dataset, weight_col, label_col, class_weights):
+    """(dataset, its weight column): as given without ``class_weights``, else with a column of the weights
+    times the class weights."""
+    if not class_weights:
+        return dataset, weight_col
+    from pyspark.sql import functions as F
+
+    from sparkml.data.class_weight import weighted
+
+    weight = F.col(weight_col).cast("double") if weight_col else F.lit(1.0)
+    column = weighted(weight, F.col(label_col).cast("double"), class_weights)
+    return dataset.withColumn(_LANDMARK_WEIGHT, column), _LANDMARK_WEIGHT
+
+
+def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gamma, weight_col):
     """``grow_landmarks`` for ``est``'s Params: up to maxLandmarks, and to as many as keep the kernel blocks
     of all rows within ``AUTO_BLOCK_BYTES``."""
     from sparkml.gpu.nystroem import residual_fraction
@@ -102,7 +121,7 @@ def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gam
         *where,
         est.getLandmarkSelection(),
         est.getSeed(),
-        est._weight_col(),
+        weight_col,
         lambda lm, probe: residual_fraction(est.getKernel(), lm, probe, **args),
         est.getLandmarkTol(),
         cap,

@@ -190,6 +190,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         numWorkers=0,
         checkpointDir=None,
         checkpointInterval=10,
+        classWeight=None,
     ) -> None:
         super().__init__()
         self._set(**self._input_kwargs)
@@ -219,7 +220,9 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         num_classes = classification_labels(s, self.getLabelCol())
         gamma = resolve_gamma(self.getGamma(), s)
         checkpoint = self._checkpoint(s)
-        spec, gram = checkpointed_feature_map(checkpoint, lambda: fit_feature_map(self, raw.source, s, gamma))
+        spec, gram = checkpointed_feature_map(
+            checkpoint, lambda: fit_feature_map(self, raw.source, s, gamma, raw.class_weights)
+        )
         m = spec.make().n_components
         # Nystroem: the blocks hold K(X, L); the projection is applied per product (sparkml.gpu.factored)
         features = raw.derive(block_features(spec), self.getDevice(), right_factor=getattr(spec, "projection", None))

@@ -19,7 +19,7 @@ from pyspark.ml.param.shared import (
     HasWeightCol,
 )
 
-from sparkml.base.params import HasTrainingParams, one_of, with_getters
+from sparkml.base.params import HasClassWeight, HasTrainingParams, one_of, with_getters
 from sparkml.gpu import KERNELS
 from sparkml.kernel.landmarks import LANDMARK_SELECTIONS
 
@@ -65,6 +65,7 @@ class _KernelSVCParams(
     HasProbabilityCol,
     HasAggregationDepth,
     HasTrainingParams,
+    HasClassWeight,
 ):
     kernel = Param(
         Params._dummy(),

@@ -19,7 +19,7 @@ from pyspark.ml.linalg import DenseVector, Vectors, VectorUDT
 from pyspark.sql.types import DoubleType, StructField, StructType
 
 from sparkml.base.model import ConvertsToStock, HasCoefficientVector, KeepsTrainingSummary, ModelIO
-from sparkml.base.params import HasTorchTrainingParams, with_setters
+from sparkml.base.params import HasClassWeight, HasTorchTrainingParams, with_setters
 from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import LinearSVCTrainingSummary, training_summary
 from sparkml.base.validation import binary_labels
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 
-class _Params(_LinearSVCParams, HasTorchTrainingParams):
+class _Params(_LinearSVCParams, HasTorchTrainingParams, HasClassWeight):
     pass
 
 
@@ -79,6 +79,7 @@ class LinearSVC(LinearEstimator, Classifier, _Params):
         topology="ring",
         checkpointDir=None,
         checkpointInterval=10,
+        classWeight=None,
     ) -> None:
         super().__init__()
         self._set(**self._input_kwargs)

@@ -32,7 +32,7 @@ from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, Vectors, Vect
 from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
 
 from sparkml.base.model import ConvertsToStock, KeepsTrainingSummary, ModelIO
-from sparkml.base.params import HasTorchTrainingParams, with_setters
+from sparkml.base.params import HasClassWeight, HasTorchTrainingParams, with_setters
 from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import (
     BinaryLogisticRegressionTrainingSummary,
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 
-class _Params(_LogisticRegressionParams, HasTorchTrainingParams):
+class _Params(_LogisticRegressionParams, HasTorchTrainingParams, HasClassWeight):
     def __init__(self, *args):
         super().__init__(*args)
         self._setDefault(
@@ -137,6 +137,7 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
         topology="ring",
         checkpointDir=None,
         checkpointInterval=10,
+        classWeight=None,
     ) -> None:
         super().__init__()
         self.setParams(**self._input_kwargs)

@@ -1,0 +1,80 @@
+"""``classWeight``: per-class weights on the classifiers, as scikit-learn's ``class_weight``.
+
+Each row's weight in the objective is its ``weightCol`` value (1 without one) times the weight of its
+class, so a fit with ``classWeight`` is the fit with that product as its weight column:
+
+* a mapping ``{label: weight}``: those weights; a class the mapping leaves out weighs 1;
+* ``"balanced"``: ``n / (k * n_c)`` for class c, with n the rows, k the classes present and n_c the rows
+  of class c (scikit-learn's rule, which counts rows, not their ``weightCol`` weights): every class
+  then carries the same total weight.
+
+The Param holds ``"balanced"`` or the mapping with float labels; MLlib has no such Param, so it is
+saved beside MLlib's Params, not among them (``base.params.TORCH_PARAM_NAMES``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+BALANCED = "balanced"
+
+
+def to_class_weight(value):
+    """The Param's type converter: ``"balanced"``, or a mapping of labels (non-negative integers, as
+    floats) to finite non-negative weights; a ValueError naming ``classWeight`` otherwise. A saved
+    mapping's labels come back from JSON as strings and are converted again."""
+    if isinstance(value, str):
+        if value.strip().lower() != BALANCED:
+            raise ValueError(f"classWeight must be 'balanced' or a mapping of label to weight; got {value!r}")
+        return BALANCED
+    if not isinstance(value, Mapping) or not value:
+        raise ValueError(f"classWeight must be 'balanced' or a non-empty mapping of label to weight; got {value!r}")
+    out = {}
+    for label, weight in value.items():
+        try:
+            c, w = float(label), float(weight)
+        except (TypeError, ValueError):
+            raise ValueError(f"classWeight maps labels to weights, both numbers; got {label!r}: {weight!r}") from None
+        if not (c >= 0 and c == int(c)):
+            raise ValueError(f"classWeight's labels are class indices (0, 1, 2, ...); got {label!r}")
+        if not (math.isfinite(w) and w >= 0):
+            raise ValueError(f"classWeight's weights must be finite and non-negative; got {weight!r} for label {c:g}")
+        out[c] = w
+    return out
+
+
+def conversion_key(setting):
+    """The setting as a conversion argument (hashable, compared by value): None, "balanced" or sorted pairs."""
+    if setting is None or setting == BALANCED:
+        return setting
+    return tuple(sorted(setting.items()))
+
+
+def resolve(setting, df, label_col):
+    """{label: weight} for ``setting`` (``conversion_key``'s form) on ``df``, or None: ``"balanced"``
+    counts the rows of each label (one Spark job)."""
+    if setting is None:
+        return None
+    if setting != BALANCED:
+        return dict(setting)
+    from pyspark.sql import functions as F
+
+    counts = {
+        float(row[0]): int(row[1])
+        for row in df.where(F.col(label_col).isNotNull()).groupBy(F.col(label_col).cast("double")).count().collect()
+    }
+    n, k = sum(counts.values()), len(counts)
+    return {c: n / (k * n_c) for c, n_c in counts.items()}
+
+
+def weighted(weight, label, weights):
+    """The Column ``weight`` times the weight of ``label``'s class in ``weights`` (1 for a class not in it)."""
+    from pyspark.sql import functions as F
+
+    if not weights:
+        return weight
+    factor = F.lit(1.0)
+    for c, w in weights.items():
+        factor = F.when(label == F.lit(c), F.lit(float(w))).otherwise(factor)
+    return weight * factor
