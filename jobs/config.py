@@ -50,6 +50,7 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "model": {
         "estimator": ((str,), _REQUIRED),
         "params": (_ANY_MAP, {}),
+        "progress_every": ((int,), 10),
     },
     "output": {
         "dir": ((str,), _REQUIRED),

@@ -27,6 +27,7 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/train.py) from
     if os.path.isfile(os.path.join(_checkout, "sparkml", "__init__.py")):
         sys.path.insert(0, _checkout)  # sparkml resolves sparkml.jobs to this folder
 
+from sparkml import progress
 from sparkml.jobs import config, datasets, outputs, session, tracking
 
 if TYPE_CHECKING:
@@ -57,6 +58,9 @@ def build_estimator(cfg, features_col):
     for name, value in list(cfg["model"]["params"].items()) + list(columns.items()):
         if value is not None:
             est.set(est.getParam(name), value)
+    every = cfg["model"].get("progress_every", 0)
+    if every > 0:  # one line per ``every`` iterations, on the driver, as they end
+        est.addIterationCallback(progress.every(every, lambda line: print(line, flush=True)))
     return est
 
 

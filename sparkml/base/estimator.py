@@ -40,7 +40,8 @@ from sparkml.data import class_weight as class_weights
 from sparkml.data.training_data import TrainingData
 from sparkml.optim.checkpoint import Checkpoint, fingerprint
 from sparkml.optim.checkpoint import check_params as check_checkpoint_params
-from sparkml.optim.progress import Progress
+from sparkml.optim.progress import Iteration, Progress
+from sparkml.progress import ProgressBar, progress_shown
 
 logger = logging.getLogger("sparkml")
 
@@ -185,15 +186,34 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         options = StrategyOptions(**{k: self.getOrDefault(p) for k, p in settings.items() if self.hasParam(p)})
         return make_strategy(name, data, loss, options)
 
+    def addIterationCallback(self, callback: Callable[[Iteration], None]) -> Self:
+        """Call ``callback(event)`` on the driver at the end of every iteration of this estimator's fits, as it
+        ends, whatever the strategy: ``event`` is a ``sparkml.progress.Iteration`` (``name``, ``kind``,
+        ``iteration``, ``objective``, ``gradient_norm``, ``seconds``, ``detail``, and the iterate ``x`` up to
+        10,000 values). A barrier stage's iterations reach the driver within about a second (in Spark Connect,
+        when the stage returns). A callback that raises is logged and the fit goes on. Not a Param: not saved."""
+        self._listeners = [*getattr(self, "_listeners", ()), callback]
+        return self
+
+    def clearIterationCallbacks(self) -> Self:
+        """Remove the callbacks ``addIterationCallback`` added."""
+        self._listeners = []
+        return self
+
     def _add_iteration_callback(self, callback):
-        """Call ``callback(iteration)`` (an ``optim.progress.Iteration``) at the end of every
-        iteration of this estimator's fits, where the optimizer runs (``optim.progress``)."""
+        """Call ``callback(iteration)`` (an ``optim.progress.Iteration``) at the end of every iteration of
+        this estimator's fits, in the optimizer's loop, where the optimizer runs (an executor for a barrier
+        stage): the library's own seam, which can slow or hold a fit."""
         self._callbacks = [*getattr(self, "_callbacks", ()), callback]
         return self
 
     def _progress(self):
-        """The ``Progress`` a fit hands its optimizer: the log line, then the callbacks."""
-        return Progress(getattr(self, "_callbacks", ()))
+        """The ``Progress`` a fit hands its optimizer: the log line, the loop's callbacks, then on the driver the
+        iteration callbacks and, where shown (``sparkml.progress``), a progress bar."""
+        listeners = list(getattr(self, "_listeners", ()))
+        if progress_shown():
+            listeners.append(ProgressBar(self.getOrDefault("maxIter") if self.hasParam("maxIter") else None))
+        return Progress(getattr(self, "_callbacks", ()), listeners)
 
     def _fit(self, dataset):
         require_connect_ml(dataset.sparkSession)

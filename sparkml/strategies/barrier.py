@@ -15,6 +15,7 @@ stage's input (``TrainingData.barrier_handles``: one task per block, placed wher
 stage is a ``mapInArrow(..., barrier=True)``, so classic and Spark Connect sessions run it alike.
 """
 
+import functools
 import json
 import logging
 import socket
@@ -77,8 +78,9 @@ def assign_blocks(blocks, task_stores):
 
 
 def _rendezvous(ctx, rank, world, driver_store, secret):
-    """A key-value store every rank of this stage attempt reaches, without a barrier call where possible,
-    sealed with the fit's ``secret`` (``strategies.rendezvous``).
+    """(a key-value store every rank of this stage attempt reaches, without a barrier call where possible,
+    sealed with the fit's ``secret`` (``strategies.rendezvous``); the driver's store under the prefix the
+    driver reads progress events from, or None where rank 0 hosts the store).
 
     Spark's ``allGather``/``barrier`` answer on a one-second poll (a second per call), so in a
     classic session the driver hosts the store and passes its address in the task closure; a
@@ -92,7 +94,7 @@ def _rendezvous(ctx, rank, world, driver_store, secret):
         port = int(ctx.allGather(str(store.port if rank == 0 else 0))[0])
         if rank != 0:
             store = rendezvous.tcp_store(host, port, world, _RENDEZVOUS_TIMEOUT)
-        return rendezvous.sealed(store, secret, "fit")
+        return rendezvous.sealed(store, secret, "fit"), None
     # The driver's store outlives a failed stage attempt: a retry must not read the keys of the failed
     # one, so each attempt's keys live under the count of tasks that arrived before it. (Spark does
     # not tell Python tasks their stage attempt; an executor lost before its task arrived here would
@@ -100,7 +102,8 @@ def _rendezvous(ctx, rank, world, driver_store, secret):
     host, port = driver_store
     store = rendezvous.tcp_store(host, port, world, _RENDEZVOUS_TIMEOUT)
     arrived = rendezvous.sealed(store, secret).add("arrivals", 1)
-    return rendezvous.sealed(store, secret, f"epoch-{(arrived - 1) // world}")
+    epoch = f"epoch-{(arrived - 1) // world}"
+    return rendezvous.sealed(store, secret, epoch), rendezvous.sealed(store, secret, f"{PROGRESS_PREFIX}-{epoch}")
 
 
 def _all_gather(store, rank, world, name, value):
@@ -220,7 +223,7 @@ class BarrierTask:
         self.rank, self.world = ctx.partitionId(), len(executors)
         local_rank = executors[: self.rank].count(executors[self.rank])  # among this executor's tasks
         choice = task_context.device(self.device, local_rank)
-        store = _rendezvous(ctx, self.rank, self.world, *self.meeting)
+        store, self.progress_store = _rendezvous(ctx, self.rank, self.world, *self.meeting)
         where = _all_gather(store, self.rank, self.world, "where", block_store.store_key())
         self.placements = [
             json.loads(p)
@@ -262,6 +265,9 @@ def _driver_host(spark):
     return conf.get("spark.driver.bindAddress", None) or conf.get("spark.driver.host", None) or socket.gethostname()
 
 
+PROGRESS_PREFIX = "progress"  # the driver's store's keys under which rank 0 relays its progress events
+
+
 class Meeting(NamedTuple):
     """What a barrier task needs to meet the others: the (host, port) of the driver's store (None
     where rank 0 hosts one) and the stage's secret (``strategies.rendezvous``)."""
@@ -288,11 +294,13 @@ def blocks_lost(error):
     return isinstance(error, ExecutorLost) or any(marker in str(error) for marker in _BLOCKS_LOST)
 
 
-def run_barrier_stage(data, n_workers, on_handles, task, schema, strategy="allreduce"):
+def run_barrier_stage(data, n_workers, on_handles, task, schema, strategy="allreduce", listen=None):
     """The rows of one barrier stage of ``n_workers`` tasks over ``data``'s blocks, each running
     ``task(batches, meeting)`` (a ``mapInArrow`` function; ``meeting``: a ``Meeting``, shipped in the
     task closure). ``on_handles``: one task per block, on the cached handles; else over
-    ``spark.range(n_workers)``.
+    ``spark.range(n_workers)``. ``listen(store_for)``: called as the stage starts (a classic session only) with
+    ``store_for(attempt)``, the driver's store as rank 0 of that attempt relays to; returns an object whose
+    ``stop(drain=True)`` ends it (``strategies.progress_relay``).
 
     A failed task fails the whole stage; it runs again (a fresh rendezvous, the blocks still in
     place, the same deterministic result) up to ``STAGE_ATTEMPTS`` times in all. A lost executor
@@ -300,7 +308,7 @@ def run_barrier_stage(data, n_workers, on_handles, task, schema, strategy="allre
     """
     for attempt in range(1, STAGE_ATTEMPTS + 1):
         try:
-            return _one_stage(data, n_workers, on_handles, task, schema)
+            return _one_stage(data, n_workers, on_handles, task, schema, listen)
         except Exception as e:
             text = str(e)
             if any(marker in text for marker in _BLOCKS_LOST):
@@ -320,14 +328,22 @@ def run_barrier_stage(data, n_workers, on_handles, task, schema, strategy="allre
             )
 
 
-def _one_stage(data, n_workers, on_handles, task, schema):
+def _progress_view(store, secret, attempt):
+    """The driver's ``store`` as rank 0 of stage attempt ``attempt`` relays progress to (``_rendezvous``'s epochs)."""
+    return rendezvous.sealed(store, secret, f"{PROGRESS_PREFIX}-epoch-{attempt}")
+
+
+def _one_stage(data, n_workers, on_handles, task, schema, listen):
     secret = rendezvous.new_secret()
+    listener = None
     if data.connect:
         master, meeting = None, Meeting(None, secret)
     else:
         host = _driver_host(data.spark)
         master = rendezvous.tcp_store(host, 0, n_workers, _RENDEZVOUS_TIMEOUT, rendezvous.listen(host))
         meeting = Meeting((host, master.port), secret)
+        if listen is not None:
+            listener = listen(functools.partial(_progress_view, master, secret))
     if not on_handles:
         tasks = data.spark.range(0, n_workers, 1, n_workers)
     elif data.connect:
@@ -335,6 +351,11 @@ def _one_stage(data, n_workers, on_handles, task, schema):
     else:
         tasks = data.spark.createDataFrame(data.barrier_handles(), STATS_SCHEMA)
     try:
-        return tasks.mapInArrow(lambda batches: task(batches, meeting), schema, barrier=True).collect()
+        rows = tasks.mapInArrow(lambda batches: task(batches, meeting), schema, barrier=True).collect()
+        if listener is not None:
+            listener.stop()  # the events not read yet, before the store stops
+        return rows
     finally:
+        if listener is not None:
+            listener.stop(drain=False)
         del master  # stops the driver's store

@@ -9,7 +9,8 @@ one task per block, each on the executor that holds its block.
 
 Every sum is a reduce to rank 0 followed by a broadcast from it, so every rank sees bit-identical values,
 takes identical steps and stops at the same iteration: no rank can wait on a collective the others never
-enter. Rank 0 reports the iterations (``Progress``) and returns the result. One Spark job for the whole fit
+enter. Rank 0 reports the iterations (``Progress``), relayed to the driver as they end
+(``strategies.progress_relay``), and returns the result. One Spark job for the whole fit
 instead of one per evaluation.
 """
 
@@ -23,9 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from sparkml.optim.progress import Progress, TrainingSummary
+from sparkml.optim.progress import Progress, TrainingSummary, from_record
 from sparkml.session_kind import task_slots
 from sparkml.strategies.barrier import BarrierTask, plan_workers, run_barrier_stage
+from sparkml.strategies.progress_relay import DriverListener, TaskRelay
 
 logger = logging.getLogger("sparkml")
 _RESULT_SCHEMA = "theta binary, summary string"
@@ -54,6 +56,8 @@ def _stage_task(blocks, dataset_id, loss, device, dtype, last_pass, solve, progr
             pass
         with BarrierTask(blocks, dataset_id, loss, device, dtype, meeting, last_pass) as me:
             mine = progress if me.rank == 0 else Progress()
+            if me.rank == 0 and me.progress_store is not None:
+                mine.relay = TaskRelay(me.progress_store)  # each iteration to the driver as it ends
             theta, summaries = solve(me, mine, checkpoint and checkpoint.on_rank(me.rank))
         if me.rank == 0:
             theta = np.asarray(theta, dtype=np.float64)
@@ -63,6 +67,7 @@ def _stage_task(blocks, dataset_id, loss, device, dtype, last_pass, solve, progr
                 "single": single,
                 "summaries": [_summary_record(s) for s in ([summaries] if single else summaries)],
                 "log": progress.lines,
+                "events": progress.records,  # kept where no relay reached the driver
                 "devices": me.placements,
             }
             yield pa.RecordBatch.from_pydict({"theta": [theta.tobytes()], "summary": [json.dumps(record)]})
@@ -103,17 +108,29 @@ class BarrierStage:
             self.data.compute_dtype,
             last_pass,
             solve,
-            progress,
+            progress.for_tasks(),
             checkpoint,
         )
-        out = run_barrier_stage(self.data, self.n_workers, self.on_handles, task, _RESULT_SCHEMA, self.strategy)
+        listeners: list[DriverListener] = []
+
+        def listen(store_for):
+            listeners.append(DriverListener(store_for, progress))
+            return listeners[-1]
+
+        out = run_barrier_stage(
+            self.data, self.n_workers, self.on_handles, task, _RESULT_SCHEMA, self.strategy, listen=listen
+        )
         if last_pass:
             self.data.dropped_by_tasks = True
         record = json.loads(out[0]["summary"])
         for rank, (host, _, device, why) in enumerate(record["devices"]):
             logger.info("strategy %r: rank %d on %s computed on %s (%s)", self.strategy, rank, host, device, why)
-        for line in record["log"]:
-            logger.info("%s", line)
+        if not listeners or not listeners[-1].read:  # no live relay (Spark Connect): the lines and events now
+            for line in record["log"]:
+                logger.info("%s", line)
+            progress.lines.extend(record["log"])
+            for event in record["events"]:
+                progress.tell(from_record(event))
         theta = np.frombuffer(out[0]["theta"], dtype=np.float64).reshape(record["shape"]).copy()
         seconds = time.perf_counter() - start
         summaries = [
