@@ -3,6 +3,9 @@
 ``autolog``: MLflow's pyspark.ml autologging with this library's models on the allowlist of models it logs
 (MLflow's built-in list names pyspark.ml's classes only, so without it a fit logs its Params and metrics but
 skips the model with a warning).
+
+``log_model``: a model logged with a ``python_function`` flavor that scores pandas rows without Spark
+(``sparkml.serving``), for ``mlflow models serve`` and model serving platforms.
 """
 
 from __future__ import annotations
@@ -23,3 +26,44 @@ def autolog(log_model_allowlist: Sequence[str] = (), **options: Any) -> None:
     import mlflow.pyspark.ml
 
     mlflow.pyspark.ml.autolog(log_model_allowlist=[*ALLOWLIST, *log_model_allowlist], **options)
+
+
+def log_model(model: Any, name: str = "model", input_example: Any = None, **options: Any) -> Any:
+    """Log ``model`` (a fitted model of this library) to the active MLflow run with a ``python_function`` flavor
+    that scores pandas rows without Spark: its loader (``sparkml.serving``) reads the model's own saved files
+    (MLlib's layout: JSON and Parquet, no pickle) and scores them with numpy and torch on the CPU, as
+    ``transform`` does. ``mlflow.pyfunc.load_model``, ``mlflow models serve`` and model serving platforms take
+    it. The input is a DataFrame with a ``features`` column of feature value lists; the output has
+    ``prediction`` and, where the model has them, ``rawPrediction`` and ``probability`` (lists).
+
+    ``input_example``: a few feature rows (an array of shape (n, d), or such a DataFrame); default: one row of
+    zeros. The model's signature is inferred from it and the model's output on it. ``options`` go to
+    ``mlflow.pyfunc.log_model`` (``registered_model_name``, ``pip_requirements``, ...). Returns its ModelInfo."""
+    import os
+    import tempfile
+
+    import mlflow.pyfunc
+    import numpy as np
+    import pandas as pd
+    from mlflow.models import infer_signature
+
+    from sparkml import __version__, serving
+
+    with tempfile.TemporaryDirectory(prefix="sparkml-model-") as tmp:
+        path = os.path.join(tmp, "model")
+        model.write().save(path)
+        pyfunc = serving._load_pyfunc(path)
+        if input_example is None:
+            input_example = np.zeros((1, pyfunc.scorer.n_features))
+        if not isinstance(input_example, pd.DataFrame):
+            input_example = pd.DataFrame({"features": [list(map(float, r)) for r in np.atleast_2d(input_example)]})
+        signature = infer_signature(input_example, pyfunc.predict(input_example))
+        options.setdefault("pip_requirements", [f"sparkml-torch=={__version__}"])
+        return mlflow.pyfunc.log_model(
+            name=name,
+            loader_module="sparkml.serving",
+            data_path=path,
+            signature=signature,
+            input_example=input_example,
+            **options,
+        )
