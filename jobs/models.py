@@ -3,14 +3,17 @@
 The registry convention (what `jobs.retrain` registers and what this module reads):
 
 - a registered model ``<name>``; each version's ``source`` is ``runs:/<run_id>/model``, the artifact
-  directory that the training run logged: the files ``model.save(path)`` writes, MLlib's own layout
-  (``metadata/part-*``, one JSON line whose ``"class"`` names the model, and ``data/``, Parquet);
+  directory that the training run logged: an MLflow model (``MLmodel``, a ``python_function`` flavor whose
+  loader module is ``sparkml.serving``, so ``mlflow models serve -m models:/<name>/<version>`` serves it
+  without Spark) holding under ``data/model`` the files ``model.save(path)`` writes, MLlib's own layout
+  (``metadata/part-*``, one JSON line whose ``"class"`` names the model, and ``data/``, Parquet). Versions
+  registered before the flavor are those files alone; both load;
 - version tag ``sparkml.estimator``: the estimator's class; alias ``champion``: the version in service.
 
-There is no MLflow model flavour, no ``MLmodel`` file and no pickle. MLlib's files are data (JSON and
-Parquet): loading them runs no code that came with the files, whereas unpickling runs whatever the
-pickle names. The class to load with comes from a fixed table (`sparkml.catalog`) keyed by the metadata's
-``"class"``; a class name read from a file is never imported, and one the table lacks is an error. The
+There is no pickle. MLlib's files are data (JSON and Parquet): loading them runs no code that came with the
+files, whereas unpickling runs whatever the pickle names. The class to load with comes from a fixed table
+(`sparkml.catalog`) keyed by the metadata's ``"class"``; a class name read from a file is never imported, and
+one the table lacks is an error. The
 same files load with ``flavor="sparkml"`` (this library's model, KernelSVC included) or ``flavor="pyspark"``
 (the stock pyspark.ml model, for the linear models, which MLlib has a twin of).
 
@@ -101,8 +104,17 @@ def resolve_version(client, name, alias=None, version=None):
     return found
 
 
+def mllib_dir(model_dir):
+    """Where a model directory's MLlib files are: ``data/model`` of an MLflow model (an ``MLmodel`` file, as
+    the jobs log them), else the directory itself."""
+    if os.path.isfile(os.path.join(model_dir, "MLmodel")):
+        return os.path.join(model_dir, "data", "model")
+    return model_dir
+
+
 def read_metadata(model_dir):
     """The metadata JSON of an MLlib model directory (``metadata/part-*``, first line)."""
+    model_dir = mllib_dir(model_dir)
     parts = sorted(p for p in glob.glob(os.path.join(model_dir, "metadata", "part-*")) if os.path.isfile(p))
     if not parts:
         raise ModelError(f"{model_dir} is not an MLlib model directory: no metadata/part-* file")
@@ -145,6 +157,7 @@ def load_dir(model_dir, flavor="sparkml", spark=None):
     from sparkml.base.persistence import ModelFileError
 
     cls = model_class(read_metadata(model_dir), flavor)
+    model_dir = mllib_dir(model_dir)
     with readable_copy(model_dir, spark) as path:
         try:
             return cls.load(path)

@@ -10,7 +10,9 @@ What a run records:
   ``sparkml.config_sha256`` (hash of the resolved config without its ``tracking`` section, so the same
   job tracked elsewhere hashes the same), ``sparkml.output_dir``;
 - artifacts: ``config.yaml`` (the resolved config), ``metrics.json``, ``objective.png`` when written, and
-  ``model/`` (MLlib's files as they are: no pickles, no MLflow model flavour) when output.dir is local.
+  ``model/`` when output.dir is local: an MLflow model whose ``python_function`` flavor scores pandas rows
+  without Spark (``sparkml.mlflow.save_model``: a loader module, a signature, no pickle), with MLlib's files
+  as they are under ``model/data/model``.
 
 Where (`resolve`): ``tracking.uri`` from the YAML (or ``--set``) wins over ``$MLFLOW_TRACKING_URI``, which
 wins over the default ``sqlite:///<parent of output.dir>/mlflow.db`` with artifacts in
@@ -109,7 +111,9 @@ def resolve(cfg, job, env=None):
 
 
 def require_mlflow():
-    """`mlflow.tracking`, or a ConfigError when mlflow is not installed (checked before Spark starts)."""
+    """`mlflow.tracking`, or a ConfigError when mlflow is not installed (checked before Spark starts).
+    The jobs' logs get no artifact download bars (MLflow draws them where tqdm is installed)."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     try:
         import mlflow.tracking
     except ImportError as e:
@@ -254,7 +258,13 @@ class JobRun:
                     f.write(data)
             self.client.log_artifacts(self.run_id, tmp)
         if local_dir is not None and os.path.isdir(os.path.join(local_dir, "model")):
-            self.client.log_artifacts(self.run_id, os.path.join(local_dir, "model"), "model")
+            from sparkml.mlflow import save_model
+
+            with tempfile.TemporaryDirectory(prefix="sparkml-mlflow-") as tmp:
+                # an MLflow model: MLlib's files under data/model, and the python_function flavor that
+                # serves them without Spark (``sparkml.serving``)
+                save_model(os.path.join(local_dir, "model"), os.path.join(tmp, "model"))
+                self.client.log_artifacts(self.run_id, os.path.join(tmp, "model"), "model")
 
     def info(self):
         """What the report and the final line show."""

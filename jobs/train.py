@@ -60,7 +60,7 @@ def build_estimator(cfg, features_col):
             est.set(est.getParam(name), value)
     every = cfg["model"].get("progress_every", 0)
     if every > 0:  # one line per ``every`` iterations, on the driver, as they end
-        est.addIterationCallback(progress.every(every, lambda line: print(line, flush=True)))
+        est.addIterationCallback(progress.every(every, lambda line: print(line, file=sys.stderr, flush=True)))
     return est
 
 

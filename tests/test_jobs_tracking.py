@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 import yaml
 from test_jobs_train import SMALL, leftovers, load_model, run_job, write_config
@@ -66,10 +67,13 @@ def test_run_records_params_objective_metrics_and_artifacts(spark, tmp_path, cap
     assert open(os.path.join(local, "metrics.json"), "rb").read() == (tmp_path / "run" / "metrics.json").read_bytes()
     assert open(os.path.join(local, "objective.png"), "rb").read() == (tmp_path / "run" / "objective.png").read_bytes()
     assert yaml.safe_load(open(os.path.join(local, "config.yaml"))) == json.loads(json.dumps(cfg))
-    assert (
-        load_model("LogisticRegression", os.path.join(local, "model")).coefficients
+    assert (  # an MLflow model: MLlib's files under data/model
+        load_model("LogisticRegression", os.path.join(local, "model", "data", "model")).coefficients
         == load_model("LogisticRegression", str(tmp_path / "run" / "model")).coefficients
     )
+    served = mlflow.pyfunc.load_model(os.path.join(local, "model"))  # its python_function flavor, without Spark
+    scored = served.predict(pd.DataFrame({"features": [[0.0] * 6, [1.0] * 6]}))
+    assert list(scored.columns) == ["rawPrediction", "probability", "prediction"] and len(scored) == 2
     # the store and its artifacts live beside output.dir, not in it
     assert (tmp_path / "mlflow.db").is_file() and (tmp_path / "mlartifacts").is_dir()
     assert sorted(os.listdir(tmp_path / "run")) == ["metrics.json", "model", "objective.png"]

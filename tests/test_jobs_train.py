@@ -56,7 +56,12 @@ def test_generated_binary_end_to_end(spark, tmp_path, capsys):
     assert (out / "objective.png").read_bytes()[:4] == b"\x89PNG" and not leftovers(out)
     model = load_model("LogisticRegression", str(out / "model"))
     assert model.numFeatures == 6
-    assert "areaUnderROC" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "areaUnderROC" in printed.out
+    # model.progress_every (10): the first iteration and every tenth, on stderr, as they ended
+    steps = [int(line.split(":")[0].split()[-1]) for line in printed.err.splitlines() if " iteration " in line]
+    n = report["totalIterations"]
+    assert steps == [k for k in range(1, n + 1) if k == 1 or k % 10 == 0]
 
 
 def test_existing_model_refused_unless_overwrite(spark, tmp_path, capsys):
