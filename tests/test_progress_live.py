@@ -26,7 +26,7 @@ def _watch(spark, events):
 
 def test_an_allreduce_fit_reports_every_iteration_on_the_driver_while_its_stage_runs(spark, df):
     events = []
-    est = LogisticRegression(regParam=0.01, strategy="allreduce", tol=1e-10)
+    est = LogisticRegression(regParam=0.01, strategy="allreduce", tol=1e-10, maxIter=8)
     # slow each iteration in the optimizer's loop (on the executor), so that a relayed event cannot be mistaken
     # for one read after the stage returned
     est._add_iteration_callback(lambda _: time.sleep(0.3))

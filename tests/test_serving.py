@@ -45,9 +45,11 @@ MODELS = {
     "kernel svc nystroem": lambda: KernelSVC(numLandmarks=40, labelCol="label3", probability=True),
     "kernel svc rff": lambda: KernelSVC(method="rff", numLandmarks=64),
 }
+# make test scores one of each reading path (MLlib's matrix and vector rows, a kernel map); make test-full all
+FULL_ONLY = {"multinomial logistic", "linear svc", "kernel svc rff"}
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.full) if n in FULL_ONLY else n for n in MODELS])
 def test_a_saved_model_scores_without_spark_as_transform(df, tmp_path, name):
     model = MODELS[name]().fit(df)
     model.save(str(tmp_path / "model"))
