@@ -125,6 +125,28 @@ def scores(
     return pa.StructArray.from_arrays([vectors(raw), vectors(prob), pa.array(pred.numpy())], ["raw", "prob", "pred"])
 
 
+def logistic_raw_threshold(threshold):
+    """MLlib's binary ``threshold`` on the probability as a threshold on the margin: log(t / (1 - t))."""
+    t = float(threshold)
+    return np.inf if t >= 1 else (-np.inf if t <= 0 else float(np.log(t / (1 - t))))
+
+
+def kernel_scoring_inputs(spec, coef):
+    """(coefficients, feature map spec, whether they apply to the kernel block) a kernel model scores with.
+    Nystroem: the margins phi(X) theta^T = K(X, L) (P theta^T) with P the (m, r) projection, so P is folded
+    into the coefficients once and a row costs m multiply-adds after its kernel row instead of m r; the spec
+    the executors get then carries the landmarks without P (at 4000 landmarks, P is 128 MB that every task
+    would unpickle for nothing). Random Fourier features: as they are."""
+    import dataclasses
+
+    from sparkml.gpu.feature_maps import NystroemSpec
+
+    if isinstance(spec, NystroemSpec):
+        folded = np.ascontiguousarray(coef @ np.asarray(spec.projection, dtype=np.float64).T)
+        return folded, dataclasses.replace(spec, projection=np.empty((len(spec.landmarks), 0))), True
+    return coef, spec, False
+
+
 def fingerprint(feature_map, coef, intercept):
     """A digest of what a kernel model scores with: the key of the executors' ``_DEVICE_MAPS``."""
     digest = hashlib.blake2b(

@@ -91,6 +91,7 @@ class Scorer:
     feature_map: Any = None
     platt: np.ndarray | None = None
     kernel_block: bool = False
+    _fingerprint: str | None = None  # of a kernel model's arrays: hashed once, not per request
 
     @property
     def n_features(self) -> int:
@@ -108,7 +109,8 @@ class Scorer:
             raise ValueError(f"features must be rows of {self.n_features} numbers; got an array of shape {x.shape}")
         n, d = x.shape
         features = pa.ListArray.from_arrays(pa.array(np.arange(0, n * d + 1, d, dtype=np.int32)), pa.array(x.ravel()))
-        digest = None if self.feature_map is None else fingerprint(self.feature_map, self.coef, self.intercept)
+        if self.feature_map is not None and self._fingerprint is None:
+            self._fingerprint = fingerprint(self.feature_map, self.coef, self.intercept)
         out = scores(
             features,
             self.kind,
@@ -120,7 +122,7 @@ class Scorer:
             self.feature_map,
             self.platt,
             self.kernel_block,
-            digest,
+            self._fingerprint,
             "cpu",
         )
         result = {}
@@ -138,14 +140,14 @@ class Scorer:
 
 def load(path) -> Scorer:
     """The ``Scorer`` of the model this library saved at the local ``path``."""
+    from sparkml.batch_scoring import kernel_scoring_inputs, logistic_raw_threshold
     from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
 
     metadata, row = _read(path)
     cls = metadata["class"].rsplit(".", 1)[-1]
     if cls == "LogisticRegressionModel":
         multinomial = bool(row["isMultinomial"])
-        t = float(_param(metadata, "threshold", 0.5))
-        raw_threshold = np.inf if t >= 1 else (-np.inf if t <= 0 else float(np.log(t / (1 - t))))
+        raw_threshold = logistic_raw_threshold(_param(metadata, "threshold", 0.5))
         thresholds = _param(metadata, "thresholds") if "thresholds" in metadata.get("paramMap", {}) else None
         return Scorer(
             cls,
@@ -179,18 +181,22 @@ def load(path) -> Scorer:
         outputs = (
             ("rawPrediction", "probability", "prediction") if platt is not None else ("rawPrediction", "prediction")
         )
+        spec: FourierSpec | NystroemSpec
+        if row["method"] == "rff":
+            spec = FourierSpec(row["kernel"], _matrix(row["basis"]).T, _vector(row["offsets"]))
+        else:
+            spec = NystroemSpec(
+                row["kernel"],
+                _matrix(row["basis"]),
+                _matrix(row["projection"]),
+                row["gamma"],
+                row["degree"],
+                row["coef0"],
+            )
+        coef, spec, kernel_block = kernel_scoring_inputs(spec, coef)  # as KernelSVCModel.transform scores
         threshold = float(_param(metadata, "threshold", 0.0))
         intercepts = _vector(row["interceptVector"])
-        if row["method"] == "rff":
-            rff = FourierSpec(row["kernel"], _matrix(row["basis"]).T, _vector(row["offsets"]))
-            return Scorer(cls, "svc", coef, intercepts, outputs, threshold, None, rff, platt)
-        landmarks, projection = _matrix(row["basis"]), _matrix(row["projection"])
-        # as KernelSVCModel._scoring_inputs: the projection folded into the coefficients, kernel block scored
-        folded = np.ascontiguousarray(coef @ projection.T)
-        nystroem = NystroemSpec(
-            row["kernel"], landmarks, np.empty((len(landmarks), 0)), row["gamma"], row["degree"], row["coef0"]
-        )
-        return Scorer(cls, "svc", folded, intercepts, outputs, threshold, None, nystroem, platt, kernel_block=True)
+        return Scorer(cls, "svc", coef, intercepts, outputs, threshold, None, spec, platt, kernel_block)
     raise ValueError(f"{path}: a {metadata['class']} is not a model this library scores without Spark")
 
 

@@ -75,9 +75,13 @@ def _free_port():
 
 def test_a_logged_model_is_served_by_mlflow_models_serve(df, tmp_path, monkeypatch):
     import mlflow
+    from mlflow.tracking._tracking_service import utils
 
     from sparkml.mlflow import log_model
 
+    # the store, and the artifacts it puts under ./mlruns, in tmp_path; MLflow's global URI restored after
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(utils, "_tracking_uri", utils._tracking_uri)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
     model = KernelSVC(numLandmarks=40, labelCol="label3", probability=True).fit(df)

@@ -8,7 +8,6 @@ one decision value per class otherwise (prediction the argmax); with Platt scali
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,6 +18,7 @@ from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, 
 from sparkml.base.model import KeepsTrainingSummary, ModelIO
 from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import jvm_classification_summary
+from sparkml.batch_scoring import kernel_scoring_inputs
 from sparkml.gpu import KERNELS
 from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
 from sparkml.kernel.params import _KernelSVCParams
@@ -192,16 +192,9 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
         )
 
     def _scoring_inputs(self):
-        """(coefficients, feature map spec, whether they apply to the kernel block) for ``transform``.
-        Nystroem: the margins phi(X) theta^T = K(X, L) (P theta^T) with P the (m, r) projection, so P is
-        folded into the coefficients once and a row costs m multiply-adds after its kernel row instead
-        of m r; the spec the executors get then carries the landmarks without P (at 4000 landmarks, P is
-        128 MB that every task would unpickle for nothing)."""
-        spec = self._spec
-        if isinstance(spec, NystroemSpec):
-            coef = np.ascontiguousarray(self._coef @ np.asarray(spec.projection, dtype=np.float64).T)
-            return coef, dataclasses.replace(spec, projection=np.empty((len(spec.landmarks), 0))), True
-        return self._coef, spec, False
+        """(coefficients, feature map spec, whether they apply to the kernel block) for ``transform``
+        (``batch_scoring.kernel_scoring_inputs``)."""
+        return kernel_scoring_inputs(self._spec, self._coef)
 
     def _data_frame(self, spark):
         def matrix(x):

@@ -40,6 +40,7 @@ from sparkml.base.summary import (
     training_summary,
 )
 from sparkml.base.validation import BOUND_PARAMS, check_bounds_params, classification_labels
+from sparkml.batch_scoring import logistic_raw_threshold
 from sparkml.gpu import LogisticLoss, SoftmaxLoss
 from sparkml.linear.bounds import coefficient_bounds
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
@@ -263,8 +264,7 @@ class LogisticRegressionModel(
         return float(np.argmax(p / t if t is not None else p))
 
     def _raw_threshold(self):
-        t = self.getThreshold()
-        return np.inf if t >= 1 else (-np.inf if t <= 0 else float(np.log(t / (1 - t))))
+        return logistic_raw_threshold(self.getThreshold())
 
     def _multinomial_thresholds(self):
         return np.asarray(self.getThresholds(), dtype=np.float64) if self.isSet(self.thresholds) else None

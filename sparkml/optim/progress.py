@@ -70,14 +70,15 @@ class Progress:
     optimizer's loop) and to ``listeners`` (on the driver), functions of one ``Iteration`` (module docstring).
 
     ``relay``: set on rank 0 of a barrier stage, an object whose ``send(line, record)`` takes each line and
-    event record to the driver, where the listeners are. ``records``: the events, kept for the driver where
-    no relay reached it (a Spark Connect stage): it replays them when the stage returns."""
+    event record to the driver, where the listeners are. ``records`` (``for_tasks``' copies only): the events,
+    kept for the driver where no relay reached it (a Spark Connect stage): it replays them when the stage
+    returns."""
 
-    def __init__(self, callbacks=(), listeners=()):
+    def __init__(self, callbacks=(), listeners=(), keep_records=False):
         self.callbacks = list(callbacks)
         self.listeners = list(listeners)
         self.lines: list[str] = []
-        self.records: list[dict] = []
+        self.records: list[dict] | None = [] if keep_records else None  # a barrier task's copy only
         self.relay = None
 
     def __call__(self, event):
@@ -97,7 +98,8 @@ class Progress:
         if self.relay is not None:
             self.relay.send(line, None if event is None else event_record(event))
         elif event is not None:
-            self.records.append(event_record(event))
+            if self.records is not None:
+                self.records.append(event_record(event))
             self.tell(event)
 
     def tell(self, event):
@@ -110,7 +112,7 @@ class Progress:
 
     def for_tasks(self):
         """The ``Progress`` a barrier stage's closure carries: the callbacks, not the listeners (the driver's)."""
-        return Progress(self.callbacks)
+        return Progress(self.callbacks, keep_records=True)
 
 
 class TrainingSummary:

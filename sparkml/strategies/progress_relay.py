@@ -41,7 +41,7 @@ class DriverListener:
     def __init__(self, store_for, progress):
         self.store_for, self.progress = store_for, progress
         self.attempt, self.read, self.events = 0, 0, 0
-        self._store = store_for(0)
+        self._store, self._next = store_for(0), store_for(1)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sparkml-progress", daemon=True)
         self._thread.start()
@@ -57,10 +57,10 @@ class DriverListener:
                     self._handle(json.loads(self._store.get(f"event/{self.read}")))
                     self.read += 1
                     continue
-                newer = self.store_for(self.attempt + 1)
-                if not newer.check(["event/0"]):
+                if not self._next.check(["event/0"]):
                     return
-                self.attempt, self.read, self._store = self.attempt + 1, 0, newer  # a retried stage
+                self.attempt, self.read = self.attempt + 1, 0  # a retried stage
+                self._store, self._next = self._next, self.store_for(self.attempt + 1)
         except Exception as e:  # the store stopped with the stage: nothing more to read
             logger.debug("progress relay: %s", e)
 
@@ -79,4 +79,4 @@ class DriverListener:
             self._thread.join()
             if drain:
                 self._drain()
-            self._store = self.store_for = None  # the store stops when the stage's code lets it go
+            self._store = self._next = self.store_for = None  # the store stops when the stage lets it go
