@@ -22,7 +22,7 @@ import copy
 
 import torch
 
-from .blocks import DenseBlock, _Block
+from .blocks import DenseBlock, _Block, transposed_product
 
 __all__ = ["FactoredBlock"]
 
@@ -61,7 +61,7 @@ class FactoredBlock(_Block):
     def rmatmul(self, r: torch.Tensor) -> torch.Tensor:
         """X^T r; float64 where left's is (a float32 block's chunked sums, ``sparkml.gpu.blocks``)."""
         out = self.left.rmatmul(r)
-        return (self._right64.T @ out.to(torch.float64)).to(out.dtype)
+        return transposed_product(self._right64, out.to(torch.float64)).to(out.dtype)
 
     def take(self, index) -> FactoredBlock:
         """The rows ``index``, sharing this block's right factor and its float64 copy: a Newton
