@@ -76,3 +76,15 @@ def test_few_rows_and_bad_arguments():
         km.kmeans(x, 0)
     with pytest.raises(ValueError, match="init must hold k=2 centres of 3 features"):
         km.kmeans(x, 2, init=np.zeros((2, 4)))
+
+
+def test_float32_assignment_lands_where_float64_does_on_separated_rows():
+    """``assign_dtype=torch.float32``: the same Lloyd iterations up to ties within float32 rounding, which
+    separated blobs do not have (the landmark k-means: ``sparkml.kernel.landmarks``)."""
+    from sklearn.datasets import make_blobs
+
+    x, _ = make_blobs(n_samples=3000, centers=12, n_features=20, random_state=4)
+    exact = km.kmeans(x, 40, iters=10, seed=1)
+    fast = km.kmeans(x, 40, iters=10, seed=1, assign_dtype=torch.float32)
+    assert fast.dtype == torch.float64
+    torch.testing.assert_close(fast, exact, rtol=0, atol=1e-9)

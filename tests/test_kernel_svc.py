@@ -1,5 +1,8 @@
 """KernelSVC against scikit-learn's SVC (same kernel, gamma and C) on the same train/test split."""
 
+import os
+import sys
+
 import numpy as np
 import pytest
 from data_helpers import labeled_frame
@@ -50,6 +53,32 @@ def test_rbf_accuracy_within_one_point_of_sklearn(spark, name, loader, landmarks
     assert model.numClasses == len(np.unique(y))
     assert model.numLandmarksUsed == pytest.approx(min(landmarks, len(ytr)), abs=5)
     assert abs(acc - sk_acc) <= 0.01, (name, acc, sk_acc)
+
+
+def _waveform():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+    from datasets import waveform  # Breiman's generator: the public "waveform" data set's definition
+
+    return waveform(3000, seed=0)
+
+
+@pytest.mark.parametrize(
+    "name,loader",
+    [
+        ("wine, 3 classes", lambda: datasets.load_wine(return_X_y=True)),
+        ("iris, 3 classes", lambda: datasets.load_iris(return_X_y=True)),
+        # 2100 training rows: the landmark search (250, 500, 1000 until the residual is below landmarkTol)
+        ("waveform, 3 classes", _waveform),
+        pytest.param("digits, 10 classes", lambda: datasets.load_digits(return_X_y=True), marks=pytest.mark.full),
+    ],
+)
+def test_multiclass_accuracy_at_defaults_within_one_point_of_svc(spark, name, loader):
+    """numLandmarks unset, every other Param at its default, against SVC (one-vs-one) with the same C and gamma."""
+    x, y = loader()
+    xtr, xte, ytr, yte = _split(x, np.asarray(y, dtype=float))
+    model, acc, sk_acc = _compare(spark, xtr, xte, ytr, yte, c=1.0)
+    assert model.numClasses == len(np.unique(y)) and not model.isSet("numLandmarks")
+    assert abs(acc - sk_acc) <= 0.01, (name, model.numLandmarksUsed, acc, sk_acc)
 
 
 def test_hinge_loss_reaches_svcs_primal_objective(spark):

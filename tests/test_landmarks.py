@@ -3,6 +3,7 @@
 from types import SimpleNamespace
 
 import numpy as np
+import torch
 from data_helpers import imbalanced_arrays, labeled_frame
 
 from sparkml.gpu.kmeans import kmeans
@@ -67,7 +68,12 @@ def test_weighted_rows_sample_and_kmeans(spark):
         frame, "features", "label", summary, {c: q * 10 for c, q in quota.items()}, 0, "w"
     )
     expected = np.concatenate(
-        [kmeans(rows[labels == c], q, iters=10, seed=0, weights=weights[labels == c]).numpy() for c, q in quota.items()]
+        [
+            kmeans(
+                rows[labels == c], q, iters=10, seed=0, weights=weights[labels == c], assign_dtype=torch.float32
+            ).numpy()
+            for c, q in quota.items()
+        ]
     )
     np.testing.assert_allclose(centres, expected, rtol=0, atol=1e-12)
     plain = np.concatenate([kmeans(rows[labels == c], q, iters=10, seed=0).numpy() for c, q in quota.items()])
@@ -90,24 +96,35 @@ def _grow(spark, residuals, tol=0.05, cap=2000, selection="random", n=3000):
         labeled_frame(spark, x, y), "features", "label", _summary(x, y), selection, 0, None, residual, tol, cap
     )
     probes = {p for _, p in seen}
-    assert trail == [(m, residuals[m]) for m, _ in seen] and len(probes) == 1 and abs(probes.pop() - 1000) <= 1
+    measured = trail if trail[-1][1] is not None else trail[:-1]  # the target's residual is not measured
+    assert measured == [(m, residuals[m]) for m, _ in seen] and len(probes) == 1 and abs(probes.pop() - 1000) <= 1
     probe_free = {tuple(r) for r in landmarks}
     return landmarks, rows, trail, probe_free
 
 
-def test_unset_num_landmarks_doubles_until_the_residual_is_small_or_stops_falling_or_the_cap(spark):
+def test_unset_num_landmarks_doubles_until_the_residual_is_small_or_the_target(spark):
     # below landmarkTol at 1000
     landmarks, rows, trail, _ = _grow(spark, {250: 0.4, 500: 0.2, 1000: 0.04, 2000: 0.01})
     assert [m for m, _ in trail] == [250, 500, 1000] and len(landmarks) == 1000 and rows is None
-    # 500 -> 1000 gains less than a tenth of 0.2
-    _, _, trail, _ = _grow(spark, {250: 0.4, 500: 0.2, 1000: 0.19, 2000: 0.1})
-    assert [m for m, _ in trail] == [250, 500, 1000]
+    # a residual that stops falling does not stop the search: the target (2000 for 3000 rows) does, unmeasured
+    landmarks, _, trail, _ = _grow(spark, {250: 0.4, 500: 0.2, 1000: 0.19, 2000: 0.1})
+    assert trail == [(250, 0.4), (500, 0.2), (1000, 0.19), (2000, None)] and len(landmarks) == 2000
     # the cap: the last step is the cap itself
     landmarks, _, trail, _ = _grow(spark, {250: 0.4, 500: 0.3, 700: 0.2}, cap=700)
-    assert [m for m, _ in trail] == [250, 500, 700] and len(landmarks) == 700
+    assert trail == [(250, 0.4), (500, 0.3), (700, None)] and len(landmarks) == 700
     # k-means centres: the preconditioner's rows come with them
     landmarks, rows, trail, _ = _grow(spark, {250: 0.01}, selection="kmeans")
     assert len(landmarks) == 250 and rows.shape == (1000, 4)
+
+
+def test_the_landmark_target_is_every_row_to_2000_then_1_5_sqrt_n_ln_n_within_the_cap():
+    from sparkml.kernel.landmarks import landmark_target
+
+    assert landmark_target(1257, 4000) == 1257  # every row: the exact kernel machine
+    assert landmark_target(5000, 4000) == 2000  # 1.5 sqrt(5000) ln(5000) = 903: the floor
+    assert landmark_target(100_000, 10_000) == 5462  # ceil(1.5 * 316.23 * 11.513)
+    assert landmark_target(100_000, 4000) == 4000  # maxLandmarks (or the memory bound)
+    assert landmark_target(5000, 300) == 300
 
 
 def test_unset_num_landmarks_on_a_smooth_kernel_stops_early(spark, caplog):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
-from sparkml.kernel.landmarks import choose_landmarks, grow_landmarks
+from sparkml.kernel.landmarks import choose_landmarks, grow_landmarks, landmark_target
 from sparkml.kernel.params import AUTO_BLOCK_BYTES, RFF_DEFAULT_FEATURES
 
 if TYPE_CHECKING:
@@ -58,7 +58,13 @@ def fit_feature_map(est, dataset, summary, gamma, class_weights=None):
     else:
         landmarks, rows = choose_landmarks(*where, m, est.getLandmarkSelection(), est.getSeed(), weight_col)
     nystroem = NystroemMap(
-        kernel, landmarks, rcond=NYSTROEM_RCOND, gamma=gamma, degree=est.getDegree(), coef0=est.getCoef0()
+        kernel,
+        landmarks,
+        rcond=NYSTROEM_RCOND,
+        gamma=gamma,
+        degree=est.getDegree(),
+        coef0=est.getCoef0(),
+        eigh_dtype=torch.float32 if est.getDtype() == "float32" else torch.float64,  # the features' precision
     )
     if rows is None:  # landmarks sampled from the rows: their average phi phi^T is diag(lambda) / m
         s = nystroem.gram_spectrum()[1].numpy() / len(landmarks)
@@ -109,8 +115,8 @@ def _weighted(dataset, weight_col, label_col, class_weights):
 
 
 def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gamma, weight_col):
-    """``grow_landmarks`` for ``est``'s Params: up to maxLandmarks, and to as many as keep the kernel blocks
-    of all rows within ``AUTO_BLOCK_BYTES``."""
+    """``grow_landmarks`` for ``est``'s Params: up to ``landmark_target`` of the rows, at most maxLandmarks and as
+    many as keep the kernel blocks of all rows within ``AUTO_BLOCK_BYTES``."""
     from sparkml.gpu.nystroem import residual_fraction
 
     summary = where[3]
@@ -126,13 +132,18 @@ def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gam
         est.getLandmarkTol(),
         cap,
     )
+    target = landmark_target(summary.rows, cap)
     logger.info(
         "KernelSVC: numLandmarks unset: %d landmarks (relative residual trace by landmarks: %s; "
-        "landmarkTol %g, at most %d)",
+        "landmarkTol %g, at most %d for %d rows)",
         len(landmarks),
-        ", ".join(f"{m}: {r:.4f}" if r is not None else f"{m}: every row" for m, r in trail),
+        ", ".join(
+            f"{m}: {r:.4f}" if r is not None else f"{m}: {'every row' if m == summary.rows else 'the target'}"
+            for m, r in trail
+        ),
         est.getLandmarkTol(),
-        cap,
+        target,
+        summary.rows,
     )
     return landmarks, rows
 

@@ -178,7 +178,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         loss="hinge",
         probability=False,
         maxIter=100,
-        tol=1e-6,
+        tol=1e-4,
         seed=0,
         fitIntercept=True,
         threshold=0.0,

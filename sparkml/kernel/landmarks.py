@@ -1,7 +1,10 @@
 """Nystroem landmarks for KernelSVC, chosen on Spark: a class-stratified sample of the training rows,
 and optionally the k-means centres of a larger sample (``sparkml.gpu.kmeans``)."""
 
+import math
+
 import numpy as np
+import torch
 from pyspark.sql import functions as F
 
 from sparkml.compat import to_arrow
@@ -11,11 +14,15 @@ LANDMARK_SELECTIONS = ("kmeans", "random")
 # k-means landmarks: the centres of a sample of about this many rows per landmark, capped at this many
 # values collected to the driver (2^23 float64: 64 MB), and this many Lloyd iterations
 _KMEANS_OVERSAMPLE, _KMEANS_SAMPLE_ELEMENTS, _KMEANS_ITERS = 10, 1 << 23, 10
+# k-means assigns rows to centres by float32 distances (twice as fast; ties within rounding are immaterial to
+# where the centres land)
+_ASSIGN = torch.float32
 # sampled rows whose features estimate the diagonal of the rows' average phi phi^T (k-means landmarks)
 _PRECONDITIONER_ROWS = 1000
-# numLandmarks unset (``grow_landmarks``): the first count tried, the sampled rows held out to measure the
-# residual on, and the smallest relative fall of the residual per doubling that is worth the next doubling
-AUTO_START, AUTO_PROBE_ROWS, AUTO_MIN_GAIN = 250, 1000, 0.1
+# numLandmarks unset (``grow_landmarks``): the first count tried, and the sampled rows held out to measure the
+# residual on; the most tried for n rows is AUTO_SCALE sqrt(n) ln(n), at least AUTO_FLOOR (``landmark_target``)
+AUTO_START, AUTO_PROBE_ROWS = 250, 1000
+AUTO_SCALE, AUTO_FLOOR = 1.5, 2000
 
 
 def class_quotas(summary, m):
@@ -91,7 +98,9 @@ def choose_landmarks(dataset, features_col, label_col, summary, m, selection, se
         dataset, features_col, label_col, summary, {c: q * factor for c, q in quota.items()}, seed, weight_col
     )
     centres = [
-        kmeans(rows[labels == c], q, iters=_KMEANS_ITERS, seed=seed, weights=weights[labels == c]).numpy()
+        kmeans(
+            rows[labels == c], q, iters=_KMEANS_ITERS, seed=seed, weights=weights[labels == c], assign_dtype=_ASSIGN
+        ).numpy()
         for c, q in quota.items()
         if np.any(labels == c)
     ]
@@ -104,19 +113,35 @@ def _kmeans_sample_factor(m, d):
     return int(max(2, min(_KMEANS_OVERSAMPLE, _KMEANS_SAMPLE_ELEMENTS // max(1, m * d))))
 
 
+def landmark_target(n, cap):
+    """The most landmarks ``grow_landmarks`` tries for n training rows: ``AUTO_SCALE`` sqrt(n) ln(n), at least
+    ``AUTO_FLOOR``, at most ``cap`` and n.
+
+    Why sqrt(n) log(n): with landmarks sampled from the rows, on the order of sqrt(n) log(n) of them already
+    give the learning rate of the exact kernel machine (Rudi, Camoriano and Rosasco, "Less is more: Nystrom
+    computational regularization", NIPS 2015); fewer cost accuracy on data whose kernel spectrum decays
+    slowly (many informative features), where the residual never falls to ``landmarkTol``. The floor: below
+    it the m^3 eigendecomposition and the m-wide passes are cheaper than Spark's own overhead, so a data set
+    of at most 2000 rows is all landmarks (the exact kernel machine). 1.5 and 2000 are measured, not derived
+    (``benchmarks/bench_kernel_svc.py``: within half a point of SVC at 5k and 100k rows)."""
+    n = max(1, int(n))
+    return int(min(int(cap), n, max(AUTO_FLOOR, math.ceil(AUTO_SCALE * math.sqrt(n) * math.log(n)))))
+
+
 def grow_landmarks(dataset, features_col, label_col, summary, selection, seed, weight_col, residual, tol, cap):
     """(landmarks, rows, trail) as ``choose_landmarks`` gives them, for a number of landmarks chosen here:
-    m = ``AUTO_START``, 2 AUTO_START, 4 AUTO_START, ... up to ``cap``, stopping at the first m whose landmarks
-    leave a relative residual ``residual(landmarks, probe)`` (``sparkml.gpu.nystroem.residual_fraction``) of at
-    most ``tol`` on ``AUTO_PROBE_ROWS`` sampled rows that no landmark comes from, or whose residual fell by less
-    than ``AUTO_MIN_GAIN`` of the previous one (more landmarks stopped paying). ``trail``: [(m, residual)].
+    m = ``AUTO_START``, 2 AUTO_START, 4 AUTO_START, ... up to ``landmark_target(n, cap)``, stopping at the
+    first m whose landmarks leave a relative residual ``residual(landmarks, probe)``
+    (``sparkml.gpu.nystroem.residual_fraction``) of at most ``tol`` on ``AUTO_PROBE_ROWS`` sampled rows that no
+    landmark comes from (a kernel the landmarks already capture: low-dimensional data, a wide kernel).
+    ``trail``: [(m, residual)], the residual None at the target (not measured: it ends the search anyway).
 
-    One sample serves every step (collected once, for ``cap`` landmarks plus the probe rows); a step's
+    One sample serves every step (collected once, for the target's landmarks plus the probe rows); a step's
     landmarks come from the first rows of each class's share of it (hash-random, as ``sample_landmarks``),
     as ``choose_landmarks`` would pick them for that m; the probe leaves each class what its landmarks
-    need at the cap, or half its sampled rows when there are fewer. A data set of at most ``cap`` rows is
-    all landmarks (the exact kernel machine)."""
-    cap = max(1, int(cap))
+    need at the target, or half its sampled rows when there are fewer. A data set of at most the target's
+    rows is all landmarks (the exact kernel machine)."""
+    cap = landmark_target(summary.rows, max(1, int(cap)))
     if summary.rows <= cap or cap <= AUTO_START:  # every row, or the cap itself
         m = min(summary.rows, cap)
         landmarks, rows = choose_landmarks(dataset, features_col, label_col, summary, m, selection, seed, weight_col)
@@ -149,11 +174,12 @@ def grow_landmarks(dataset, features_col, label_col, summary, selection, seed, w
                         iters=_KMEANS_ITERS,
                         seed=seed,
                         weights=pool_weights[members][: q * factor],
+                        assign_dtype=_ASSIGN,
                     ).numpy()
                 )
         landmarks = np.concatenate(landmarks)
-        r = residual(landmarks, probe)
+        r = None if m >= cap else residual(landmarks, probe)  # the target ends the search whatever it is
         trail.append((len(landmarks), r))
-        if r <= tol or m >= cap or (len(trail) > 1 and trail[-2][1] - r < AUTO_MIN_GAIN * trail[-2][1]):
+        if m >= cap or r <= tol:
             return landmarks, (None if selection == "random" else pool[:_PRECONDITIONER_ROWS]), trail
         m = min(2 * m, cap)

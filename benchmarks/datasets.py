@@ -1,0 +1,59 @@
+"""Public classification problems for the KernelSVC benchmarks and accuracy tests, reproducible offline.
+
+* Breiman's generated problems (L. Breiman, "Bias, variance and arcing classifiers", 1996; the UCI and
+  DELVE "twonorm", "ringnorm" and "waveform" sets are draws from these definitions):
+
+  - ``twonorm``: 20 features, x ~ N(+a, I) for class 1 and N(-a, I) for class 0, a = 2 / sqrt(20) per coordinate;
+  - ``ringnorm``: 20 features, class 0 ~ N(0, 4 I), class 1 ~ N(a, I) with a = 1 / sqrt(20);
+  - ``waveform``: 3 classes, 21 features, each row a random convex mix u h_i + (1 - u) h_j of two of three
+    triangular waves (peaks at 11, 15 and 7 of 1..21, height 6) plus N(0, 1) noise on every feature.
+
+* ``segment``: the UCI image segmentation set (2310 rows, 19 features, 7 classes), as the ``river`` package
+  ships it (``pip install river``; None without it).
+
+Each generator returns (x, y) as float64 arrays, labels 0..K-1.
+"""
+
+import numpy as np
+
+
+def twonorm(n, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n).astype(np.float64)
+    a = 2 / np.sqrt(20)
+    return rng.standard_normal((n, 20)) + np.where(y[:, None] == 1, a, -a), y
+
+
+def ringnorm(n, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n).astype(np.float64)
+    wide, narrow = 2 * rng.standard_normal((n, 20)), rng.standard_normal((n, 20)) + 1 / np.sqrt(20)
+    return np.where(y[:, None] == 0, wide, narrow), y
+
+
+def waveform(n, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.arange(1, 22)
+    waves = np.stack([np.maximum(6 - np.abs(t - peak), 0) for peak in (11, 15, 7)]).astype(np.float64)
+    pairs = np.array([(0, 1), (0, 2), (1, 2)])  # class k mixes these two waves
+    y = rng.integers(0, 3, n)
+    u = rng.random(n)[:, None]
+    x = u * waves[pairs[y, 0]] + (1 - u) * waves[pairs[y, 1]] + rng.standard_normal((n, 21))
+    return x, y.astype(np.float64)
+
+
+def segment():
+    """(x, y) of the UCI image segmentation set from ``river``'s package data, or None without river."""
+    import importlib.util
+    import os
+
+    import pandas as pd
+
+    spec = importlib.util.find_spec("river")  # its data file only: river itself is not imported
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    frame = pd.read_csv(
+        os.path.join(spec.submodule_search_locations[0], "datasets", "segment.csv.zip"), compression="zip"
+    )
+    y = pd.factorize(frame["category"], sort=True)[0].astype(np.float64)
+    return frame.drop(columns="category").to_numpy(np.float64), y
