@@ -113,8 +113,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_refit.py --rows 16000 --features 20 --out $(R)/refit_16k.json
 	$(PY) benchmarks/bench_transform.py --repeats 3
 	$(PY) benchmarks/bench_cv.py
-	$(PY) benchmarks/bench_kernel_svc.py --sizes 100000 --landmarks auto --strategy auto --no-bundled
-	$(PY) benchmarks/bench_kernel_svc.py --sizes "" --landmarks auto --strategy auto --out $(R)/kernel_svc_bundled.json
+	$(PY) benchmarks/bench_kernel_svc.py --sizes 5000,100000 --landmarks auto --strategy auto
 	$(PY) benchmarks/bench_sparse.py
 	$(PY) benchmarks/bench_blocks.py --rows 250000 --features 100
 	$(PY) benchmarks/bench_blocks.py --layout csr --rows 250000 --features 1048576 --out $(R)/blocks_csr.json

@@ -7,7 +7,14 @@ Datasets:
   a sine in the first five coordinates, plus noise: no linear separator does better than ~60%),
   with ``--test-rows`` held-out rows from the same distribution;
 * the classification datasets bundled with scikit-learn (breast cancer, digits with 10 classes,
-  wine, iris), 70/30 stratified split, standardized on the training rows.
+  wine, iris), 70/30 stratified split, standardized on the training rows;
+* public problems defined by generators or shipped in packages (``datasets.py``): Breiman's twonorm and
+  ringnorm (binary, 20 features) and waveform (3 classes, 21 features) at ``--public-rows`` rows, and the
+  UCI image segmentation set (7 classes; needs ``pip install river``, skipped without it), split and
+  standardized the same way.
+
+Binary problems also time MLlib's ``LinearSVC()`` at its defaults on the same cached DataFrame (``--no-linear-svc``
+skips it): a kernel SVM at defaults should cost a small multiple of the linear one Spark users know.
 
 For each: scikit-learn ``SVC(C, kernel, gamma="scale")`` fit seconds and test accuracy; then, for
 each ``--landmarks`` value m, ``--selection`` s and ``--loss`` l, ``KernelSVC(regParam=1/(n C), kernel,
@@ -62,6 +69,9 @@ def parse_args(argv=None):
     p.add_argument("--driver-memory", default="8g")
     p.add_argument("--sklearn-max-rows", type=int, default=200_000)
     p.add_argument("--no-bundled", action="store_true", help="skip scikit-learn's bundled datasets")
+    p.add_argument("--no-public", action="store_true", help="skip twonorm, ringnorm, waveform and segment")
+    p.add_argument("--public-rows", type=int, default=5000, help="rows of the generated public problems")
+    p.add_argument("--no-linear-svc", action="store_true", help="skip MLlib's LinearSVC on binary problems")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="benchmarks/results/kernel_svc.json")
     args = p.parse_args(argv)
@@ -91,6 +101,32 @@ def bundled():
         xtr, xte, ytr, yte = train_test_split(x, y.astype(np.float64), test_size=0.3, random_state=0, stratify=y)
         scaler = StandardScaler().fit(xtr)
         yield name, scaler.transform(xtr), scaler.transform(xte), ytr, yte
+
+
+def public(rows, seed):
+    import datasets
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    problems = [(name, getattr(datasets, name)(rows, seed)) for name in ("twonorm", "ringnorm", "waveform")]
+    problems.append(("segment", datasets.segment()))
+    for name, data in problems:
+        if data is None:
+            print(f"  {name}: skipped (pip install river to add it)", flush=True)
+            continue
+        x, y = data
+        xtr, xte, ytr, yte = train_test_split(x, y, test_size=0.3, random_state=0, stratify=y)
+        scaler = StandardScaler().fit(xtr)
+        yield name, scaler.transform(xtr), scaler.transform(xte), ytr, yte
+
+
+def fit_linear_svc(train):
+    """MLlib's LinearSVC at its defaults on the same cached frame: fit seconds."""
+    from pyspark.ml.classification import LinearSVC
+
+    t0 = time.perf_counter()
+    LinearSVC().fit(train)
+    return time.perf_counter() - t0
 
 
 def make_session(args):
@@ -204,6 +240,9 @@ def run(args, spark, name, xtr, xte, ytr, yte):
         svc = fit_sklearn(args, xtr, xte, ytr, yte)
         print(f"  {name}: SVC fit {svc['fit_s']:.2f} s, accuracy {svc['accuracy']:.4f}", flush=True)
     train, test = frame(spark, xtr, ytr, args.partitions), frame(spark, xte, yte, args.partitions)
+    if base["classes"] == 2 and not args.no_linear_svc:
+        base["linear_svc_fit_s"] = fit_linear_svc(train)
+        print(f"  {name}: MLlib LinearSVC fit {base['linear_svc_fit_s']:.2f} s", flush=True)
     rows = []
     for m, selection, loss in [(m, s, lo) for m in args.landmarks for s in args.selection for lo in args.loss]:
         row = dict(base, kernel_svc=fit_ours(args, train, test, len(ytr), m, selection, loss))
@@ -240,6 +279,8 @@ def table(rows):
         "speedup",
         "acc diff pts",
         "Newton rounds",
+        "LinearSVC fit s",
+        "x LinearSVC",
     ]
     lines = [head]
     for r in rows:
@@ -259,6 +300,8 @@ def table(rows):
                 f"{r['speedup']:.1f}x" if svc else "-",
                 f"{r['accuracy_diff_points']:+.2f}" if svc else "-",
                 ",".join(map(str, ours["newton_rounds"])),
+                f"{r['linear_svc_fit_s']:.2f}" if "linear_svc_fit_s" in r else "-",
+                f"{ours['fit_s'] / r['linear_svc_fit_s']:.2f}" if "linear_svc_fit_s" in r else "-",
             ]
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
@@ -291,6 +334,8 @@ def main(argv=None):
     warm_x, warm_y = synthetic(200, args.features, args.seed)
     warm = frame(spark, warm_x, warm_y, args.partitions)
     fit_ours(args, warm, warm, 200, 50, args.selection[0], args.loss[0])  # untimed: starts the Python workers
+    if not args.no_linear_svc:
+        fit_linear_svc(warm)  # untimed: loads MLlib's classes
     warm.unpersist()
     rows = []
     datasets = [
@@ -304,6 +349,10 @@ def main(argv=None):
     for name, xtr, ytr, xte, yte in datasets:
         rows += run(args, spark, name, xtr, xte, ytr, yte)
         save(args.out, env, rows, args, echo=False)
+    if not args.no_public:
+        for name, xtr, xte, ytr, yte in public(args.public_rows, args.seed):
+            rows += run(args, spark, name, xtr, xte, ytr, yte)
+            save(args.out, env, rows, args, echo=False)
     if not args.no_bundled:
         for name, xtr, xte, ytr, yte in bundled():
             rows += run(args, spark, name, xtr, xte, ytr, yte)

@@ -27,7 +27,6 @@ ORDER = [
     "cv_logistic",
     "transform",
     "kernel_svc",
-    "kernel_svc_bundled",
     "transform_kernel_svc",
     "strategies",
 ]
