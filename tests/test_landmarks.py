@@ -7,7 +7,7 @@ import torch
 from data_helpers import imbalanced_arrays, labeled_frame
 
 from sparkml.gpu.kmeans import kmeans
-from sparkml.kernel.landmarks import choose_landmarks, class_quotas, sample_landmarks
+from sparkml.kernel.landmarks import _KMEANS_ITERS, choose_landmarks, class_quotas, sample_landmarks
 
 
 def _summary(x, y):
@@ -70,13 +70,20 @@ def test_weighted_rows_sample_and_kmeans(spark):
     expected = np.concatenate(
         [
             kmeans(
-                rows[labels == c], q, iters=10, seed=0, weights=weights[labels == c], assign_dtype=torch.float32
+                rows[labels == c],
+                q,
+                iters=_KMEANS_ITERS,
+                seed=0,
+                weights=weights[labels == c],
+                assign_dtype=torch.float32,
             ).numpy()
             for c, q in quota.items()
         ]
     )
     np.testing.assert_allclose(centres, expected, rtol=0, atol=1e-12)
-    plain = np.concatenate([kmeans(rows[labels == c], q, iters=10, seed=0).numpy() for c, q in quota.items()])
+    plain = np.concatenate(
+        [kmeans(rows[labels == c], q, iters=_KMEANS_ITERS, seed=0).numpy() for c, q in quota.items()]
+    )
     assert not np.allclose(centres, plain, atol=1e-3)
 
 
