@@ -91,22 +91,25 @@ def synthetic(n, d, seed):
     return x, y
 
 
-def bundled():
-    from sklearn import datasets
+def split(name, x, y):
+    """(name, x_train, x_test, y_train, y_test): a 70/30 stratified split, standardized on the training rows."""
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
+    xtr, xte, ytr, yte = train_test_split(x, y.astype(np.float64), test_size=0.3, random_state=0, stratify=y)
+    scaler = StandardScaler().fit(xtr)
+    return name, scaler.transform(xtr), scaler.transform(xte), ytr, yte
+
+
+def bundled():
+    from sklearn import datasets
+
     for name in ("breast_cancer", "digits", "wine", "iris"):
-        x, y = getattr(datasets, f"load_{name}")(return_X_y=True)
-        xtr, xte, ytr, yte = train_test_split(x, y.astype(np.float64), test_size=0.3, random_state=0, stratify=y)
-        scaler = StandardScaler().fit(xtr)
-        yield name, scaler.transform(xtr), scaler.transform(xte), ytr, yte
+        yield split(name, *getattr(datasets, f"load_{name}")(return_X_y=True))
 
 
 def public(rows, seed):
     import datasets
-    from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import StandardScaler
 
     problems = [(name, getattr(datasets, name)(rows, seed)) for name in ("twonorm", "ringnorm", "waveform")]
     problems.append(("segment", datasets.segment()))
@@ -114,10 +117,7 @@ def public(rows, seed):
         if data is None:
             print(f"  {name}: skipped (pip install river to add it)", flush=True)
             continue
-        x, y = data
-        xtr, xte, ytr, yte = train_test_split(x, y, test_size=0.3, random_state=0, stratify=y)
-        scaler = StandardScaler().fit(xtr)
-        yield name, scaler.transform(xtr), scaler.transform(xte), ytr, yte
+        yield split(name, *data)
 
 
 def fit_linear_svc(train):
