@@ -54,7 +54,7 @@ from pyspark.ml.classification import Classifier
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.params import with_setters
 from sparkml.base.validation import check_choice, classification_labels
-from sparkml.gpu import OneVsRestProblems, PlattProblems, SmoothedHingeLoss, SquaredHingeLoss
+from sparkml.gpu import OneVsOneProblems, OneVsRestProblems, PlattProblems, SmoothedHingeLoss, SquaredHingeLoss
 from sparkml.gpu.fourier import FOURIER_KERNELS
 from sparkml.kernel.feature_map import block_features, checkpointed_feature_map, fit_feature_map
 from sparkml.kernel.model import KernelSVCModel
@@ -94,6 +94,7 @@ _CHOLESKY_MAX_FEATURES = {"barrier": 257, "jobs": 1025}  # by transport
     "landmarkTol",
     "landmarkSelection",
     "loss",
+    "multiClass",
     "probability",
 )
 class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
@@ -176,6 +177,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         landmarkTol=0.05,
         landmarkSelection="kmeans",
         loss="hinge",
+        multiClass="ovr",
         probability=False,
         maxIter=100,
         tol=1e-4,
@@ -197,6 +199,8 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
 
     def _check_params(self):
         super()._check_params()
+        if self.getMultiClass() == "ovo" and self.getProbability():
+            raise ValueError("probability=True needs multiClass='ovr' (pairwise coupling is not built yet)")
         if self.getMethod() == "rff" and self.getKernel() not in FOURIER_KERNELS:
             raise ValueError(
                 f"method='rff' needs a shift-invariant kernel ({', '.join(FOURIER_KERNELS)}); "
@@ -238,6 +242,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
             checkpoint.remove()  # the fit succeeded
         intercepts = theta[:, m] if self.getFitIntercept() else np.zeros(len(theta))
         model = KernelSVCModel(spec, theta[:, :m], intercepts, num_classes, gamma, platt)
+        model._pairs = self._pairs(num_classes)  # WIP: not saved, not used by transform yet
         return self._fitted(model, summaries, raw.source)
 
     def _solve(self, strategy, num_classes, m, summary, gram=None, checkpoint=None):
@@ -249,10 +254,15 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         classes = _problem_classes(num_classes)
         fit_intercept = self.getFitIntercept()
         names = ["KernelSVC"] if num_classes == 2 else [f"KernelSVC class {int(c)}" for c in classes]
+        pairs = self._pairs(num_classes)
+        if pairs is not None:
+            classes, names = pairs, [f"KernelSVC classes {int(a)} vs {int(b)}" for a, b in pairs]
         p = m + fit_intercept
         solver = _newton_solver(p, strategy.row.transport)
 
         def problems(binary):
+            if pairs is not None:
+                return lambda idx: OneVsOneProblems(binary, [pairs[j] for j in idx])
             return lambda idx: OneVsRestProblems(binary, [classes[j] for j in idx])
 
         squared = problems(SquaredHingeLoss(fit_intercept))
@@ -277,6 +287,12 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
             progress=self._progress(),
             checkpoint=checkpoint,
         )
+
+    def _pairs(self, num_classes):
+        """The one-vs-one pairs (a, b), a < b, in libsvm's order; None for one-vs-rest or two classes."""
+        if num_classes == 2 or self.getMultiClass() == "ovr":
+            return None
+        return [(float(a), float(b)) for a in range(num_classes) for b in range(a + 1, num_classes)]
 
     def _platt(self, strategy, num_classes, theta, summary):
         """(k, 2): Platt's (a, b) per problem, fitted on the training decision values."""

@@ -27,6 +27,7 @@ METHODS = ("nystroem", "rff")
 RFF_DEFAULT_FEATURES = 1000  # random Fourier features when numLandmarks is unset
 AUTO_BLOCK_BYTES = 8 << 30  # numLandmarks unset: the kernel blocks K(X, L) of all rows stay within this
 LOSSES = ("hinge", "squared_hinge")
+MULTI_CLASS = ("ovr", "ovo")
 
 
 def _gamma(value):
@@ -51,6 +52,7 @@ def _gamma(value):
     "landmarkTol",
     "landmarkSelection",
     "loss",
+    "multiClass",
     "probability",
 )
 class _KernelSVCParams(
@@ -132,6 +134,13 @@ class _KernelSVCParams(
         "or 'random' (the sampled rows themselves).",
         typeConverter=one_of("landmarkSelection", LANDMARK_SELECTIONS),
     )
+    multiClass = Param(
+        Params._dummy(),
+        "multiClass",
+        "Several classes: 'ovr' (one problem per class against the rest, the default) or 'ovo' (one per pair "
+        "of classes over their rows, voting, as scikit-learn's SVC).",
+        typeConverter=one_of("multiClass", MULTI_CLASS),
+    )
     loss = Param(
         Params._dummy(),
         "loss",
@@ -191,6 +200,7 @@ class _KernelSVCParams(
             landmarkTol=0.05,
             landmarkSelection="kmeans",
             loss="hinge",
+            multiClass="ovr",
             probability=False,
             seed=0,
         )
