@@ -10,11 +10,14 @@ K(X_p, L) once per fit, on the executor that holds it (``TrainingData.derive``),
 from the projection (``sparkml.gpu.factored``): the n m r flops of forming phi are never spent, and every
 pass costs what a pass over phi would. ``method="rff"``: m random Fourier features
 z(x) = sqrt(2/m) cos(x W + b) of the rbf or laplacian kernel instead (``sparkml.gpu.fourier``), no
-landmarks and no m x m projection, but more features for the same accuracy. Then, per class
-(one-vs-rest; a single problem when binary), the primal SVM
+landmarks and no m x m projection, but more features for the same accuracy. Then, per problem (a
+single one when binary; with K classes, ``multiClass="ovo"``: one per pair of classes over the rows of
+those two, voting as libsvm, which is scikit-learn's ``SVC``; ``"ovr"``: one per class against the rest,
+the argmax of the K decision values; ``"auto"``, the default: "ovo", or "ovr" with probabilities), the
+primal SVM
 
     min_theta  lambda/2 ||beta||^2 + (1/W) sum_i w_i l(s_i (phi_i . beta + b)),
-    s_i = +1 for the class and -1 for the rest, W = sum_i w_i, lambda = regParam,
+    s_i = +1 for the (first) class and -1 for the other(s), W = sum_i w_i over ALL rows, lambda = regParam,
 
 with ``loss="hinge"`` (the default, as ``SVC``) l(t) = max(0, 1 - t) smoothed by a quadratic over
 |1 - t| <= 0.1 (``sparkml.gpu.SmoothedHingeLoss``, at most 0.025 above the hinge), started from two Newton
@@ -177,7 +180,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         landmarkTol=0.05,
         landmarkSelection="kmeans",
         loss="hinge",
-        multiClass="ovr",
+        multiClass="auto",
         probability=False,
         maxIter=100,
         tol=1e-4,
@@ -200,7 +203,10 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
     def _check_params(self):
         super()._check_params()
         if self.getMultiClass() == "ovo" and self.getProbability():
-            raise ValueError("probability=True needs multiClass='ovr' (pairwise coupling is not built yet)")
+            raise ValueError(
+                "probability=True needs multiClass='ovr' or 'auto': its Platt sigmoids are per class "
+                "(pairwise coupling of one-vs-one probabilities is not implemented)"
+            )
         if self.getMethod() == "rff" and self.getKernel() not in FOURIER_KERNELS:
             raise ValueError(
                 f"method='rff' needs a shift-invariant kernel ({', '.join(FOURIER_KERNELS)}); "
@@ -241,8 +247,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         if checkpoint is not None:
             checkpoint.remove()  # the fit succeeded
         intercepts = theta[:, m] if self.getFitIntercept() else np.zeros(len(theta))
-        model = KernelSVCModel(spec, theta[:, :m], intercepts, num_classes, gamma, platt)
-        model._pairs = self._pairs(num_classes)  # WIP: not saved, not used by transform yet
+        model = KernelSVCModel(spec, theta[:, :m], intercepts, num_classes, gamma, platt, self._pairs(num_classes))
         return self._fitted(model, summaries, raw.source)
 
     def _solve(self, strategy, num_classes, m, summary, gram=None, checkpoint=None):
@@ -290,7 +295,8 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
 
     def _pairs(self, num_classes):
         """The one-vs-one pairs (a, b), a < b, in libsvm's order; None for one-vs-rest or two classes."""
-        if num_classes == 2 or self.getMultiClass() == "ovr":
+        choice = self.getMultiClass()
+        if num_classes == 2 or choice == "ovr" or (choice == "auto" and self.getProbability()):
             return None
         return [(float(a), float(b)) for a in range(num_classes) for b in range(a + 1, num_classes)]
 

@@ -27,7 +27,7 @@ METHODS = ("nystroem", "rff")
 RFF_DEFAULT_FEATURES = 1000  # random Fourier features when numLandmarks is unset
 AUTO_BLOCK_BYTES = 8 << 30  # numLandmarks unset: the kernel blocks K(X, L) of all rows stay within this
 LOSSES = ("hinge", "squared_hinge")
-MULTI_CLASS = ("ovr", "ovo")
+MULTI_CLASS = ("auto", "ovo", "ovr")
 
 
 def _gamma(value):
@@ -137,8 +137,9 @@ class _KernelSVCParams(
     multiClass = Param(
         Params._dummy(),
         "multiClass",
-        "Several classes: 'ovr' (one problem per class against the rest, the default) or 'ovo' (one per pair "
-        "of classes over their rows, voting, as scikit-learn's SVC).",
+        "Several classes: 'ovo' (one problem per pair of classes over their rows, then a vote, as "
+        "scikit-learn's SVC), 'ovr' (one per class against all the rest) or 'auto' (the default: 'ovo', or "
+        "'ovr' with probability=True, whose Platt sigmoids are per class).",
         typeConverter=one_of("multiClass", MULTI_CLASS),
     )
     loss = Param(
@@ -200,7 +201,7 @@ class _KernelSVCParams(
             landmarkTol=0.05,
             landmarkSelection="kmeans",
             loss="hinge",
-            multiClass="ovr",
+            multiClass="auto",
             probability=False,
             seed=0,
         )
