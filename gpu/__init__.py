@@ -19,7 +19,7 @@ from .losses import (
     SquaredLoss,
 )
 from .make import make_block
-from .problems import OneVsRestProblems, PlattProblems
+from .problems import OneVsOneProblems, OneVsRestProblems, PlattProblems
 
 __all__ = [
     "KERNELS",
@@ -39,6 +39,7 @@ __all__ = [
     "LinearLoss",
     "LogisticLoss",
     "SoftmaxLoss",
+    "OneVsOneProblems",
     "OneVsRestProblems",
     "PlattProblems",
     "SquaredLoss",

@@ -36,3 +36,26 @@ def platt_probability(margins, ab):
     if q.shape[1] == 1:
         return torch.cat([1 - q, q], dim=1)
     return q / q.sum(dim=1, keepdim=True)
+
+
+def one_vs_one_scores(margins, pairs, num_classes):
+    """(n, K) class scores of one-vs-one decision values: votes plus confidences, as scikit-learn's ``SVC``
+    with ``decision_function_shape="ovr"``.
+
+    Pair j = (a, b) with margin m_j votes for a when m_j >= 0, else for b; class c scores its votes plus
+    s_c / (3 (|s_c| + 1)), s_c the sum of its pairs' margins signed towards it. The confidence term lies
+    in (-1/3, 1/3): the argmax is the class with most votes, ties broken by confidence (libsvm breaks them
+    by the lowest class index).
+    """
+    margins = margins.to(torch.float64)
+    n = margins.shape[0]
+    votes = torch.zeros((n, num_classes), dtype=torch.float64, device=margins.device)
+    confidence = torch.zeros_like(votes)
+    for j, (a, b) in enumerate(pairs):
+        m, a, b = margins[:, j], int(a), int(b)
+        won = (m >= 0).to(torch.float64)
+        votes[:, a] += won
+        votes[:, b] += 1 - won
+        confidence[:, a] += m
+        confidence[:, b] -= m
+    return votes + confidence / (3 * (confidence.abs() + 1))

@@ -33,7 +33,7 @@ import torch
 
 from .losses import LinearLoss
 
-__all__ = ["OneVsRestProblems", "PlattProblems"]
+__all__ = ["OneVsOneProblems", "OneVsRestProblems", "PlattProblems"]
 
 _F64 = torch.float64
 # ``hessp_operator`` copies the active rows out when they are at most this share of the block. The
@@ -56,7 +56,7 @@ def _inputs(coef, X, y, w, classes, shape):
     if y.numel() != X.n_rows or w.numel() != X.n_rows:
         raise ValueError(f"y and w need {X.n_rows} entries, got {y.numel()} and {w.numel()}")
     labels = (y[:, None] == torch.tensor(classes, dtype=_F64, device=X.device)[None, :]).to(_F64)
-    return coef, labels, w
+    return coef, labels, w, y
 
 
 class OneVsRestProblems:
@@ -75,19 +75,24 @@ class OneVsRestProblems:
         return (len(self.classes), int(n_features) + int(self.fit_intercept))
 
     def _setup(self, coef, X, y, w):
-        coef, labels, w = _inputs(coef, X, y, w, self.classes, self.coef_shape(X.n_features))
-        return coef, labels, w, self.binary._margins(coef, X)
+        """(coef, labels (n, k), the rows' weight in each problem (n, k), margins (n, k))."""
+        coef, labels, w, y = _inputs(coef, X, y, w, self.classes, self.coef_shape(X.n_features))
+        return coef, labels, self._problem_weights(w, y), self.binary._margins(coef, X)
+
+    def _problem_weights(self, w, y):
+        """Every row weighs w_i in every one-vs-rest problem."""
+        return w[:, None].expand(-1, len(self.classes))
 
     def loss_gradient(self, coef, X, y, w=None):
         """(f (k,), G (k, p)) as in the module docstring."""
         return self._sums(X, *self._setup(coef, X, y, w)[1:])
 
     def _hess_weights(self, labels, w, margins):
-        return w[:, None] * self.binary._pointwise_hessian(margins, labels)  # (n, k)
+        return w * self.binary._pointwise_hessian(margins, labels)  # (n, k)
 
     def _sums(self, X, labels, w, margins):
         loss, g = self.binary._pointwise(margins, labels)
-        return (w[:, None] * loss).sum(0), self.binary._grad_from_rows(X, w[:, None] * g)
+        return (w * loss).sum(0), self.binary._grad_from_rows(X, w * g)
 
     def hessian_block(self, coef, X, y, w=None):
         """(k, p, p): each problem's sum_i w_i l''_ij x~_i x~_i^T."""
@@ -136,6 +141,30 @@ class OneVsRestProblems:
         return times
 
 
+class OneVsOneProblems(OneVsRestProblems):
+    """The binary loss of class a against class b for each pair (a, b) in ``pairs``, all in one pass.
+
+    Problem j = (a, b) is ``OneVsRestProblems``' problem for class a with the rows of every other class
+    than a and b weighted 0: l_ij = l(x~_i . theta_j, 1[y_i = a]) over the rows of a and b only. Its sums
+    are libsvm's one-vs-one subproblem (``SVC``): the same C for every pair, the other classes absent.
+    """
+
+    def __init__(self, binary: LinearLoss, pairs):
+        pairs = tuple((float(a), float(b)) for a, b in pairs)
+        if any(a == b for a, b in pairs):
+            raise ValueError(f"one-vs-one pairs need two different classes; got {pairs}")
+        super().__init__(binary, [a for a, _ in pairs])
+        self.pairs = pairs
+
+    def __repr__(self) -> str:
+        return f"OneVsOneProblems({self.binary!r}, pairs={self.pairs})"
+
+    def _problem_weights(self, w, y):
+        pairs = torch.tensor(self.pairs, dtype=_F64, device=y.device)  # (k, 2)
+        member = (y[:, None] == pairs[None, :, 0]) | (y[:, None] == pairs[None, :, 1])
+        return w[:, None] * member.to(_F64)
+
+
 class PlattProblems:
     """Platt sigmoids of fixed one-vs-rest decision values; theta_j = (a_j, b_j)."""
 
@@ -154,7 +183,7 @@ class PlattProblems:
         return (len(self.classes), 2)
 
     def _setup(self, coef, X, y, w):
-        coef, labels, w = _inputs(coef, X, y, w, self.classes, (len(self.classes), 2))
+        coef, labels, w, _ = _inputs(coef, X, y, w, self.classes, (len(self.classes), 2))
         s = self.decision._margins(self.svm_coef.to(X.device), X)  # (n, k) decision values
         targets = self.targets.to(X.device)
         t = labels * targets[:, 0] + (1 - labels) * targets[:, 1]

@@ -71,8 +71,11 @@ def scores(
     kernel_block=False,
     fingerprint=None,
     device="cpu",
+    pairs=None,
+    num_classes=None,
 ):
-    """Score one Arrow batch; returns a StructArray (raw, probability, prediction)."""
+    """Score one Arrow batch; returns a StructArray (raw, probability, prediction). ``pairs``: one-vs-one
+    problems of ``num_classes`` classes, voted (``sparkml.gpu.prediction.one_vs_one_scores``)."""
     import torch
 
     from sparkml.gpu.prediction import (
@@ -97,7 +100,12 @@ def scores(
     else:
         margins = linear_margins(x, torch.from_numpy(coef), torch.from_numpy(intercept))
     prob = None
-    if kind == "regression":
+    if pairs is not None:
+        from sparkml.gpu.prediction import one_vs_one_scores
+
+        raw = one_vs_one_scores(margins, pairs, num_classes)
+        pred = torch.argmax(raw, dim=1).to(torch.float64)
+    elif kind == "regression":
         raw, pred = None, margins[:, 0]
     elif margins.shape[1] == 1:  # binary: raw = [-m, m]
         m = margins[:, 0]

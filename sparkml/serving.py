@@ -91,6 +91,8 @@ class Scorer:
     feature_map: Any = None
     platt: np.ndarray | None = None
     kernel_block: bool = False
+    pairs: list | None = None  # one-vs-one KernelSVC: the class pairs of its problems
+    num_classes: int | None = None
     _fingerprint: str | None = None  # of a kernel model's arrays: hashed once, not per request
 
     @property
@@ -124,6 +126,8 @@ class Scorer:
             self.kernel_block,
             self._fingerprint,
             "cpu",
+            self.pairs,
+            self.num_classes,
         )
         result = {}
         for key in ("raw", "prob", "pred"):
@@ -196,7 +200,10 @@ def load(path) -> Scorer:
         coef, spec, kernel_block = kernel_scoring_inputs(spec, coef)  # as KernelSVCModel.transform scores
         threshold = float(_param(metadata, "threshold", 0.0))
         intercepts = _vector(row["interceptVector"])
-        return Scorer(cls, "svc", coef, intercepts, outputs, threshold, None, spec, platt, kernel_block)
+        pairs = None if row.get("pairs") is None else [tuple(p) for p in _matrix(row["pairs"]).tolist()]
+        return Scorer(
+            cls, "svc", coef, intercepts, outputs, threshold, None, spec, platt, kernel_block, pairs, row["numClasses"]
+        )
     raise ValueError(f"{path}: a {metadata['class']} is not a model this library scores without Spark")
 
 

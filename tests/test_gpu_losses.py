@@ -327,3 +327,21 @@ def test_loss_gradient_over_float32_storage_reads_rows_in_runs(name, fit_interce
     empty = DenseBlock(torch.zeros(0, 7), compute_dtype=torch.float64)  # no run at all: zero sums
     total, grad = loss.loss_gradient(torch.as_tensor(coef), empty, torch.zeros(0), torch.zeros(0))
     assert float(total) == 0.0 and grad.shape == tuple(coef.shape) and not grad.any()
+
+
+def test_one_vs_one_scores_are_svcs_ovr_shaped_decision_function():
+    """scikit-learn's SVC: decision_function_shape="ovr" turns its one-vs-one decision values into these
+    scores, and its predictions are their argmax (no ties here)."""
+    from sklearn import datasets
+    from sklearn.svm import SVC
+
+    from sparkml.gpu.prediction import one_vs_one_scores
+
+    x, y = datasets.load_wine(return_X_y=True)
+    x = (x - x.mean(0)) / x.std(0)
+    svc = SVC(C=0.3, decision_function_shape="ovo").fit(x, y)
+    ovo = svc.decision_function(x)
+    pairs = [(a, b) for a in range(3) for b in range(a + 1, 3)]  # libsvm's order
+    ours = one_vs_one_scores(torch.from_numpy(ovo), pairs, 3).numpy()
+    np.testing.assert_allclose(ours, svc.set_params(decision_function_shape="ovr").decision_function(x), atol=1e-12)
+    np.testing.assert_array_equal(ours.argmax(1), svc.predict(x))

@@ -406,3 +406,36 @@ def test_resumed_newton_takes_the_uninterrupted_rounds(tmp_path, solver, kill_at
         assert r.message == f"{f.message} (resumed from the checkpoint of round {state['iteration']})"
         assert len(r.iterationSeconds) == r.totalIterations and r.iterationSeconds == sorted(r.iterationSeconds)
     assert all(s.converged for s in full) and min(s.totalIterations for s in full) > 3
+
+
+def test_one_vs_one_pairs_are_one_vs_rest_on_the_two_classes_rows():
+    """OneVsOneProblems' pair (a, b) is OneVsRestProblems' class a over the rows of a and b only: the same sums
+    at any theta, and Newton on all pairs at once lands each pair where Newton on its rows alone does (the
+    same 1/W: every pair weighs its rows against the whole data's weight, libsvm's C per pair)."""
+    from sparkml.gpu import OneVsOneProblems, SmoothedHingeLoss
+
+    x, y = _problem(seed=3, n=400, d=5, classes=3)
+    w = np.random.default_rng(4).uniform(0.5, 2.0, len(y))
+    pairs = [(0.0, 1.0), (0.0, 2.0), (1.0, 2.0)]
+    theta = np.random.default_rng(5).normal(size=(3, 6))
+    block, yt, wt = DenseBlock(torch.from_numpy(x)), torch.from_numpy(y), torch.from_numpy(w)
+    ovo = OneVsOneProblems(SmoothedHingeLoss(width=0.1), pairs)
+    f, g, diag = ovo.loss_gradient_diagonal(torch.from_numpy(theta), block, yt, wt)
+    for j, (a, b) in enumerate(pairs):
+        rows = np.isin(y, (a, b))
+        sub = DenseBlock(torch.from_numpy(x[rows]))
+        ovr = OneVsRestProblems(SmoothedHingeLoss(width=0.1), [a])
+        fj, gj, dj = ovr.loss_gradient_diagonal(
+            torch.from_numpy(theta[j : j + 1]), sub, torch.from_numpy(y[rows]), torch.from_numpy(w[rows])
+        )
+        np.testing.assert_allclose(f[j].numpy(), fj[0].numpy(), rtol=1e-12)
+        np.testing.assert_allclose(g[j].numpy(), gj[0].numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(diag[j].numpy(), dj[0].numpy(), rtol=1e-12, atol=1e-12)
+    reg, options = 0.01, {"fit_intercept": True, "max_iter": 50, "tol": 1e-12, "solver": "cg"}
+    evaluate, _ = _evaluate(lambda idx: OneVsOneProblems(SquaredHingeLoss(), [pairs[j] for j in idx]), x, y, w)
+    together, _ = newton(evaluate, np.zeros((3, 6)), reg=reg, weight_sum=w.sum(), names=["a", "b", "c"], **options)
+    for j, (a, b) in enumerate(pairs):
+        rows = np.isin(y, (a, b))
+        evaluate, _ = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [a]), x[rows], y[rows], w[rows])
+        alone, _ = newton(evaluate, np.zeros((1, 6)), reg=reg, weight_sum=w.sum(), names=["alone"], **options)
+        np.testing.assert_allclose(together[j], alone[0], atol=1e-7)

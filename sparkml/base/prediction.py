@@ -58,6 +58,8 @@ def transform_linear(
     platt=None,
     kernel_block=False,
     device="cpu",
+    pairs=None,
+    num_classes=None,
 ):
     """Add MLlib's output columns to ``dataset``.
 
@@ -66,7 +68,8 @@ def transform_linear(
     are the model's; binary models have K = 1. ``feature_map`` (a ``sparkml.gpu.feature_maps`` spec): score
     the kernel features of the rows (KernelSVC) instead of the rows; with ``kernel_block``, a Nystroem map's
     kernel block K(X, L) (``coef`` then has the projection folded in).
-    ``platt`` (K, 2): the probability column is Platt-scaled decision values (KernelSVC).
+    ``platt`` (K, 2): the probability column is Platt-scaled decision values (KernelSVC). ``pairs``: the
+    problems are one-vs-one pairs of ``num_classes`` classes, whose votes make the raw prediction (KernelSVC).
     ``device``: where a kernel model scores ('auto': CUDA when the executor's torch sees a GPU); the
     linear models score on the CPU (a batch's product costs less than its copy to a GPU).
     """
@@ -98,6 +101,8 @@ def transform_linear(
             kernel_block,
             fingerprint,
             device,
+            pairs,
+            num_classes,
         )
 
     score = vectorized_udf(scores, _RESULT_TYPE)

@@ -10,11 +10,14 @@ K(X_p, L) once per fit, on the executor that holds it (``TrainingData.derive``),
 from the projection (``sparkml.gpu.factored``): the n m r flops of forming phi are never spent, and every
 pass costs what a pass over phi would. ``method="rff"``: m random Fourier features
 z(x) = sqrt(2/m) cos(x W + b) of the rbf or laplacian kernel instead (``sparkml.gpu.fourier``), no
-landmarks and no m x m projection, but more features for the same accuracy. Then, per class
-(one-vs-rest; a single problem when binary), the primal SVM
+landmarks and no m x m projection, but more features for the same accuracy. Then, per problem (a
+single one when binary; with K classes, ``multiClass="ovo"``: one per pair of classes over the rows of
+those two, voting as libsvm, which is scikit-learn's ``SVC``; ``"ovr"``: one per class against the rest,
+the argmax of the K decision values; ``"auto"``, the default: "ovo", or "ovr" with probabilities), the
+primal SVM
 
     min_theta  lambda/2 ||beta||^2 + (1/W) sum_i w_i l(s_i (phi_i . beta + b)),
-    s_i = +1 for the class and -1 for the rest, W = sum_i w_i, lambda = regParam,
+    s_i = +1 for the (first) class and -1 for the other(s), W = sum_i w_i over ALL rows, lambda = regParam,
 
 with ``loss="hinge"`` (the default, as ``SVC``) l(t) = max(0, 1 - t) smoothed by a quadratic over
 |1 - t| <= 0.1 (``sparkml.gpu.SmoothedHingeLoss``, at most 0.025 above the hinge), started from two Newton
@@ -54,7 +57,7 @@ from pyspark.ml.classification import Classifier
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.params import with_setters
 from sparkml.base.validation import check_choice, classification_labels
-from sparkml.gpu import OneVsRestProblems, PlattProblems, SmoothedHingeLoss, SquaredHingeLoss
+from sparkml.gpu import OneVsOneProblems, OneVsRestProblems, PlattProblems, SmoothedHingeLoss, SquaredHingeLoss
 from sparkml.gpu.fourier import FOURIER_KERNELS
 from sparkml.kernel.feature_map import block_features, checkpointed_feature_map, fit_feature_map
 from sparkml.kernel.model import KernelSVCModel
@@ -94,6 +97,7 @@ _CHOLESKY_MAX_FEATURES = {"barrier": 257, "jobs": 1025}  # by transport
     "landmarkTol",
     "landmarkSelection",
     "loss",
+    "multiClass",
     "probability",
 )
 class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
@@ -154,6 +158,8 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
 
         def setLoss(self, value: str) -> Self: ...
 
+        def setMultiClass(self, value: str) -> Self: ...
+
         def setProbability(self, value: bool) -> Self: ...
 
     @keyword_only
@@ -176,6 +182,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         landmarkTol=0.05,
         landmarkSelection="kmeans",
         loss="hinge",
+        multiClass="auto",
         probability=False,
         maxIter=100,
         tol=1e-4,
@@ -197,6 +204,11 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
 
     def _check_params(self):
         super()._check_params()
+        if self.getMultiClass() == "ovo" and self.getProbability():
+            raise ValueError(
+                "probability=True needs multiClass='ovr' or 'auto': its Platt sigmoids are per class "
+                "(pairwise coupling of one-vs-one probabilities is not implemented)"
+            )
         if self.getMethod() == "rff" and self.getKernel() not in FOURIER_KERNELS:
             raise ValueError(
                 f"method='rff' needs a shift-invariant kernel ({', '.join(FOURIER_KERNELS)}); "
@@ -237,7 +249,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         if checkpoint is not None:
             checkpoint.remove()  # the fit succeeded
         intercepts = theta[:, m] if self.getFitIntercept() else np.zeros(len(theta))
-        model = KernelSVCModel(spec, theta[:, :m], intercepts, num_classes, gamma, platt)
+        model = KernelSVCModel(spec, theta[:, :m], intercepts, num_classes, gamma, platt, self._pairs(num_classes))
         return self._fitted(model, summaries, raw.source)
 
     def _solve(self, strategy, num_classes, m, summary, gram=None, checkpoint=None):
@@ -249,10 +261,15 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         classes = _problem_classes(num_classes)
         fit_intercept = self.getFitIntercept()
         names = ["KernelSVC"] if num_classes == 2 else [f"KernelSVC class {int(c)}" for c in classes]
+        pairs = self._pairs(num_classes)
+        if pairs is not None:
+            classes, names = pairs, [f"KernelSVC classes {int(a)} vs {int(b)}" for a, b in pairs]
         p = m + fit_intercept
         solver = _newton_solver(p, strategy.row.transport)
 
         def problems(binary):
+            if pairs is not None:
+                return lambda idx: OneVsOneProblems(binary, [pairs[j] for j in idx])
             return lambda idx: OneVsRestProblems(binary, [classes[j] for j in idx])
 
         squared = problems(SquaredHingeLoss(fit_intercept))
@@ -277,6 +294,13 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
             progress=self._progress(),
             checkpoint=checkpoint,
         )
+
+    def _pairs(self, num_classes):
+        """The one-vs-one pairs (a, b), a < b, in libsvm's order; None for one-vs-rest or two classes."""
+        choice = self.getMultiClass()
+        if num_classes == 2 or choice == "ovr" or (choice == "auto" and self.getProbability()):
+            return None
+        return [(float(a), float(b)) for a in range(num_classes) for b in range(a + 1, num_classes)]
 
     def _platt(self, strategy, num_classes, theta, summary):
         """(k, 2): Platt's (a, b) per problem, fitted on the training decision values."""

@@ -1,9 +1,11 @@
 """The fitted KernelSVC: decision values, Platt probabilities, and its files.
 
 Prediction: rawPrediction [-m, m] for two classes (as LinearSVC; prediction 1 iff m > threshold),
-one decision value per class otherwise (prediction the argmax); with Platt scaling, P(class k | x)
-= sigmoid(a_k m_k(x) + b_k), normalized to sum to 1 for several classes. Saved in MLlib's layout
-(``base.persistence``): one Parquet row with the feature map, the coefficients and Platt's (a, b).
+one score per class otherwise (prediction the argmax): each class's decision value (one-vs-rest), or its
+votes plus a confidence in (-1/3, 1/3) (one-vs-one, ``sparkml.gpu.prediction.one_vs_one_scores``); with
+Platt scaling, P(class k | x) = sigmoid(a_k m_k(x) + b_k), normalized to sum to 1 for several classes.
+Saved in MLlib's layout (``base.persistence``): one Parquet row with the feature map, the coefficients,
+Platt's (a, b) and the one-vs-one pairs.
 """
 
 from __future__ import annotations
@@ -55,11 +57,20 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
             StructField("coefficientMatrix", MatrixUDT()),
             StructField("interceptVector", VectorUDT()),
             StructField("platt", MatrixUDT()),
+            StructField("pairs", MatrixUDT()),  # one-vs-one: (problems, 2) class pairs; null for one-vs-rest
         ]
     )
+    _optional_data_columns = ("pairs",)  # models saved before one-vs-one existed are one-vs-rest
 
     def __init__(
-        self, featureMap=None, coefficients=None, intercepts=None, numClasses=2, gammaValue=1.0, platt=None
+        self,
+        featureMap=None,
+        coefficients=None,
+        intercepts=None,
+        numClasses=2,
+        gammaValue=1.0,
+        platt=None,
+        pairs=None,
     ) -> None:
         super().__init__()
         self._spec = featureMap
@@ -69,6 +80,7 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
         self._intercepts = None if intercepts is None else np.atleast_1d(np.asarray(intercepts, dtype=np.float64))
         self._num_classes, self._gamma_value = int(numClasses), float(gammaValue)
         self._platt = None if platt is None else np.asarray(platt, dtype=np.float64).reshape(-1, 2)
+        self._pairs = None if pairs is None else [(float(a), float(b)) for a, b in np.asarray(pairs).reshape(-1, 2)]
 
     def _fitted_coef(self) -> np.ndarray:
         """(problems, numKernelFeatures); AttributeError for a model made without them."""
@@ -141,13 +153,24 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
         phi = self._spec.make().transform(x).numpy()[0]
         return self._coef @ phi + self._intercepts
 
+    def _class_scores(self, m):
+        """The multi-class rawPrediction of the problems' margins: themselves (one-vs-rest), or the pairs'
+        votes plus confidences (one-vs-one, ``sparkml.gpu.prediction.one_vs_one_scores``)."""
+        if self._pairs is None:
+            return m
+        import torch
+
+        from sparkml.gpu.prediction import one_vs_one_scores
+
+        return one_vs_one_scores(torch.from_numpy(m[None, :]), self._pairs, self._num_classes).numpy()[0]
+
     def predictRaw(self, value: Vector) -> DenseVector:
         m = self._margins(value)
-        return DenseVector([-m[0], m[0]] if len(m) == 1 else m)
+        return DenseVector([-m[0], m[0]] if len(m) == 1 else self._class_scores(m))
 
     def predict(self, value: Vector) -> float:
         m = self._margins(value)
-        return float(m[0] > self.getThreshold()) if len(m) == 1 else float(np.argmax(m))
+        return float(m[0] > self.getThreshold()) if len(m) == 1 else float(np.argmax(self._class_scores(m)))
 
     def predictProbability(self, value: Vector) -> DenseVector:
         """The probability vector of one feature vector (needs a model fitted with probability=True)."""
@@ -189,6 +212,8 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
             platt=self._platt,
             kernel_block=kernel_block,
             device=self.getDevice(),
+            pairs=self._pairs,
+            num_classes=self._num_classes,
         )
 
     def _scoring_inputs(self):
@@ -215,6 +240,7 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
             self.coefficientMatrix,
             self.interceptVector,
             self.plattCoefficients,
+            None if self._pairs is None else matrix(np.asarray(self._pairs, dtype=np.float64)),
         )
         return spark.createDataFrame([row], self._data_schema)
 
@@ -226,7 +252,10 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
             raise ValueError(f"method is {row.method!r}, expected 'nystroem' or 'rff'")
         if row.numClasses < 2:
             raise ValueError(f"numClasses is {row.numClasses}, expected at least 2")
+        pairs = row.asDict().get("pairs")
         problems = 1 if row.numClasses == 2 else row.numClasses
+        if pairs is not None:
+            problems = row.numClasses * (row.numClasses - 1) // 2
         if row.method == "rff":  # basis: the frequencies, one row per kernel feature
             shapes: dict[str, tuple[int | str, ...]] = {
                 "basis": ("kernelFeatures", "numFeatures"),
@@ -237,6 +266,8 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
         shapes.update(coefficientMatrix=(problems, "kernelFeatures"), interceptVector=(problems,))
         if row.platt is not None:
             shapes["platt"] = (problems, 2)
+        if pairs is not None:
+            shapes["pairs"] = (problems, 2)
         return shapes
 
     @classmethod
@@ -255,4 +286,5 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
             int(row.numClasses),
             float(row.gamma),
             None if row.platt is None else row.platt.toArray(),
+            None if row.asDict().get("pairs") is None else row.pairs.toArray(),
         )

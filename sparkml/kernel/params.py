@@ -27,6 +27,7 @@ METHODS = ("nystroem", "rff")
 RFF_DEFAULT_FEATURES = 1000  # random Fourier features when numLandmarks is unset
 AUTO_BLOCK_BYTES = 8 << 30  # numLandmarks unset: the kernel blocks K(X, L) of all rows stay within this
 LOSSES = ("hinge", "squared_hinge")
+MULTI_CLASS = ("auto", "ovo", "ovr")
 
 
 def _gamma(value):
@@ -51,6 +52,7 @@ def _gamma(value):
     "landmarkTol",
     "landmarkSelection",
     "loss",
+    "multiClass",
     "probability",
 )
 class _KernelSVCParams(
@@ -132,6 +134,14 @@ class _KernelSVCParams(
         "or 'random' (the sampled rows themselves).",
         typeConverter=one_of("landmarkSelection", LANDMARK_SELECTIONS),
     )
+    multiClass = Param(
+        Params._dummy(),
+        "multiClass",
+        "Several classes: 'ovo' (one problem per pair of classes over their rows, then a vote, as "
+        "scikit-learn's SVC), 'ovr' (one per class against all the rest) or 'auto' (the default: 'ovo', or "
+        "'ovr' with probability=True, whose Platt sigmoids are per class).",
+        typeConverter=one_of("multiClass", MULTI_CLASS),
+    )
     loss = Param(
         Params._dummy(),
         "loss",
@@ -171,6 +181,8 @@ class _KernelSVCParams(
 
         def getLoss(self) -> str: ...
 
+        def getMultiClass(self) -> str: ...
+
         def getProbability(self) -> bool: ...
 
     def __init__(self, *args):
@@ -191,6 +203,7 @@ class _KernelSVCParams(
             landmarkTol=0.05,
             landmarkSelection="kmeans",
             loss="hinge",
+            multiClass="auto",
             probability=False,
             seed=0,
         )
