@@ -5,7 +5,8 @@ For a batch X (n, d), coefficients W (K, d) and intercepts b (K,):
     margins     M = X W^T + b                          (n, K)
     logistic    p = 1 / (1 + exp(-m))                  (binary, K = 1)
     softmax     p_k = exp(M_k - max M) / sum_j exp(M_j - max M)
-    Platt       q_k = sigmoid(a_k M_k + b_k); binary [1 - q, q], else q_k / sum_j q_j
+    Platt       q_k = sigmoid(a_k M_k + b_k); binary [1 - q, q], else q_k / sum_j q_j (one-vs-rest),
+                or the pairs' q coupled into class probabilities (one-vs-one, ``pairwise_coupling``)
 
 Computed in float64 so scores match MLlib's double-precision predictions.
 """
@@ -29,13 +30,52 @@ def softmax_probability(margins):
     return torch.softmax(margins, dim=1)
 
 
-def platt_probability(margins, ab):
+def platt_probability(margins, ab, pairs=None, num_classes=None):
     """Platt-scaled probabilities of (n, K) decision values with ``ab`` (K, 2) = (a_k, b_k):
-    (n, 2) [1 - q, q] for one problem (binary), else the K sigmoids normalized per row."""
+    (n, 2) [1 - q, q] for one problem (binary), else the K sigmoids normalized per row; with one-vs-one
+    ``pairs`` of ``num_classes`` classes, the pairs' sigmoids coupled (``pairwise_coupling``)."""
     q = torch.sigmoid(margins * ab[:, 0].to(margins) + ab[:, 1].to(margins))
     if q.shape[1] == 1:
         return torch.cat([1 - q, q], dim=1)
+    if pairs is not None:
+        return pairwise_coupling(q, pairs, num_classes)
     return q / q.sum(dim=1, keepdim=True)
+
+
+# libsvm's bounds on a pairwise probability before coupling (its ``min_prob``)
+_MIN_PAIRWISE_PROBABILITY = 1e-7
+
+
+def pairwise_coupling(r, pairs, num_classes):
+    """(n, K) class probabilities from (n, P) pairwise ones, r_j = P(y = a | y in {a, b}, x) for pair
+    j = (a, b): the second method of Wu, Lin and Weng (2004), which libsvm (``SVC(probability=True)``) uses.
+
+    With r_st = P(y = s | y in {s, t}) (r_ts = 1 - r_st) it finds the p on the simplex that best satisfies
+    r_ts p_s = r_st p_t for every pair,
+
+        min_p  sum_s sum_{t != s} (r_ts p_s - r_st p_t)^2 = 2 p^T Q p   s.t.  sum_s p_s = 1,
+        Q_ss = sum_{t != s} r_ts^2,   Q_st = -r_ts r_st,
+
+    whose optimum is non-negative (their Theorem 2). Its KKT conditions are one linear system per row,
+    [Q 1; 1^T 0] [p; mu] = [0; 1], solved here directly in float64 (libsvm iterates to a tolerance of
+    0.005 / K). The pairwise r are first clipped to [1e-7, 1 - 1e-7] as in libsvm.
+    """
+    r = r.to(torch.float64).clamp(_MIN_PAIRWISE_PROBABILITY, 1 - _MIN_PAIRWISE_PROBABILITY)
+    n, k = r.shape[0], int(num_classes)
+    pairwise = torch.zeros((n, k, k), dtype=torch.float64, device=r.device)  # [s, t] = r_st
+    for j, (a, b) in enumerate(pairs):
+        pairwise[:, int(a), int(b)] = r[:, j]
+        pairwise[:, int(b), int(a)] = 1 - r[:, j]
+    off_diagonal = -pairwise * pairwise.transpose(1, 2)  # [s, t] = -r_st r_ts
+    q = off_diagonal + torch.diag_embed((pairwise.transpose(1, 2) ** 2).sum(2))  # Q_ss = sum_t r_ts^2
+    system = torch.zeros((n, k + 1, k + 1), dtype=torch.float64, device=r.device)
+    system[:, :k, :k] = q
+    system[:, :k, k] = 1
+    system[:, k, :k] = 1
+    rhs = torch.zeros((n, k + 1, 1), dtype=torch.float64, device=r.device)
+    rhs[:, k] = 1
+    p = torch.linalg.solve(system, rhs)[:, :k, 0].clamp(min=0)  # the clamp only removes rounding
+    return p / p.sum(dim=1, keepdim=True)
 
 
 def one_vs_one_scores(margins, pairs, num_classes):

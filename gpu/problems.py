@@ -17,14 +17,15 @@ l_ij = l(x~_i . theta_j, 1[y_i = c_j]); the margins of all problems are one matm
 the gradients one X^T R; each Hessian (the binary loss's generalized one, over the rows where
 l'' != 0) is its own weighted Gram matrix.
 
-``PlattProblems(svm_coef, classes, targets)``: Platt scaling (Platt 1999, with the targets of
+``PlattProblems(svm_coef, classes, targets, pairs=None)``: Platt scaling (Platt 1999, with the targets of
 Lin, Lin & Weng 2007). For problem j with decision values s_ij = x~_i . svm_coef_j (fixed),
 P(y = c_j | s) = sigmoid(a_j s + b_j) is fitted by the log loss against smoothed targets
 t_ij = t+_j if y_i = c_j else t-_j, t+ = (N+ + 1) / (N+ + 2), t- = 1 / (N- + 2):
 
     l = log(1 + e^m) - t m,  m = a s + b,   dl/d(a, b) = (p - t)(s, 1),   d2l = p (1 - p) (s, 1)(s, 1)^T
 
-with p = sigmoid(m); theta_j = (a_j, b_j).
+with p = sigmoid(m); theta_j = (a_j, b_j). With one-vs-one ``pairs`` problem j = (a, b) is fitted on the
+rows of a and b only, P(y = a | y in {a, b}, s), as libsvm does before coupling the pairs.
 """
 
 from __future__ import annotations
@@ -141,6 +142,13 @@ class OneVsRestProblems:
         return times
 
 
+def _pair_weights(w, y, pairs):
+    """(n, k): w_i on the rows of pair j's two classes, 0 elsewhere."""
+    pairs = torch.tensor(pairs, dtype=_F64, device=y.device)  # (k, 2)
+    member = (y[:, None] == pairs[None, :, 0]) | (y[:, None] == pairs[None, :, 1])
+    return w[:, None] * member.to(_F64)
+
+
 class OneVsOneProblems(OneVsRestProblems):
     """The binary loss of class a against class b for each pair (a, b) in ``pairs``, all in one pass.
 
@@ -160,31 +168,35 @@ class OneVsOneProblems(OneVsRestProblems):
         return f"OneVsOneProblems({self.binary!r}, pairs={self.pairs})"
 
     def _problem_weights(self, w, y):
-        pairs = torch.tensor(self.pairs, dtype=_F64, device=y.device)  # (k, 2)
-        member = (y[:, None] == pairs[None, :, 0]) | (y[:, None] == pairs[None, :, 1])
-        return w[:, None] * member.to(_F64)
+        return _pair_weights(w, y, self.pairs)
 
 
 class PlattProblems:
-    """Platt sigmoids of fixed one-vs-rest decision values; theta_j = (a_j, b_j)."""
+    """Platt sigmoids of fixed decision values; theta_j = (a_j, b_j). Problem j is class c_j against the
+    rest, or with ``pairs`` class a against class b of pair j = (a, b) (then ``classes`` are the a's)."""
 
-    def __init__(self, svm_coef, classes, targets, fit_intercept: bool = True):
+    def __init__(self, svm_coef, classes, targets, fit_intercept: bool = True, pairs=None):
         self.decision = LinearLoss(fit_intercept)  # its margins x~ . svm_coef_j are the decision values
         self.svm_coef = torch.as_tensor(svm_coef, dtype=_F64)
         self.targets = torch.as_tensor(targets, dtype=_F64).reshape(-1, 2)  # (k, [t+, t-])
         self.classes = tuple(float(c) for c in classes)
+        self.pairs = None if pairs is None else tuple((float(a), float(b)) for a, b in pairs)
         if self.svm_coef.shape[0] != len(self.classes) or self.targets.shape[0] != len(self.classes):
             raise ValueError("PlattProblems needs one svm_coef row and one (t+, t-) pair per class")
+        if self.pairs is not None and [a for a, _ in self.pairs] != list(self.classes):
+            raise ValueError("PlattProblems' classes must be the first class of each pair")
 
     def __repr__(self) -> str:
-        return f"PlattProblems(classes={self.classes})"
+        return f"PlattProblems(classes={self.classes}, pairs={self.pairs})"
 
     def coef_shape(self, n_features: int) -> tuple[int, int]:
         return (len(self.classes), 2)
 
     def _setup(self, coef, X, y, w):
-        coef, labels, w, _ = _inputs(coef, X, y, w, self.classes, (len(self.classes), 2))
-        s = self.decision._margins(self.svm_coef.to(X.device), X)  # (n, k) decision values
+        """(decision values s, margins a s + b, targets t, the rows' weight in each problem), all (n, k)."""
+        coef, labels, w, y = _inputs(coef, X, y, w, self.classes, (len(self.classes), 2))
+        w = w[:, None].expand(-1, len(self.classes)) if self.pairs is None else _pair_weights(w, y, self.pairs)
+        s = self.decision._margins(self.svm_coef.to(X.device), X)
         targets = self.targets.to(X.device)
         t = labels * targets[:, 0] + (1 - labels) * targets[:, 1]
         return s, s * coef[:, 0] + coef[:, 1], t, w
@@ -192,12 +204,12 @@ class PlattProblems:
     def loss_gradient(self, coef, X, y, w=None):
         s, m, t, w = self._setup(coef, X, y, w)
         loss = torch.clamp(m, min=0) + torch.log1p(torch.exp(-m.abs())) - t * m
-        r = w[:, None] * (torch.sigmoid(m) - t)
-        return (w[:, None] * loss).sum(0), torch.stack([(r * s).sum(0), r.sum(0)], dim=1)
+        r = w * (torch.sigmoid(m) - t)
+        return (w * loss).sum(0), torch.stack([(r * s).sum(0), r.sum(0)], dim=1)
 
     def hessian_block(self, coef, X, y, w=None):
         s, m, _, w = self._setup(coef, X, y, w)
         p = torch.sigmoid(m)
-        hw = w[:, None] * p * (1 - p)
+        hw = w * p * (1 - p)
         ss, s1, one = (hw * s * s).sum(0), (hw * s).sum(0), hw.sum(0)
         return torch.stack([torch.stack([ss, s1], dim=1), torch.stack([s1, one], dim=1)], dim=1)

@@ -120,7 +120,7 @@ def scores(
         scaled = prob / torch.from_numpy(thresholds) if thresholds is not None else raw
         pred = torch.argmax(scaled, dim=1).to(torch.float64)
     if platt is not None:
-        prob = platt_probability(margins, torch.from_numpy(platt))
+        prob = platt_probability(margins, torch.from_numpy(platt), pairs, num_classes)
 
     def vectors(t):
         if t is None:

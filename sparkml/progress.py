@@ -9,7 +9,7 @@ rank 0 relays its iterations to the driver as they end). One such callback is a 
   prompt), none in scripts, ``spark-submit`` jobs and the batch jobs; ``show_progress(True)`` or
   ``show_progress(False)`` forces it on or off for the process.
 * The bar is ``tqdm``'s (``tqdm.auto``: a widget in notebooks, text in terminals), one per fitted problem
-  (KernelSVC's one-vs-rest classes each get theirs), counting iterations up to ``maxIter``.
+  (KernelSVC's problems, its classes or pairs, each get theirs), counting iterations up to ``maxIter``.
 """
 
 from __future__ import annotations

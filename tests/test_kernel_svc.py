@@ -299,7 +299,7 @@ def test_platt_probabilities_are_sklearns_sigmoid_fit_of_the_decision_values(spa
 
 @pytest.mark.compat
 def test_allreduce_solves_the_same_problems_as_sync(spark, tmp_path):
-    """Iris, 3 classes, every row a landmark: all one-vs-rest problems in one barrier stage, then Platt in
+    """Iris, 3 classes, every row a landmark: all one-vs-one problems in one barrier stage, then Platt in
     another, against one Spark job per pass. The squared hinge follows the same path to 1e-10; the
     (smoothed) hinge's band-row Hessians amplify the reduction order's rounding, so there only the
     objectives agree, to the tolerance (measured: 8.5e-8 relative; coefficients 3e-5)."""
@@ -346,26 +346,45 @@ def test_bad_params_are_named(spark):
 
 
 def test_one_vs_one_votes_as_svc_and_survives_save_and_load(spark, tmp_path):
-    """multiClass="ovo": libsvm's pairs, every row a landmark. On the UCI segmentation set this closes the
-    1.4-point gap of one-vs-rest to SVC; here (wine) it predicts as SVC, and the saved model (with its pairs)
-    scores the same through Spark and through sparkml.serving."""
+    """multiClass="ovo" (the default for up to 10 classes): libsvm's pairs, every row a landmark. On the UCI
+    segmentation set this closes the 1.4-point gap of one-vs-rest to SVC; here (wine) it predicts as SVC, its
+    coupled Platt probabilities are as well calibrated as scikit-learn's sigmoid calibration of SVC, and the
+    saved model (with its pairs) scores the same through Spark and through sparkml.serving."""
     from sparkml.serving import load as load_scorer
 
     x, y = datasets.load_wine(return_X_y=True)
     xtr, xte, ytr, yte = _split(x, y.astype(float))
-    model, acc, sk_acc = _compare(spark, xtr, xte, ytr, yte, c=1.0, multiClass="ovo")
+    model, acc, sk_acc = _compare(spark, xtr, xte, ytr, yte, c=1.0, probability=True)
     assert len(model.summaries) == 3 and model.coefficientMatrix.numRows == 3  # pairs (0,1), (0,2), (1,2)
     assert acc >= sk_acc - 0.01
     test = labeled_frame(spark, xte, yte)
-    raw = np.array([r.rawPrediction.toArray() for r in model.transform(test).select("rawPrediction").collect()])
+    rows = model.transform(test).select("rawPrediction", "probability").collect()
+    raw = np.array([r.rawPrediction.toArray() for r in rows])
+    prob = np.array([r.probability.toArray() for r in rows])
     assert raw.shape == (len(yte), 3) and np.all(np.floor(raw + 1 / 3 + 1e-9).sum(1) == 3)  # 3 votes a row
+    np.testing.assert_allclose(prob.sum(1), 1.0, rtol=1e-12)
+    sk = CalibratedClassifierCV(SVC(C=1.0), method="sigmoid", ensemble=False).fit(xtr, ytr)
+    assert log_loss(yte, prob) <= log_loss(yte, sk.predict_proba(xte)) + 0.05
+    assert np.mean(prob.argmax(1) == raw.argmax(1)) >= 0.95  # the coupled probabilities follow the vote
+    assert model.predictProbability(Vectors.dense(xte[0])).toArray() == pytest.approx(prob[0], rel=1e-9)
     path = str(tmp_path / "ovo")
     model.write().save(path)
     loaded = KernelSVCModel.load(path)
     assert loaded._pairs == [(0.0, 1.0), (0.0, 2.0), (1.0, 2.0)]
-    again = np.array([r.rawPrediction.toArray() for r in loaded.transform(test).select("rawPrediction").collect()])
-    np.testing.assert_allclose(again, raw, rtol=0, atol=1e-12)
+    again = loaded.transform(test).select("rawPrediction", "probability").collect()
+    np.testing.assert_allclose([r.rawPrediction.toArray() for r in again], raw, rtol=0, atol=1e-12)
+    np.testing.assert_allclose([r.probability.toArray() for r in again], prob, rtol=0, atol=1e-12)
     served = load_scorer(path).score(xte)
     np.testing.assert_allclose(served["rawPrediction"], raw, atol=1e-9)
-    with pytest.raises(ValueError, match="probability=True needs multiClass='ovr'"):
-        KernelSVC(multiClass="ovo", probability=True).fit(test)
+    np.testing.assert_allclose(served["probability"], prob, atol=1e-9)
+
+
+def test_multi_class_auto_is_one_vs_one_up_to_ten_classes():
+    """multiClass="auto": libsvm's pairs up to 10 classes (45 problems), one-vs-rest beyond, where every pass
+    would evaluate K(K-1)/2 problems on every row; "ovo" and "ovr" are taken at any K, two classes are one
+    problem."""
+    auto, ovo, ovr = KernelSVC(), KernelSVC(multiClass="ovo"), KernelSVC(multiClass="ovr")
+    assert auto._pairs(3) == [(0.0, 1.0), (0.0, 2.0), (1.0, 2.0)]
+    assert len(auto._pairs(10)) == 45 and auto._pairs(11) is None
+    assert len(ovo._pairs(11)) == 55 and ovr._pairs(3) is None
+    assert auto._pairs(2) is None and ovo._pairs(2) is None

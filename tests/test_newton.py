@@ -439,3 +439,34 @@ def test_one_vs_one_pairs_are_one_vs_rest_on_the_two_classes_rows():
         evaluate, _ = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [a]), x[rows], y[rows], w[rows])
         alone, _ = newton(evaluate, np.zeros((1, 6)), reg=reg, weight_sum=w.sum(), names=["alone"], **options)
         np.testing.assert_allclose(together[j], alone[0], atol=1e-7)
+
+
+def test_pairwise_platt_scaling_is_sklearns_sigmoid_calibration_on_the_pairs_rows():
+    """PlattProblems with one-vs-one pairs: pair (a, b)'s sigmoid is fitted on the rows of a and b only,
+    P(a | a or b), as libsvm before coupling: scikit-learn's sigmoid calibration of those rows."""
+    x, y = _problem(seed=9, n=600, classes=3)
+    rng = np.random.default_rng(10)
+    w = rng.uniform(0.5, 2.0, len(y))
+    pairs = [(0.0, 1.0), (0.0, 2.0), (1.0, 2.0)]
+    svm = rng.normal(size=(3, 5))
+    pos = np.array([w[y == a].sum() for a, _ in pairs])
+    neg = np.array([w[y == b].sum() for _, b in pairs])
+    targets = np.stack([(pos + 1) / (pos + 2), 1 / (neg + 2)], axis=1)
+    firsts = [a for a, _ in pairs]
+
+    def problems(idx):
+        return PlattProblems(svm[idx], [firsts[j] for j in idx], targets[idx], True, [pairs[j] for j in idx])
+
+    evaluate, _ = _evaluate(problems, x, y, w)
+    ab, summaries = newton(
+        evaluate, np.zeros((3, 2)), reg=0.0, weight_sum=w.sum(), fit_intercept=True, max_iter=100, tol=1e-14,
+        names=["a", "b", "c"],
+    )  # fmt: skip
+    for j, (a, b) in enumerate(pairs):
+        rows = np.isin(y, (a, b))
+        decision = x[rows] @ svm[j, :4] + svm[j, 4]
+        a_ref, b_ref = _sigmoid_calibration(decision, (y[rows] == a).astype(float), w[rows])
+        np.testing.assert_allclose(ab[j], [-a_ref, -b_ref], rtol=1e-4, atol=1e-5)
+        assert summaries[j].converged
+    with pytest.raises(ValueError, match="first class of each pair"):
+        PlattProblems(svm, [1.0, 0.0, 1.0], targets, True, pairs)

@@ -3,7 +3,8 @@
 Prediction: rawPrediction [-m, m] for two classes (as LinearSVC; prediction 1 iff m > threshold),
 one score per class otherwise (prediction the argmax): each class's decision value (one-vs-rest), or its
 votes plus a confidence in (-1/3, 1/3) (one-vs-one, ``sparkml.gpu.prediction.one_vs_one_scores``); with
-Platt scaling, P(class k | x) = sigmoid(a_k m_k(x) + b_k), normalized to sum to 1 for several classes.
+Platt scaling, P(class k | x) = sigmoid(a_k m_k(x) + b_k), normalized to sum to 1 for several classes
+(one-vs-rest), or the pairs' sigmoids coupled (one-vs-one, ``sparkml.gpu.prediction.pairwise_coupling``).
 Saved in MLlib's layout (``base.persistence``): one Parquet row with the feature map, the coefficients,
 Platt's (a, b) and the one-vs-one pairs.
 """
@@ -134,13 +135,13 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
 
     @property
     def plattCoefficients(self) -> DenseMatrix | None:
-        """(problems, 2): Platt's (a, b) per one-vs-rest problem, P = sigmoid(a m + b); None without
-        ``probability=True``."""
+        """(problems, 2): Platt's (a, b) per problem, P = sigmoid(a m + b) (one-vs-one pair (a, b): the
+        probability of a given a or b); None without ``probability=True``."""
         return None if self._platt is None else _dense_matrix(self._platt)
 
     @property
     def summaries(self) -> list[Any]:
-        """The Newton record of every one-vs-rest problem (``summary`` is the first's)."""
+        """The Newton record of every problem (one-vs-rest class or one-vs-one pair) (``summary`` is the first's)."""
         return list(self._summaries or [])
 
     def setThreshold(self, value: float) -> Self:
@@ -181,7 +182,8 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
         if self._platt is None:
             raise RuntimeError("this KernelSVCModel has no Platt scaling: fit it with probability=True")
         margins = torch.from_numpy(self._margins(value)[None, :])
-        return DenseVector(platt_probability(margins, torch.from_numpy(self._platt)).numpy()[0])
+        probability = platt_probability(margins, torch.from_numpy(self._platt), self._pairs, self._num_classes)
+        return DenseVector(probability.numpy()[0])
 
     def evaluate(self, dataset: DataFrame) -> JavaWrapper:
         """pyspark.ml's classification summary of this model on ``dataset`` (``KernelSVCSummary`` or

@@ -138,8 +138,8 @@ class _KernelSVCParams(
         Params._dummy(),
         "multiClass",
         "Several classes: 'ovo' (one problem per pair of classes over their rows, then a vote, as "
-        "scikit-learn's SVC), 'ovr' (one per class against all the rest) or 'auto' (the default: 'ovo', or "
-        "'ovr' with probability=True, whose Platt sigmoids are per class).",
+        "scikit-learn's SVC), 'ovr' (one per class against all the rest) or 'auto' (the default: 'ovo' up to "
+        "10 classes, 'ovr' beyond, where the K(K-1)/2 pairs would cost (K-1)/2 times as much per pass).",
         typeConverter=one_of("multiClass", MULTI_CLASS),
     )
     loss = Param(
@@ -153,9 +153,9 @@ class _KernelSVCParams(
     probability = Param(
         Params._dummy(),
         "probability",
-        "Fit Platt scaling (one sigmoid per one-vs-rest problem, on the training decision values) "
-        "and output the probability column; the multi-class probabilities are the sigmoids "
-        "normalized to sum to 1.",
+        "Fit Platt scaling (one sigmoid per problem, on the training decision values) and output the "
+        "probability column; one-vs-one: the pairs' sigmoids coupled into class probabilities as "
+        "scikit-learn's SVC (Wu, Lin and Weng 2004); one-vs-rest: the sigmoids normalized to sum to 1.",
         typeConverter=TypeConverters.toBoolean,
     )
 
