@@ -114,6 +114,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_transform.py --repeats 3
 	$(PY) benchmarks/bench_cv.py
 	$(PY) benchmarks/bench_kernel_svc.py --sizes 5000,100000 --landmarks auto --strategy auto
+	$(PY) benchmarks/bench_kernel_svc_probability.py
 	$(PY) benchmarks/bench_sparse.py
 	$(PY) benchmarks/bench_blocks.py --rows 250000 --features 100
 	$(PY) benchmarks/bench_blocks.py --layout csr --rows 250000 --features 1048576 --out $(R)/blocks_csr.json

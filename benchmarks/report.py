@@ -27,6 +27,7 @@ ORDER = [
     "cv_logistic",
     "transform",
     "kernel_svc",
+    "kernel_svc_probability",
     "transform_kernel_svc",
     "strategies",
 ]
