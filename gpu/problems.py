@@ -60,8 +60,20 @@ def _inputs(coef, X, y, w, classes, shape):
     return coef, labels, w, y
 
 
+def _row_weights(w, y, count, pairs=None):
+    """(n, count): w_i in every problem; with one-vs-one ``pairs``, w_i on the rows of pair j's two classes
+    and 0 elsewhere."""
+    if pairs is None:
+        return w[:, None].expand(-1, count)
+    pairs = torch.tensor(pairs, dtype=_F64, device=y.device)  # (k, 2)
+    member = (y[:, None] == pairs[None, :, 0]) | (y[:, None] == pairs[None, :, 1])
+    return w[:, None] * member.to(_F64)
+
+
 class OneVsRestProblems:
     """The binary loss of each class in ``classes`` against the rest, all in one pass."""
+
+    pairs = None  # one-vs-one: the (a, b) of each problem (``OneVsOneProblems``)
 
     def __init__(self, binary: LinearLoss, classes):
         if binary.n_outputs != 1:
@@ -78,11 +90,7 @@ class OneVsRestProblems:
     def _setup(self, coef, X, y, w):
         """(coef, labels (n, k), the rows' weight in each problem (n, k), margins (n, k))."""
         coef, labels, w, y = _inputs(coef, X, y, w, self.classes, self.coef_shape(X.n_features))
-        return coef, labels, self._problem_weights(w, y), self.binary._margins(coef, X)
-
-    def _problem_weights(self, w, y):
-        """Every row weighs w_i in every one-vs-rest problem."""
-        return w[:, None].expand(-1, len(self.classes))
+        return coef, labels, _row_weights(w, y, len(self.classes), self.pairs), self.binary._margins(coef, X)
 
     def loss_gradient(self, coef, X, y, w=None):
         """(f (k,), G (k, p)) as in the module docstring."""
@@ -142,13 +150,6 @@ class OneVsRestProblems:
         return times
 
 
-def _pair_weights(w, y, pairs):
-    """(n, k): w_i on the rows of pair j's two classes, 0 elsewhere."""
-    pairs = torch.tensor(pairs, dtype=_F64, device=y.device)  # (k, 2)
-    member = (y[:, None] == pairs[None, :, 0]) | (y[:, None] == pairs[None, :, 1])
-    return w[:, None] * member.to(_F64)
-
-
 class OneVsOneProblems(OneVsRestProblems):
     """The binary loss of class a against class b for each pair (a, b) in ``pairs``, all in one pass.
 
@@ -166,9 +167,6 @@ class OneVsOneProblems(OneVsRestProblems):
 
     def __repr__(self) -> str:
         return f"OneVsOneProblems({self.binary!r}, pairs={self.pairs})"
-
-    def _problem_weights(self, w, y):
-        return _pair_weights(w, y, self.pairs)
 
 
 class PlattProblems:
@@ -195,7 +193,7 @@ class PlattProblems:
     def _setup(self, coef, X, y, w):
         """(decision values s, margins a s + b, targets t, the rows' weight in each problem), all (n, k)."""
         coef, labels, w, y = _inputs(coef, X, y, w, self.classes, (len(self.classes), 2))
-        w = w[:, None].expand(-1, len(self.classes)) if self.pairs is None else _pair_weights(w, y, self.pairs)
+        w = _row_weights(w, y, len(self.classes), self.pairs)
         s = self.decision._margins(self.svm_coef.to(X.device), X)
         targets = self.targets.to(X.device)
         t = labels * targets[:, 0] + (1 - labels) * targets[:, 1]

@@ -81,6 +81,7 @@ def scores(
     from sparkml.gpu.prediction import (
         binary_logistic_probability,
         linear_margins,
+        one_vs_one_scores,
         platt_probability,
         softmax_probability,
     )
@@ -101,8 +102,6 @@ def scores(
         margins = linear_margins(x, torch.from_numpy(coef), torch.from_numpy(intercept))
     prob = None
     if pairs is not None:
-        from sparkml.gpu.prediction import one_vs_one_scores
-
         raw = one_vs_one_scores(margins, pairs, num_classes)
         pred = torch.argmax(raw, dim=1).to(torch.float64)
     elif kind == "regression":

@@ -4,39 +4,13 @@ against scipy, scikit-learn's LinearSVC and scikit-learn's own Platt fit."""
 import numpy as np
 import pytest
 import torch
+from newton_cases import linear_problem, local_evaluate
 from scipy.optimize import minimize
 from sklearn.calibration import _sigmoid_calibration
 from sklearn.svm import LinearSVC as SkLinearSVC
 
 from sparkml.gpu import DenseBlock, OneVsRestProblems, PlattProblems, SquaredHingeLoss
 from sparkml.optim.newton import newton
-
-
-def _problem(seed=0, n=300, d=4, classes=2):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n, d))
-    scores = x @ rng.normal(size=(d, classes)) + 0.5 * rng.normal(size=(n, classes))
-    y = (scores[:, 0] > 0).astype(float) if classes == 2 else np.argmax(scores, axis=1).astype(float)
-    return x, y
-
-
-def _evaluate(make_problems, x, y, w):
-    """``evaluate`` for newton() over one local block: what a Spark pass returns."""
-    block, yt, wt = DenseBlock(torch.from_numpy(x)), torch.from_numpy(y), torch.from_numpy(w)
-    calls = []
-
-    def evaluate(theta, idx, kind):
-        calls.append((tuple(idx), kind))
-        problems, t = make_problems(idx), torch.from_numpy(theta)
-        if kind == "hessp":
-            return (problems.hessp(t[0], block, yt, wt, t[1]).numpy(),)
-        if kind in ("loss_gradient_diagonal", "loss_gradient_curvature"):
-            return tuple(a.numpy() for a in getattr(problems, kind)(t, block, yt, wt))
-        f, g = problems.loss_gradient(t, block, yt, wt)
-        out = (f.numpy(), g.numpy())
-        return out + (problems.hessian_block(t, block, yt, wt).numpy(),) if kind == "loss_gradient_hessian" else out
-
-    return evaluate, calls
 
 
 def _svm_objective(x, y, w, reg):
@@ -48,10 +22,10 @@ def _svm_objective(x, y, w, reg):
 
 
 def test_newton_reaches_the_minimizer_in_a_few_rounds():
-    x, y = _problem()
+    x, y = linear_problem()
     w = np.random.default_rng(1).uniform(0.5, 2.0, len(y))
     reg = 0.05
-    evaluate, _ = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), x, y, w)
+    evaluate, _ = local_evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), x, y, w)
     theta, (summary,) = newton(
         evaluate,
         np.zeros((1, 5)),
@@ -71,9 +45,9 @@ def test_newton_reaches_the_minimizer_in_a_few_rounds():
 def test_regparam_is_one_over_n_c():
     """lambda = 1 / (n C): the same coefficients as scikit-learn's LinearSVC(loss='squared_hinge', C) with an
     unpenalized intercept (intercept_scaling large makes liblinear's penalty on it negligible)."""
-    x, y = _problem(seed=3)
+    x, y = linear_problem(seed=3)
     c = 0.7
-    evaluate, _ = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), x, y, np.ones(len(y)))
+    evaluate, _ = local_evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), x, y, np.ones(len(y)))
     theta, _ = newton(
         evaluate,
         np.zeros((1, 5)),
@@ -90,10 +64,12 @@ def test_regparam_is_one_over_n_c():
 
 
 def test_one_vs_rest_problems_solved_together_match_each_solved_alone():
-    x, y = _problem(seed=5, n=400, classes=4)
+    x, y = linear_problem(seed=5, n=400, classes=4)
     w, reg = np.ones(len(y)), 0.02
     classes = [0.0, 1.0, 2.0, 3.0]
-    evaluate, calls = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [classes[j] for j in idx]), x, y, w)
+    evaluate, calls = local_evaluate(
+        lambda idx: OneVsRestProblems(SquaredHingeLoss(), [classes[j] for j in idx]), x, y, w
+    )
     theta, summaries = newton(
         evaluate,
         np.zeros((4, 5)),
@@ -117,13 +93,13 @@ def test_one_vs_rest_problems_solved_together_match_each_solved_alone():
 
 def test_truncated_newton_cg_reaches_the_same_minimizers():
     """solver='cg': Hessian-vector passes and a Jacobi-preconditioned CG instead of forming H."""
-    x, y = _problem(seed=9, n=500, d=40, classes=3)
+    x, y = linear_problem(seed=9, n=500, d=40, classes=3)
     x = x * np.linspace(0.1, 3.0, 40)  # columns of very different scales, as Nystroem features have
     w, reg = np.ones(len(y)), 1e-3
     classes = [0.0, 1.0, 2.0]
     results = {}
     for solver in ("cholesky", "cg"):
-        evaluate, calls = _evaluate(
+        evaluate, calls = local_evaluate(
             lambda idx: OneVsRestProblems(SquaredHingeLoss(), [classes[j] for j in idx]), x, y, w
         )
         results[solver] = newton(
@@ -199,14 +175,14 @@ def test_one_vs_rest_problems_are_the_binary_loss_on_indicators():
 
 @pytest.mark.parametrize("weighted", [False, True])
 def test_platt_scaling_matches_sklearns_sigmoid_calibration(weighted):
-    x, y = _problem(seed=7, n=500, classes=3)
+    x, y = linear_problem(seed=7, n=500, classes=3)
     rng = np.random.default_rng(8)
     w = rng.uniform(0.5, 2.0, len(y)) if weighted else np.ones(len(y))
     svm = rng.normal(size=(3, 5))
     classes = [0.0, 1.0, 2.0]
     pos = np.array([w[y == c].sum() for c in classes])
     targets = np.stack([(pos + 1) / (pos + 2), 1 / (w.sum() - pos + 2)], axis=1)
-    evaluate, _ = _evaluate(lambda idx: PlattProblems(svm[idx], [classes[j] for j in idx], targets[idx]), x, y, w)
+    evaluate, _ = local_evaluate(lambda idx: PlattProblems(svm[idx], [classes[j] for j in idx], targets[idx]), x, y, w)
     ab, summaries = newton(
         evaluate,
         np.zeros((3, 2)),
@@ -243,7 +219,9 @@ def test_landmark_gram_preconditioner_needs_fewer_cg_passes_for_the_same_minimiz
         ("jacobi", "cg", None),
         ("gram", "cg", (nystroem.gram_spectrum()[0].numpy(), nystroem.gram_spectrum()[1].numpy() / 200)),
     ]:
-        evaluate, calls = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), phi, y.astype(float), w)
+        evaluate, calls = local_evaluate(
+            lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), phi, y.astype(float), w
+        )
         theta, (summary,) = newton(
             evaluate,
             np.zeros((1, 201)),
@@ -295,7 +273,9 @@ def test_diagonal_preconditioner_of_the_eigenbasis_map():
         ("jacobi", "cg", None),
         ("diagonal", "cg", (v, lam.numpy() / 200)),
     ]:
-        evaluate, calls = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), phi, y.astype(float), w)
+        evaluate, calls = local_evaluate(
+            lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), phi, y.astype(float), w
+        )
         theta, (summary,) = newton(
             evaluate,
             np.zeros((1, r + 1)),
@@ -322,7 +302,9 @@ def test_diagonal_preconditioner_of_the_eigenbasis_map():
 
 
 def test_preconditioner_shape_is_checked():
-    evaluate, _ = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), *_problem()[:2], np.ones(300))
+    evaluate, _ = local_evaluate(
+        lambda idx: OneVsRestProblems(SquaredHingeLoss(), [1.0]), *linear_problem()[:2], np.ones(300)
+    )
     with pytest.raises(ValueError, match="q <= 4 penalized coordinates"):
         newton(
             evaluate,
@@ -354,11 +336,11 @@ def test_resumed_newton_takes_the_uninterrupted_rounds(tmp_path, solver, kill_at
     from sparkml.optim.newton import newton_warm_started
     from sparkml.optim.progress import Progress
 
-    x, y = _problem(seed=4, n=400, d=12, classes=3)
+    x, y = linear_problem(seed=4, n=400, d=12, classes=3)
     w, classes = np.ones(len(y)), [0.0, 1.0, 2.0]
 
     def evaluate_for(make):
-        return _evaluate(make, x, y, w)[0]
+        return local_evaluate(make, x, y, w)[0]
 
     def problems(loss):
         return lambda idx: OneVsRestProblems(loss, [classes[j] for j in idx])
@@ -406,67 +388,3 @@ def test_resumed_newton_takes_the_uninterrupted_rounds(tmp_path, solver, kill_at
         assert r.message == f"{f.message} (resumed from the checkpoint of round {state['iteration']})"
         assert len(r.iterationSeconds) == r.totalIterations and r.iterationSeconds == sorted(r.iterationSeconds)
     assert all(s.converged for s in full) and min(s.totalIterations for s in full) > 3
-
-
-def test_one_vs_one_pairs_are_one_vs_rest_on_the_two_classes_rows():
-    """OneVsOneProblems' pair (a, b) is OneVsRestProblems' class a over the rows of a and b only: the same sums
-    at any theta, and Newton on all pairs at once lands each pair where Newton on its rows alone does (the
-    same 1/W: every pair weighs its rows against the whole data's weight, libsvm's C per pair)."""
-    from sparkml.gpu import OneVsOneProblems, SmoothedHingeLoss
-
-    x, y = _problem(seed=3, n=400, d=5, classes=3)
-    w = np.random.default_rng(4).uniform(0.5, 2.0, len(y))
-    pairs = [(0.0, 1.0), (0.0, 2.0), (1.0, 2.0)]
-    theta = np.random.default_rng(5).normal(size=(3, 6))
-    block, yt, wt = DenseBlock(torch.from_numpy(x)), torch.from_numpy(y), torch.from_numpy(w)
-    ovo = OneVsOneProblems(SmoothedHingeLoss(width=0.1), pairs)
-    f, g, diag = ovo.loss_gradient_diagonal(torch.from_numpy(theta), block, yt, wt)
-    for j, (a, b) in enumerate(pairs):
-        rows = np.isin(y, (a, b))
-        sub = DenseBlock(torch.from_numpy(x[rows]))
-        ovr = OneVsRestProblems(SmoothedHingeLoss(width=0.1), [a])
-        fj, gj, dj = ovr.loss_gradient_diagonal(
-            torch.from_numpy(theta[j : j + 1]), sub, torch.from_numpy(y[rows]), torch.from_numpy(w[rows])
-        )
-        np.testing.assert_allclose(f[j].numpy(), fj[0].numpy(), rtol=1e-12)
-        np.testing.assert_allclose(g[j].numpy(), gj[0].numpy(), rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(diag[j].numpy(), dj[0].numpy(), rtol=1e-12, atol=1e-12)
-    reg, options = 0.01, {"fit_intercept": True, "max_iter": 50, "tol": 1e-12, "solver": "cg"}
-    evaluate, _ = _evaluate(lambda idx: OneVsOneProblems(SquaredHingeLoss(), [pairs[j] for j in idx]), x, y, w)
-    together, _ = newton(evaluate, np.zeros((3, 6)), reg=reg, weight_sum=w.sum(), names=["a", "b", "c"], **options)
-    for j, (a, b) in enumerate(pairs):
-        rows = np.isin(y, (a, b))
-        evaluate, _ = _evaluate(lambda idx: OneVsRestProblems(SquaredHingeLoss(), [a]), x[rows], y[rows], w[rows])
-        alone, _ = newton(evaluate, np.zeros((1, 6)), reg=reg, weight_sum=w.sum(), names=["alone"], **options)
-        np.testing.assert_allclose(together[j], alone[0], atol=1e-7)
-
-
-def test_pairwise_platt_scaling_is_sklearns_sigmoid_calibration_on_the_pairs_rows():
-    """PlattProblems with one-vs-one pairs: pair (a, b)'s sigmoid is fitted on the rows of a and b only,
-    P(a | a or b), as libsvm before coupling: scikit-learn's sigmoid calibration of those rows."""
-    x, y = _problem(seed=9, n=600, classes=3)
-    rng = np.random.default_rng(10)
-    w = rng.uniform(0.5, 2.0, len(y))
-    pairs = [(0.0, 1.0), (0.0, 2.0), (1.0, 2.0)]
-    svm = rng.normal(size=(3, 5))
-    pos = np.array([w[y == a].sum() for a, _ in pairs])
-    neg = np.array([w[y == b].sum() for _, b in pairs])
-    targets = np.stack([(pos + 1) / (pos + 2), 1 / (neg + 2)], axis=1)
-    firsts = [a for a, _ in pairs]
-
-    def problems(idx):
-        return PlattProblems(svm[idx], [firsts[j] for j in idx], targets[idx], True, [pairs[j] for j in idx])
-
-    evaluate, _ = _evaluate(problems, x, y, w)
-    ab, summaries = newton(
-        evaluate, np.zeros((3, 2)), reg=0.0, weight_sum=w.sum(), fit_intercept=True, max_iter=100, tol=1e-14,
-        names=["a", "b", "c"],
-    )  # fmt: skip
-    for j, (a, b) in enumerate(pairs):
-        rows = np.isin(y, (a, b))
-        decision = x[rows] @ svm[j, :4] + svm[j, 4]
-        a_ref, b_ref = _sigmoid_calibration(decision, (y[rows] == a).astype(float), w[rows])
-        np.testing.assert_allclose(ab[j], [-a_ref, -b_ref], rtol=1e-4, atol=1e-5)
-        assert summaries[j].converged
-    with pytest.raises(ValueError, match="first class of each pair"):
-        PlattProblems(svm, [1.0, 0.0, 1.0], targets, True, pairs)
