@@ -311,7 +311,8 @@ class HasClassWeight(Params):
         "classWeight",
         "Per-class weights, as scikit-learn's class_weight: 'balanced' (class c weighs n / (k * n_c), n rows, "
         "k classes, n_c rows of class c) or a mapping {label: weight} (a class left out weighs 1). Each row's "
-        "weight is its weightCol value (1 without one) times its class's weight. Unset: every class weighs 1.",
+        "weight is its weightCol value (1 without one) times its class's weight. Unset: every class weighs 1. "
+        "Keys must be labels of the data, weights finite and >= 0, with at least two classes left with weight.",
         typeConverter=to_class_weight,
     )
 

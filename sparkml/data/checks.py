@@ -2,7 +2,8 @@
 
 * The DataFrame's schema (``check_schema``): the columns exist and have usable types.
 * The data (``check_conversion``): what the conversion pass counted on the executors (null, NaN
-  or infinite values, ragged vectors, negative weights, an empty dataset, no weight).
+  or infinite values, ragged vectors, negative weights, an empty dataset, no weight), and the
+  ``classWeight`` keys against the labels it counted (``data.class_weight.check_labels``).
 
 Each raises ``ValueError`` naming the column and the problem. The Params' and labels' checks are the
 estimators' (``sparkml.base.validation``).
@@ -55,10 +56,11 @@ def ragged_features_message(features_col, sizes):
     return f"features column {features_col!r} holds vectors of different sizes ({', '.join(map(str, sizes))})"
 
 
-def check_conversion(infos, problem_keys, features_col, label_col, weight_col):
+def check_conversion(infos, problem_keys, features_col, label_col, weight_col, check_labels=None):
     """ValueError for the first problem the conversion's partitions counted (``infos``: one dict per
     partition, ``problem_keys`` in the order they are reported), then for ragged sizes across
-    partitions, an empty dataset and a zero weight sum."""
+    partitions, an empty dataset, ``check_labels()`` when given (``classWeight``'s checks, whose weights
+    of 0 can be why no row carries weight) and a zero weight sum."""
     for key in problem_keys:
         values = [i[key] for i in infos if i.get(key)]
         if values:
@@ -70,5 +72,7 @@ def check_conversion(infos, problem_keys, features_col, label_col, weight_col):
         raise ValueError("the training dataset is empty: no rows to fit on")
     if len(sizes) > 1:
         raise ValueError(ragged_features_message(features_col, sorted(sizes)))
+    if check_labels is not None:
+        check_labels()
     if sum(i["w_sum"] for i in live) <= 0:
         raise ValueError(f"the sum of the weights is 0 (weight column {weight_col!r}): no row carries any weight")

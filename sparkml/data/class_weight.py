@@ -10,12 +10,19 @@ class, so a fit with ``classWeight`` is the fit with that product as its weight 
 
 The Param holds ``"balanced"`` or the mapping with float labels; MLlib has no such Param, so it is
 saved beside MLlib's Params, not among them (``base.params.TORCH_PARAM_NAMES``).
+
+Refused, each by a ValueError naming ``classWeight``: when the Param is set, a key that is not a class
+index (negative, fractional, NaN or infinite) or a weight that is negative or not finite; at the
+conversion job, which reads every label anyway (``check_labels``), a key that is not a label of the
+data (scikit-learn refuses it too) and weights of 0 that leave fewer than two classes with weight.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+
+import numpy as np
 
 BALANCED = "balanced"
 
@@ -36,8 +43,8 @@ def to_class_weight(value):
             c, w = float(label), float(weight)
         except (TypeError, ValueError):
             raise ValueError(f"classWeight maps labels to weights, both numbers; got {label!r}: {weight!r}") from None
-        if not (c >= 0 and c == int(c)):
-            raise ValueError(f"classWeight's labels are class indices (0, 1, 2, ...); got {label!r}")
+        if not (math.isfinite(c) and c >= 0 and c.is_integer()):
+            raise ValueError(f"classWeight's labels are class indices (0, 1, 2, ...), finite; got {label!r}")
         if not (math.isfinite(w) and w >= 0):
             raise ValueError(f"classWeight's weights must be finite and non-negative; got {weight!r} for label {c:g}")
         out[c] = w
@@ -78,3 +85,38 @@ def weighted(weight, label, weights):
     for c, w in weights.items():
         factor = F.when(label == F.lit(c), F.lit(float(w))).otherwise(factor)
     return weight * factor
+
+
+def _listed(labels, most=10):
+    """'0, 1, 2' for a few labels, the first ``most`` and their number for many."""
+    text = ", ".join(f"{c:g}" for c in labels[:most])
+    return text if len(labels) <= most else f"{text}, ... ({len(labels)} labels)"
+
+
+def check_labels(weights, histograms, label_col):
+    """ValueError naming ``classWeight`` when ``weights`` ({label: weight}, resolved) names a label that no
+    row holds, or when its weights of 0 leave fewer than two classes with positive weight (a classifier
+    needs two). ``histograms``: (the rows of each label 0, 1, ..., their weights, class weights included),
+    the conversion's (``statistics.label_histograms``); None when the labels are not all class indices,
+    which the estimators' label checks refuse (``base.validation``)."""
+    if not weights or histograms is None:
+        return
+    counts, weighted = histograms
+    labels = [float(c) for c in np.flatnonzero(counts)]
+    absent = sorted(c for c in weights if c >= len(counts) or not counts[int(c)])
+    if absent:
+        names = (
+            f"label {absent[0]:g}, which is not a label"
+            if len(absent) == 1
+            else f"labels {_listed(absent)}, which are not labels"
+        )
+        raise ValueError(f"classWeight names {names} of the data (labels of column {label_col!r}: {_listed(labels)})")
+    zeroed = [c for c in labels if weights.get(c, 1.0) == 0]
+    kept = [float(c) for c in np.flatnonzero(weighted > 0)]
+    if zeroed and len(kept) < 2:
+        which = f"label{'s' if len(zeroed) > 1 else ''} {_listed(zeroed)}"
+        left = f"a single class ({kept[0]:g})" if kept else "no class"
+        raise ValueError(
+            f"classWeight gives weight 0 to {which} of column {label_col!r}, which leaves {left} with positive "
+            f"weight: a classifier needs at least two classes with positive weight"
+        )

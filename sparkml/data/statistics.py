@@ -105,6 +105,7 @@ class PartitionStats:
         self.w_sum = self.w_sq_sum = self.wy_sum = self.wy_sq_sum = 0.0
         self.label_min, self.label_max, self.label_integral = np.inf, -np.inf, True
         self.hist: np.ndarray | None = np.zeros(0)  # weighted label histogram, while every label is a class index
+        self.counts: np.ndarray | None = np.zeros(0)  # rows of each label, beside ``hist``
 
     def labels(self, y_col, w_col):
         """The batch's (y, w) as float64 (nulls filled), counting their problems."""
@@ -126,13 +127,16 @@ class PartitionStats:
         self.w_sq_sum += float(w @ w)
         self.wy_sum += float(w @ y)
         self.wy_sq_sum += float(w @ (y * y))
-        if self.hist is not None:
+        if self.hist is not None and self.counts is not None:
             if len(fy) == len(y) and self.label_integral and self.label_min >= 0 and self.label_max < MAX_CLASSES:
                 h: np.ndarray = np.bincount(y.astype(np.int64), w, len(self.hist))  # float64: weighted
                 h[: len(self.hist)] += self.hist
                 self.hist = h
+                c: np.ndarray = np.bincount(y.astype(np.int64), None, len(h)).astype(np.float64)
+                c[: len(self.counts)] += self.counts
+                self.counts = c
             elif len(y):
-                self.hist = None  # NaN, fractional, negative or huge labels: reported, not histogrammed
+                self.hist = self.counts = None  # NaN, fractional, negative or huge labels: reported, not histogrammed
         return y, w
 
     def features(self, x, w, sizes, nulls, invalid=0):
@@ -173,10 +177,29 @@ class PartitionStats:
             wy_sq_sum=self.wy_sq_sum,
         )
         hist = self.hist if self.hist is not None else np.zeros(0)
+        counts = self.counts if self.counts is not None else np.zeros(0)
         info["n_classes_hist"] = len(hist)
         sx = self.sx if self.sx is not None else np.zeros(d)
         sxx = self.sxx if self.sxx is not None else np.zeros(d)
-        return info, np.concatenate([sx, sxx, hist]).astype(np.float64).tobytes()
+        return info, np.concatenate([sx, sxx, hist, counts]).astype(np.float64).tobytes()
+
+
+def label_histograms(rows, infos):
+    """(rows of each label 0, 1, ..., their weights) over the conversion's handle rows and their decoded
+    ``info`` dicts (checked: at least one row, one feature size), or None when some label is not a class
+    index below ``MAX_CLASSES`` (then no partition's histograms are whole)."""
+    d = next(i["n_features"] for i in infos if i["rows"])
+    if not all(i.get("n_classes_hist", 0) or not i["rows"] for i in infos):
+        return None
+    n = max(i["n_classes_hist"] for i in infos if i["rows"])
+    counts, hist = np.zeros(n), np.zeros(n)
+    for row, info in zip(rows, infos):
+        if info["rows"]:
+            k = info["n_classes_hist"]  # the moments: sum w x, sum w x^2 (d each), then k weights, k counts
+            m = np.frombuffer(row[3], dtype=np.float64)[2 * d :]
+            hist[:k] += m[:k]
+            counts[:k] += m[k : 2 * k]
+    return counts, hist
 
 
 def summarize(rows, infos):
@@ -184,17 +207,13 @@ def summarize(rows, infos):
     (checked: at least one row, one feature size, a positive weight sum)."""
     d = next(i["n_features"] for i in infos if i["rows"])
     sum_x, sum_xx = np.zeros(d), np.zeros(d)
-    n_hist = max((i.get("n_classes_hist", 0) for i in infos if i["rows"]), default=0)
-    hist = np.zeros(n_hist)
-    all_hist = all(i.get("n_classes_hist", 0) or not i["rows"] for i in infos)
     for row, info in zip(rows, infos):
         if not info["rows"]:
             continue
         m = np.frombuffer(row[3], dtype=np.float64)
         sum_x += m[:d]
         sum_xx += m[d : 2 * d]
-        h = m[2 * d :]
-        hist[: len(h)] += h
+    histograms = label_histograms(rows, infos)
     live = [i for i in infos if i["rows"]]
     w_sum = sum(i["w_sum"] for i in live)
     w_sq = sum(i["w_sq_sum"] for i in live)
@@ -216,5 +235,5 @@ def summarize(rows, infos):
         label_min=min(i["label_min"] for i in live),
         label_max=max(i["label_max"] for i in live),
         label_integral=all(i["label_integral"] for i in live),
-        class_weights=hist if all_hist else np.zeros(0),
+        class_weights=histograms[1] if histograms is not None else np.zeros(0),
     )

@@ -3,7 +3,8 @@
 ``TrainingData.prepare`` runs one Spark job that converts every partition (see ``convert.py``),
 reduces the per-partition statistics into a ``DatasetSummary`` (``statistics.py``) and checks the
 generic input problems (``data.checks.check_conversion``: null, NaN or infinite values, ragged
-vectors, negative weights, an empty dataset). On any problem the blocks already written are
+vectors, negative weights, an empty dataset; a ``classWeight`` that names a label the data lacks, or whose
+weights of 0 leave fewer than two classes). On any problem the blocks already written are
 deleted and a ``ValueError`` naming the column is raised, so nothing is left behind and no
 iteration has run. ``TrainingData`` owns the blocks' lifecycle: derive, barrier handles, release.
 """
@@ -22,7 +23,7 @@ from sparkml.data import block_store
 from sparkml.data import class_weight as class_weights
 from sparkml.data.checks import check_conversion, check_schema, invalid_sparse_message
 from sparkml.data.convert import STATS_SCHEMA, convert_partition, handle_rows, stats_batch
-from sparkml.data.statistics import PROBLEM_KEYS, summarize
+from sparkml.data.statistics import PROBLEM_KEYS, label_histograms, summarize
 from sparkml.session_kind import is_connect, task_slots
 
 logger = logging.getLogger("sparkml")
@@ -130,7 +131,16 @@ class TrainingData:
             raise
         try:
             infos = [json.loads(r[2]) for r in rows]
-            check_conversion(infos, PROBLEM_KEYS, features_col, label_col, weight_col)
+            check_conversion(
+                infos,
+                PROBLEM_KEYS,
+                features_col,
+                label_col,
+                weight_col,
+                (lambda: class_weights.check_labels(by_class, label_histograms(rows, infos), label_col))
+                if by_class
+                else None,
+            )
             data.summary = summarize(rows, infos)
             data.blocks = [(i["partition"], i["rows"], i["store"]) for i in infos if i["rows"]]
             data.n_partitions = len(rows)
