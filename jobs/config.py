@@ -8,11 +8,14 @@ The documentation's "Batch jobs" page documents each key.
 import copy
 import difflib
 import os
+import re
 from typing import Any
 
 import yaml
 
 from sparkml import catalog
+from sparkml.jobs.errors import ConfigError
+from sparkml.jobs.names import alias_name, plain_name, shown
 
 FORMATS = ("parquet", "csv", "libsvm")
 GENERATED_KINDS = ("binary", "regression", "multiclass")
@@ -100,14 +103,6 @@ _CONVERTER_NAMES = {
 }
 
 
-class ConfigError(ValueError):
-    """A bad config value; `str()` is ``<dotted key>: <problem>``."""
-
-    def __init__(self, key, problem):
-        super().__init__(f"{key}: {problem}")
-        self.key = key
-
-
 def _did_you_mean(name, choices):
     close = difflib.get_close_matches(name, list(choices), n=1)
     return f" (did you mean {close[0]}?)" if close else ""
@@ -141,28 +136,65 @@ def resolve_path(path):
     return path
 
 
-def load(path, overrides=(), schema=None):
-    """Read `path` (YAML; or an example config's name, ``resolve_path``), apply ``key=value`` overrides,
-    return the validated config dict.
+MAX_CONFIG_BYTES = 1 << 20  # a job config is a few hundred bytes
+_TOKEN = re.compile(r"<[a-z ]+>|[^\w\s]{1,3}")
 
-    `schema`: SCHEMA (jobs.train's, the default) or RETRAIN_SCHEMA."""
-    schema = SCHEMA if schema is None else schema
-    path = resolve_path(path)
+
+def _yaml_problem(e):
+    """Where and what a YAML error is, without quoting the file: PyYAML's problems may quote what it read."""
+    mark = getattr(e, "problem_mark", None)
+    problem = str(getattr(e, "problem", None) or "a syntax error")
+    # keep the grammar's tokens ('<block end>', ':', ']'), drop quoted text of the file (a tag, an alias...)
+    problem = re.sub(r"""\s*('[^']*'|"[^"]*")""", lambda m: m[0] if _TOKEN.fullmatch(m[1][1:-1]) else "", problem)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{problem}{where}"
+
+
+def read_yaml(path):
+    """The YAML document of the file `path` (None for an empty file). Every error is a ConfigError on
+    ``--config`` that names the file and never quotes its content (it may be any readable file)."""
     try:
         with open(path, encoding="utf-8") as f:
-            raw = yaml.safe_load(f)
+            text = f.read(MAX_CONFIG_BYTES + 1)
     except OSError as e:
         examples = ", ".join(example_names())
         raise ConfigError(
             "--config",
-            f"cannot read {path}: {e.strerror}" + (f" (the example configs: {examples})" if examples else ""),
+            f"cannot read {path}: {e.strerror or type(e).__name__}"
+            + (f" (the example configs: {examples})" if examples else ""),
         ) from None
+    except UnicodeDecodeError:
+        raise ConfigError("--config", f"{path} is not a YAML file: not UTF-8 text") from None
+    except ValueError:  # a NUL in the path
+        raise ConfigError("--config", f"cannot read {shown(path)}: not a file name") from None
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ConfigError("--config", f"{path} is not a job config: larger than {MAX_CONFIG_BYTES >> 20} MiB")
+    try:
+        return yaml.safe_load(text)
+    except yaml.reader.ReaderError:
+        raise ConfigError("--config", f"{path} is not a YAML file: it holds control characters") from None
     except yaml.YAMLError as e:
-        raise ConfigError("--config", f"{path} is not valid YAML: {e}".replace("\n", " ")) from None
+        raise ConfigError("--config", f"{path} is not valid YAML: {_yaml_problem(e)}") from None
+    except RecursionError:
+        raise ConfigError("--config", f"{path} is not a job config: nested too deeply") from None
+
+
+def load(path, overrides=(), schema=None):
+    """Read `path` (YAML; or an example config's name, ``resolve_path``), apply ``key=value`` overrides,
+    return the validated config dict.
+
+    `schema`: SCHEMA (jobs.train's, the default) or RETRAIN_SCHEMA. A file that is not a YAML mapping, or
+    a mapping none of whose keys is a section of `schema`, is refused as a whole: the error names the
+    file, never what it holds."""
+    schema = SCHEMA if schema is None else schema
+    path = resolve_path(path)
+    raw = read_yaml(path)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError("--config", f"{path} must hold a mapping at top level")
+        raise ConfigError("--config", f"{path} is not a YAML mapping (a job config maps {', '.join(schema)})")
+    if raw and not any(isinstance(key, str) and key in schema for key in raw):
+        raise ConfigError("--config", f"{path} is not a job config: none of its keys is one of {', '.join(schema)}")
     for item in overrides:
         apply_override(raw, item, schema)
     return validate(raw, schema)
@@ -266,6 +298,13 @@ def validate(raw, schema=None):
         value = cfg["tracking"][key]
         if value is not None and not value.strip():
             raise ConfigError(f"tracking.{key}", "expected a non-empty string or null, got ''")
+    out_dir = cfg["output"]["dir"]
+    if not out_dir.strip() or "\0" in out_dir:
+        raise ConfigError("output.dir", f"expected a directory path or URI, got {shown(out_dir)}")
+    if "registry" in cfg:  # jobs.retrain: names of registry entries (a null model_name: retrain.load_config)
+        if cfg["registry"]["model_name"] is not None:
+            plain_name("registry.model_name", cfg["registry"]["model_name"], "a registered model name")
+        alias_name("registry.alias", cfg["registry"]["alias"])
     cfg["model"]["params"] = validate_params(cfg["model"]["estimator"], cfg["model"]["params"])
     if cfg["data"]["weight"] is not None and "weightCol" not in estimator_params(
         estimator_class(cfg["model"]["estimator"])
