@@ -77,6 +77,24 @@ def store_for(path, spark=None):
     return LocalStore() if is_local_path(path) else HadoopStore(spark, path)
 
 
+def check_local_dir(path, key="output.dir"):
+    """Raise a ConfigError naming `key` unless the local directory `path` can take the job's outputs: it is
+    a writable directory, or it can be created (its nearest existing ancestor is a writable directory).
+    Nothing is created; a job calls this before training."""
+    if not path or "\0" in path:
+        raise ConfigError(key, f"expected a directory path, got {path!r}")
+    path = os.path.abspath(path)
+    existing = path
+    while not os.path.lexists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    lead = "" if existing == path else f"cannot create {path}: "
+    if not os.path.isdir(existing):
+        kind = "a file" if os.path.isfile(existing) else "a broken link" if os.path.islink(existing) else "a device"
+        raise ConfigError(key, f"{lead}{existing} is {kind}, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(key, f"{lead}{existing} is not writable")
+
+
 def refuse_overwrite(
     store,
     out_dir,

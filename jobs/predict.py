@@ -31,7 +31,7 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/predict.py) fr
         sys.path.insert(0, _checkout)  # sparkml resolves sparkml.jobs to this folder
 
 from sparkml.jobs import datasets, models, outputs, session, tracking
-from sparkml.jobs.config import FORMATS, ConfigError, is_local_path
+from sparkml.jobs.config import FORMATS, ConfigError, is_local_path, plain_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -97,8 +97,10 @@ def tracking_uri(arg, env=None):
 
 def split_output(path):
     """(parent, name) of the output path: staging happens in the parent, beside the target."""
-    path = path.rstrip("/")
+    given, path = path, path.rstrip("/")
     if is_local_path(path):
+        if not path or "\0" in path:
+            raise ConfigError("--output", f"expected a directory to write, got {given!r}")
         path = os.path.abspath(path)
         return os.path.dirname(path), os.path.basename(path)
     parent, _, name = path.rpartition("/")
@@ -108,11 +110,16 @@ def split_output(path):
 
 
 def parse_model(uri):
-    """(name, alias, version) of --model; ConfigError for anything but models:/<name>@<alias> or /<version>."""
+    """(name, alias, version) of --model; ConfigError for anything but models:/<name>@<alias> or /<version>
+    with plain names (`jobs.names`)."""
     try:
-        return models.parse_model_uri(uri)
+        name, alias, version = models.parse_model_uri(uri)
     except ValueError as e:
         raise ConfigError("--model", str(e)) from None
+    plain_name("--model", name, "a registered model name")
+    if alias is not None:
+        plain_name("--model", alias, "an alias")
+    return name, alias, version
 
 
 def lookup(client, uri, store_key):
@@ -229,6 +236,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         parse_model(args.model)
         if is_local_path(args.output):  # fail before Spark starts when we can
             parent, name = split_output(args.output)
+            outputs.check_local_dir(parent, OVERWRITE_KEY)
             outputs.refuse_overwrite(outputs.LocalStore(), parent, args.overwrite, name, OVERWRITE_KEY, OVERWRITE_HINT)
         uri, key = tracking_uri(args.tracking_uri)
         client = tracking.require_mlflow().MlflowClient(tracking_uri=uri)

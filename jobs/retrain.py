@@ -20,7 +20,9 @@ One run:
 
 It prints one line with the decision. Exit codes: 0 whatever the decision (promoted, rejected, lost
 the race, dry run, already done); 2 for a config or data error, with the key named, before any
-registry write; 1 for anything else (traceback).
+registry write; 1 for anything else (traceback). The window id and the registry's names are plain
+names (`jobs.names`), and a local output.dir must be a writable directory or creatable: both are
+checked before Spark or MLflow starts.
 """
 
 import argparse
@@ -56,8 +58,17 @@ def parse_args(argv=None):
 
 
 def load_config(path, overrides, dry_run=False):
-    """The validated retrain config; the gate's rules are checked here too (before Spark starts)."""
+    """The validated retrain config; the gate's rules and the registered model's name (by default the
+    config file's name) are checked here too (before Spark starts)."""
     cfg = config.load(path, overrides, config.RETRAIN_SCHEMA)
+    if cfg["registry"]["model_name"] is None:
+        job = train.job_name(path)
+        try:
+            config.plain_name("registry.model_name", job, "a registered model name")
+        except config.ConfigError as e:
+            raise config.ConfigError(
+                "registry.model_name", f"null, so the config file's name is used: {str(e).split(': ', 1)[1]}"
+            ) from None
     if dry_run:
         cfg["gate"]["dry_run"] = True
     if not cfg["gate"]["metrics"]:
@@ -293,10 +304,13 @@ def main(argv=None, spark=None) -> int:
     """Command-line entry point; returns the exit code (0 whatever the decision, 2 config/data error)."""
     args = parse_args(argv)
     try:
+        config.plain_name("--window", args.window, "a window id")
         cfg = load_config(args.config, args.set, args.dry_run)
         if args.check:
             print(json.dumps(cfg, indent=2))
             return 0
+        if config.is_local_path(cfg["output"]["dir"]):  # the report's folder, before Spark starts
+            outputs.check_local_dir(os.path.join(cfg["output"]["dir"], args.window))
         tracking.require_mlflow()
         job = train.job_name(args.config)
         tracking.resolve(cfg, job)

@@ -7,7 +7,8 @@ Steps: validate the config (before Spark starts) -> session -> read data -> spli
 evaluate the holdout with pyspark's evaluators -> stage model/, metrics.json (and objective.png
 when matplotlib is installed) beside output.dir, log them to the job's MLflow run (`jobs.tracking`),
 and rename them in only once everything worked.
-Config errors print one line ("config error: <key>: <problem>") and exit 2.
+Config errors print one line ("config error: <key>: <problem>") and exit 2, before Spark starts; so
+does an output.dir that is a file, lies under one, or cannot be written.
 """
 
 from __future__ import annotations
@@ -249,6 +250,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
             print(json.dumps(cfg, indent=2))
             return 0
         if config.is_local_path(cfg["output"]["dir"]):  # fail before Spark starts when we can
+            outputs.check_local_dir(cfg["output"]["dir"])
             outputs.refuse_overwrite(outputs.LocalStore(), cfg["output"]["dir"], cfg["output"]["overwrite"])
         tracking.require_mlflow()
         tracking.resolve(cfg, job_name(args.config))
