@@ -139,6 +139,39 @@ def coefficients(model):
     return coefficient_vector(model).tolist()
 
 
+def interrupted_fit(spark, df, out_dir):
+    """An ``allreduce`` fit interrupted (``spark.interruptAll()``, Connect's Cancel) at its third iteration: the
+    error it ends with and the seconds from the interrupt to it."""
+    import threading
+    import time
+
+    marker, outcome = os.path.join(out_dir, "third-iteration"), {}
+
+    def announce(event):  # in rank 0's barrier task, on the server's executor
+        if event.iteration >= 3 and not os.path.exists(marker):
+            open(marker, "w").close()
+
+    est = estimator("LogisticRegression", {"maxIter": 5000, "tol": 0.0, "strategy": "allreduce"})
+    est._add_iteration_callback(announce)
+
+    def fit():
+        try:
+            est.fit(df)
+        except Exception as e:
+            outcome["error"] = f"{type(e).__name__}: {str(e)[:500]}"
+        outcome["at"] = time.time()
+
+    thread = threading.Thread(target=fit, daemon=True)
+    thread.start()
+    deadline = time.time() + 120
+    while not os.path.exists(marker) and time.time() < deadline:
+        time.sleep(0.02)
+    interrupted_at = time.time()
+    spark.interruptAll()
+    thread.join(120)
+    return {"error": outcome.get("error"), "seconds": outcome.get("at", float("inf")) - interrupted_at}
+
+
 def main(out_dir):
     from pyspark.sql import SparkSession
 
@@ -177,6 +210,7 @@ def main(out_dir):
     loaded = type(est).load(os.path.join(out_dir, "connect_estimator"))
     results["estimator_loaded"] = [loaded.uid == est.uid, loaded.getRegParam(), loaded.getStrategy()]
     results["summaries"] = summary_walks(df)
+    results["interrupted"] = interrupted_fit(spark, df, out_dir)
     shared = os.path.join(out_dir, "shared-temp")  # a directory the server can read: the stock model goes there
     os.makedirs(shared)
     os.environ["SPARKML_TEMP_DFS_PATH"] = shared

@@ -31,13 +31,17 @@ STRATEGIES = ("sync", "averaging", "allreduce", "allreduce-averaging")
 CONVERSION_LAYOUTS = ("sync", "averaging")
 
 
-def session(scratch):
+def session(scratch, conf=()):
+    """The ``local-cluster`` session, with ``conf`` (pairs) added."""
     from pyspark.sql import SparkSession
 
     faults_dir = os.path.join(scratch, "faults")
     os.makedirs(faults_dir, exist_ok=True)
+    builder = SparkSession.builder
+    for key, value in conf:
+        builder = builder.config(key, value)
     return (
-        SparkSession.builder.master("local-cluster[2,1,1024]")
+        builder.master("local-cluster[2,1,1024]")
         .appName("sparkml-faults")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

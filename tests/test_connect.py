@@ -90,3 +90,10 @@ def test_connect_summaries_are_mllibs(connect_results, case):
         assert got[label]["instances"] == [True, True]
         assert got[label]["diffs"] == {} and got[label]["compared"] >= 15, got[label]["diffs"]
     np.testing.assert_allclose(*got["objectiveHistory"], rtol=1e-9, atol=1e-12)
+
+
+def test_connect_interrupt_ends_a_barrier_fit_as_cancelled(connect_results):
+    """``spark.interruptAll()`` (Connect's Cancel) mid-stage: ``FitCancelled`` within seconds, not a retried stage."""
+    interrupted = connect_results["interrupted"]
+    assert interrupted["error"].startswith("FitCancelled: LogisticRegression fit cancelled: "), interrupted
+    assert "OPERATION_CANCELED" in interrupted["error"] and interrupted["seconds"] < 10, interrupted

@@ -286,9 +286,12 @@ class TrainingData:
                 except Exception:
                     logger.warning("dropping the training blocks of dataset %s failed", dataset_id)
         finally:
-            self.handles.unpersist(blocking=False)
-            if self._checkpointed is not None:
-                self._checkpointed.unpersist(blocking=False)
+            try:
+                self.handles.unpersist(blocking=False)
+                if self._checkpointed is not None:
+                    self._checkpointed.unpersist(blocking=False)
+            except Exception:  # a stopped session (a killed application): its cached data is gone with it
+                logger.warning("the cached handles of dataset %s could not be unpersisted", dataset_id)
 
 
 def _keeps_partitions(rdd):

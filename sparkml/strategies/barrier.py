@@ -25,6 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from sparkml import task_context
+from sparkml.cancellation import as_cancelled
 from sparkml.data import block_store
 from sparkml.data.convert import STATS_SCHEMA
 from sparkml.strategies import rendezvous
@@ -303,13 +304,17 @@ def run_barrier_stage(data, n_workers, on_handles, task, schema, strategy="allre
     ``stop(drain=True)`` ends it (``strategies.progress_relay``).
 
     A failed task fails the whole stage; it runs again (a fresh rendezvous, the blocks still in
-    place, the same deterministic result) up to ``STAGE_ATTEMPTS`` times in all. A lost executor
+    place, the same deterministic result) up to ``STAGE_ATTEMPTS`` times in all. A cancelled stage
+    (``sparkml.cancellation``) is not a failure: it ends the fit with ``FitCancelled``, not run again. A lost executor
     ends the fit with ``ExecutorLost``: a barrier stage cannot rebuild the blocks it held.
     """
     for attempt in range(1, STAGE_ATTEMPTS + 1):
         try:
             return _one_stage(data, n_workers, on_handles, task, schema, listen)
         except Exception as e:
+            cancelled = as_cancelled(e, "fit")
+            if cancelled is not None:  # the user's, not a failure: never run again
+                raise cancelled from None
             text = str(e)
             if any(marker in text for marker in _BLOCKS_LOST):
                 raise ExecutorLost(
