@@ -67,10 +67,12 @@ def log_model(model: Any, name: str = "model", input_example: Any = None, **opti
     """Log ``model`` (a fitted model of this library, or the directory it was saved to) to the active MLflow
     run with a ``python_function`` flavor that scores pandas rows without Spark: its loader
     (``sparkml.serving``) reads the model's own saved files (MLlib's layout: JSON and Parquet, no pickle, kept
-    under ``data/model`` in the logged model) and scores them with numpy and torch on the CPU, as
-    ``transform`` does. ``mlflow.pyfunc.load_model``, ``mlflow models serve`` and model serving platforms take
-    it. The input is a DataFrame with a ``features`` column of feature value lists; the output has
-    ``prediction`` and, where the model has them, ``rawPrediction`` and ``probability`` (lists).
+    under ``data/model`` in the logged model), with the checks ``load`` makes, and scores them with numpy and
+    torch on the CPU, as ``transform`` does. ``mlflow.pyfunc.load_model``, ``mlflow models serve`` and model
+    serving platforms take it. The input is a DataFrame with a ``features`` column of feature value lists; the
+    output has ``prediction`` and, where the model has them, ``rawPrediction`` and ``probability`` (lists); no
+    rows give an empty frame of those columns, and a row that is not the model's count of numbers a ValueError
+    naming it.
 
     ``input_example``: a few feature rows (an array of shape (n, d), or such a DataFrame); default: one row of
     zeros. The model's signature is inferred from it and the model's output on it. ``options`` go to

@@ -11,6 +11,7 @@ from pyspark.ml.util import MLReadable, MLWritable
 from sparkml.base.params import TORCH_PARAM_NAMES
 from sparkml.base.persistence import MLlibModelReader, MLlibModelWriter
 from sparkml.compat import require_connect_ml
+from sparkml.saved_classes import SAVED
 
 if TYPE_CHECKING:
     from pyspark.ml.linalg import DenseVector
@@ -51,8 +52,10 @@ class ModelIO(MLWritable, MLReadable):
     def _data_shapes(cls, row):
         """{column: shape} of the row's vectors (``(n,)``) and matrices (``(rows, cols)``), computed from
         its other columns; an entry that is a string names a size that must be the same wherever it
-        appears. Listed columns must be non-null. ValueError when the row's values make no model."""
-        return {}
+        appears. Listed columns must be non-null. ValueError when the row's values make no model. This
+        library's classes state theirs in ``sparkml.saved_classes`` (which loading checks), read here."""
+        saved = SAVED.get(cls._java_class or "")
+        return {} if saved is None else saved.shapes(row.asDict())
 
     def write(self) -> MLlibModelWriter:
         return MLlibModelWriter(self, self._java_class)

@@ -12,15 +12,15 @@ from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasCheckpointInterval
 
 from sparkml.data.class_weight import to_class_weight
+from sparkml.saved_classes import DEVICES, DTYPES, TOPOLOGIES, OneOf
 from sparkml.strategies import table as strategy_table
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+# the choices (and ``one_of``) live with the saved classes' Param rules (``sparkml.saved_classes``), which
+# sparkml.serving checks saved models' Params with, without pyspark
 STRATEGIES = strategy_table.names()
-DEVICES = ("auto", "cpu", "cuda")
-DTYPES = ("float32", "float64")
-TOPOLOGIES = ("ring", "complete")
 # Params that stock MLlib does not know: kept out of the MLlib-format metadata's paramMap.
 TORCH_PARAM_NAMES = (
     "strategy",
@@ -39,15 +39,7 @@ TORCH_PARAM_NAMES = (
 def one_of(name, allowed):
     """A Param type converter: the value as a string, or ValueError naming the Param and the choices
     (``allowed``: a tuple, or a function returning one, read at each conversion)."""
-
-    def convert(value):
-        value = TypeConverters.toString(value)
-        choices = allowed() if callable(allowed) else allowed
-        if value not in choices and not (name == "device" and value.startswith("cuda:")):
-            raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
-        return value
-
-    return convert
+    return OneOf(name, allowed)
 
 
 def _accessors(prefix, make, doc):

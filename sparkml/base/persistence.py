@@ -8,22 +8,26 @@ Only Params MLlib knows go into paramMap/defaultParamMap (its reader rejects unk
 Params this library adds (strategy, device, dtype, ...) that are set live under the "sparkml" key, which MLlib ignores.
 Estimators are written as pyspark.ml's Python estimators are (``EstimatorWriter``: the metadata
 line alone). Everything is JSON and Parquet: no pickle anywhere. Loading checks the files before
-building anything (``ModelFiles``); a damaged or foreign directory is a ``ModelFileError`` naming the file.
+building anything, with the checks ``sparkml.serving`` makes too (``sparkml.model_files``, listing and reading
+through Spark here: ``ModelFiles``); a damaged or foreign directory is a ``ModelFileError`` naming the file.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import reprlib
+import re
 import time
+import urllib.parse
 from typing import TYPE_CHECKING, cast
 
 from pyspark.ml.util import DefaultParamsReader, MLReader, MLWriter
 from pyspark.sql import SparkSession
 
+from sparkml import model_files, saved_classes
 from sparkml.base.params import TORCH_PARAM_NAMES
 from sparkml.catalog import public_class_name
+from sparkml.model_files import ModelFileError, first_line
 from sparkml.session_kind import is_connect
 
 if TYPE_CHECKING:
@@ -169,176 +173,103 @@ class EstimatorWriter(_Writer):
         )
 
 
-class ModelFileError(ValueError):
-    """A saved model or estimator that cannot be loaded: the message names the file (or directory) and
-    what is wrong with it."""
-
-
-def _first_line(error):
-    """One line on why reading failed: for a JVM error (py4j), its root cause's message."""
-    java = getattr(error, "java_exception", None)
-    if java is not None:
-        while java.getCause() is not None:
-            java = java.getCause()
-        text = java.getMessage() or java.getClass().getName()
-    else:
-        text = str(error)
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else type(error).__name__
-
-
 def _shown(uri):
-    """A file as Spark lists it, a local one as a plain path (``file:///tmp/m`` -> ``/tmp/m``)."""
+    """A file as Spark lists it (a URI), as a path: a local one plain (``file:///tmp/a%20b`` -> ``/tmp/a b``)."""
+    path = urllib.parse.unquote(uri)
     for scheme in ("file://", "file:"):
-        if uri.startswith(scheme):
-            return uri[len(scheme) :]
-    return uri
+        if path.startswith(scheme):
+            return path[len(scheme) :]
+    return path
 
 
-class ModelFiles:
-    """The checks every load makes, before any model or estimator object is built.
+def _literal(path):
+    """``path`` as Spark's readers take it without expanding ``[]{}*?`` as a glob pattern (Hadoop's escape)."""
+    return re.sub(r"([\[\]{}*?])", r"\\\1", path)
 
-    ``path/metadata`` must hold one ``part-*`` file whose first line is a JSON object with ``class``,
-    ``uid`` (strings), ``paramMap`` (an object) and ``sparkVersion``, and whose ``class`` (and, when
-    present, ``sparkml.class``) is one this loader reads; ``path/data`` one Parquet file of one row with
-    the columns and types of the model's ``_data_schema``, non-null, its vectors and matrices of the
-    sizes ``_data_shapes`` asks. Files are read through Spark as data (text and Parquet): nothing in
-    them is imported, evaluated or unpickled. Hidden files (``.crc``, ``_SUCCESS``) are skipped, as
-    Spark skips them; any other file is an error, since Spark would read it as part of the model.
-    Every failure is a ``ModelFileError`` naming the file.
-    """
+
+class ModelFiles(model_files.ModelFiles):
+    """``sparkml.model_files``' checks of a model directory (those ``sparkml.serving`` makes too), listing
+    and fetching through Spark, so any path Spark reads works (HDFS, S3, ...): a folder is listed as Spark's
+    text source lists it (hidden files skipped), and a file's bytes come through the ``binaryFile`` source.
+    Spark decodes neither the metadata's JSON nor the Parquet file's schema: ``model_files`` parses both."""
 
     def __init__(self, spark, path):
-        self.spark, self.path = spark, path.rstrip("/")
+        super().__init__(path)
+        self.spark = spark
 
-    def only_file(self, folder, accepts, what):
-        """The one file in ``path/folder`` (as Spark names it) that ``accepts(name)``."""
-        directory = f"{self.path}/{folder}"
+    def _list(self, directory):
         try:
-            files = sorted(self.spark.read.text(directory).inputFiles())
+            return self.spark.read.text(_literal(directory)).inputFiles()
         except Exception as e:
             if "PATH_NOT_FOUND" in str(e):
                 raise ModelFileError(
                     f"{directory}: no such directory (a saved model holds metadata/ and data/)"
                 ) from None
-            raise ModelFileError(f"{directory}: cannot list this directory ({_first_line(e)})") from e
-        for f in files:
-            parent, name = f.rstrip("/").split("/")[-2:]
-            if parent != folder or not accepts(name):
-                raise ModelFileError(f"{_shown(f)}: unexpected file; {directory} should hold {what} only")
-        if len(files) != 1:
-            found = f" ({', '.join(_shown(f) for f in files)})" if files else ""
-            raise ModelFileError(f"{directory}: expected {what}, found {len(files)}{found}")
-        return files[0]
+            raise ModelFileError(f"{directory}: cannot list this directory ({first_line(e)})") from e
 
-    def metadata(self, classes, sparkml_class=None):
-        """(metadata dict, its file) of a model or estimator saved as one of ``classes`` (and, when the
-        file names one under ``"sparkml"``, as ``sparkml_class``)."""
-        uri = self.only_file("metadata", lambda name: name.startswith("part-"), "one part-* file")
-        file = _shown(uri)
-        try:
-            first = self.spark.read.text(uri).first()
-        except Exception as e:
-            raise ModelFileError(f"{file}: cannot read this file ({_first_line(e)})") from e
-        try:
-            metadata = json.loads(first[0] if first is not None else "")
-        except ValueError as e:
-            raise ModelFileError(
-                f"{file}: not model metadata (its first line is not JSON: {e}); "
-                "the file is truncated or not a saved model's"
-            ) from None
-        problem = _metadata_problem(metadata, classes, sparkml_class)
-        if problem:
-            raise ModelFileError(f"{file}: {problem}")
-        return metadata, file
+    def _show(self, file):
+        return _shown(file)
 
-    def data_row(self, cls):
-        """The one row of ``path/data``, checked against ``cls._data_schema`` and ``cls._data_shapes``."""
-        from pyspark.ml.linalg import Matrix
-
-        file = _shown(self.only_file("data", lambda name: name.endswith(".parquet"), "one Parquet file"))
-        expected = cls._data_schema
-        try:
-            frame = self.spark.read.parquet(file)
-            schema = frame.schema
-        except Exception as e:
-            raise ModelFileError(f"{file}: not a readable Parquet file ({_first_line(e)})") from e
-        optional = getattr(cls, "_optional_data_columns", ())  # added after files were written without them
-        expected = type(expected)([f for f in expected.fields if f.name in schema.names or f.name not in optional])
-        for field in expected.fields:
-            if field.name not in schema.names:
-                raise ModelFileError(
-                    f"{file}: no column {field.name!r} (a {cls.__name__} has {', '.join(expected.names)})"
-                )
-            found, wanted = schema[field.name].dataType.simpleString(), field.dataType.simpleString()
-            if found != wanted:
-                raise ModelFileError(f"{file}: column {field.name!r} is {found}, expected {wanted}")
-        try:
-            rows = frame.select(*expected.names).take(2)
-        except AssertionError as e:  # pyspark.ml.linalg's checks, decoding a vector or matrix
-            raise ModelFileError(
-                f"{file}: a vector or matrix in its row has values that do not fit its size"
-                f"{f' ({e})' if str(e) else ''}"
-            ) from e
-        except Exception as e:
-            raise ModelFileError(f"{file}: cannot read its row ({_first_line(e)})") from e
-        if len(rows) != 1:
-            raise ModelFileError(f"{file}: holds {frame.count()} rows, expected one")
-        row = rows[0]
-        scalars = {
-            f.name: row[f.name] for f in expected.fields if f.dataType.simpleString() not in ("vector", "matrix")
-        }
-        for name, value in scalars.items():
-            if value is None:
-                raise ModelFileError(f"{file}: column {name!r} is null")
-        context = ", ".join(f"{k}={v}" for k, v in scalars.items())
-        try:
-            shapes = cls._data_shapes(row)
-        except ValueError as e:
-            raise ModelFileError(f"{file}: {e}") from None
-        sizes: dict[str, tuple[int, str]] = {}  # a named size -> (its value, the column it was read from)
-        for column, shape in shapes.items():
-            value = row[column]
-            if value is None:
-                raise ModelFileError(f"{file}: column {column!r} is null")
-            found = (value.numRows, value.numCols) if isinstance(value, Matrix) else (value.size,)
-            wanted = tuple(
-                sizes.setdefault(s, (n, column))[0] if isinstance(s, str) else s for s, n in zip(shape, found)
-            )
-            if found != wanted:
-                names = [f"{s}={sizes[s][0]} as in {sizes[s][1]!r}" for s in shape if isinstance(s, str)]
-                raise ModelFileError(
-                    f"{file}: column {column!r} is {_dims(found)}, expected {_dims(wanted)} "
-                    f"({', '.join(names + ([context] if context else []))})"
-                )
-        return row
+    def _read(self, file):
+        row = self.spark.read.format("binaryFile").load(_literal(urllib.parse.unquote(file))).select("content").first()
+        return b"" if row is None or row[0] is None else bytes(row[0])
 
 
-def _dims(shape):
-    return " x ".join(map(str, shape))
+def param_rules(instance):
+    """{Param name: its type converter} of ``instance``, pyspark's ``TypeConverters`` as
+    ``sparkml.saved_classes`` mirrors them without pyspark."""
+    from pyspark.ml.param import TypeConverters
+
+    mirrored = {
+        TypeConverters.toInt: saved_classes.to_int,
+        TypeConverters.toFloat: saved_classes.to_float,
+        TypeConverters.toBoolean: saved_classes.to_boolean,
+        TypeConverters.toString: saved_classes.to_string,
+        TypeConverters.toListFloat: saved_classes.to_list_float,
+        TypeConverters.toVector: saved_classes.to_vector,
+        TypeConverters.toMatrix: saved_classes.to_matrix,
+    }
+    return {p.name: mirrored.get(p.typeConverter, p.typeConverter) for p in instance.params}
 
 
-def _metadata_problem(metadata, classes, sparkml_class):
-    """What is wrong with a metadata JSON value for ``ModelFiles.metadata`` (None: nothing)."""
-    if not isinstance(metadata, dict):
-        return f"not model metadata (a JSON {type(metadata).__name__}, not an object)"
-    fields = {"class": str, "uid": str, "sparkVersion": str, "paramMap": dict}
-    optional = {"defaultParamMap": dict, "sparkml": dict}
-    for key, kind in [*fields.items(), *optional.items()]:
-        if key not in metadata and key in optional:
-            continue
-        if key not in metadata:
-            return f"not model metadata (no {key!r} field)"
-        if not isinstance(metadata[key], kind):
-            return f"{key!r} is {type(metadata[key]).__name__}, expected {'a string' if kind is str else 'an object'}"
-    if metadata["class"] not in classes:
-        return f"the class is {metadata['class']!r}, expected {' or '.join(map(repr, classes))}"
-    ours = metadata.get("sparkml", {})
-    if "class" in ours and ours["class"] != sparkml_class:
-        return f'the "sparkml" class is {ours["class"]!r}, expected {sparkml_class!r}'
-    if not isinstance(ours.get("paramMap", {}), dict):
-        return '"sparkml".paramMap is not an object'
-    return None
+def saved_class_of(cls):
+    """What ``cls`` saves: this library's classes' ``sparkml.saved_classes`` entry; for another class (a new
+    estimator's model, before it has one there) the same, read from its ``_data_schema``, ``_data_shapes``
+    and Params."""
+    saved = saved_classes.SAVED.get(cls._java_class)
+    if saved is not None:
+        return saved
+    schema = cls._data_schema
+    return saved_classes.SavedClass(
+        cls.__name__,
+        cls._java_class,
+        f"{cls.__module__}.{cls.__name__}",
+        tuple((f.name, f.dataType.simpleString()) for f in schema.fields),
+        lambda row: cls._data_shapes(spark_row(row, schema)),
+        param_rules(cls()),
+        optional=tuple(getattr(cls, "_optional_data_columns", ())),
+    )
+
+
+def spark_row(row, schema):
+    """A checked data row (``model_files``: MLlib's structs as dicts) as the pyspark Row Spark would read, its
+    vectors and matrices pyspark.ml.linalg objects; ``schema``: its (name, type) columns, or a StructType."""
+    from pyspark.ml.linalg import DenseMatrix, DenseVector, SparseMatrix, SparseVector
+    from pyspark.sql import Row
+
+    def value(kind, v):
+        if v is None or kind not in ("vector", "matrix"):
+            return v
+        if kind == "vector":
+            return DenseVector(v["values"]) if v["type"] == 1 else SparseVector(v["size"], v["indices"], v["values"])
+        if v["type"] == 1:
+            return DenseMatrix(v["numRows"], v["numCols"], v["values"], v["isTransposed"])
+        return SparseMatrix(v["numRows"], v["numCols"], v["colPtrs"], v["rowIndices"], v["values"], v["isTransposed"])
+
+    columns = (
+        [(f.name, f.dataType.simpleString()) for f in schema.fields] if hasattr(schema, "fields") else list(schema)
+    )
+    return Row(**{name: value(kind, row[name]) for name, kind in columns if name in row})
 
 
 def _set_params(instance, values, setter, file):
@@ -346,9 +277,7 @@ def _set_params(instance, values, setter, file):
         try:
             setter(**{name: param_value(value)})
         except Exception as e:
-            raise ModelFileError(
-                f"{file}: Param {name!r} cannot take the value {reprlib.repr(value)} ({_first_line(e)})"
-            ) from e
+            raise ModelFileError(model_files.param_problem(file, name, value, e)) from e
 
 
 class EstimatorReader(DefaultParamsReader):
@@ -358,7 +287,7 @@ class EstimatorReader(DefaultParamsReader):
     def load(self, path):
         classes = list(dict.fromkeys([public_class_name(self.cls), f"{self.cls.__module__}.{self.cls.__name__}"]))
         spark = self.sparkSession or SparkSession.active()
-        metadata, file = ModelFiles(spark, path).metadata(classes)
+        metadata, file = ModelFiles(spark, path).metadata(dict.fromkeys(classes))
         instance = cast("Params", self.cls())  # the estimators of this library are Params
         instance._resetUid(metadata["uid"])
         for key, setter in (("defaultParamMap", instance._setDefault), ("paramMap", instance._set)):
@@ -376,7 +305,8 @@ class EstimatorReader(DefaultParamsReader):
 
 class MLlibModelReader(MLReader):
     """Reads a directory written by MLlib or by ``MLlibModelWriter`` into ``cls``, after the checks of
-    ``ModelFiles``; a damaged or foreign directory is a ``ModelFileError`` naming the file."""
+    ``sparkml.model_files`` (those of ``sparkml.serving``); a damaged or foreign directory is a
+    ``ModelFileError`` naming the file."""
 
     def __init__(self, cls, java_class):
         super().__init__()
@@ -384,13 +314,15 @@ class MLlibModelReader(MLReader):
 
     def load(self, path):
         files = ModelFiles(self.sparkSession or SparkSession.active(), path)
-        metadata, file = files.metadata([self.java_class], f"{self.cls.__module__}.{self.cls.__name__}")
-        instance = self.cls._from_data(files.data_row(self.cls))
-        instance._resetUid(metadata["uid"])
+        saved_class = saved_class_of(self.cls)
+        saved = files.read({self.java_class: f"{self.cls.__module__}.{self.cls.__name__}"}, lambda _: saved_class)
+        instance = self.cls._from_data(spark_row(saved.row, saved_class.columns))
+        instance._resetUid(saved.metadata["uid"])
+        metadata = saved.metadata
         extra = metadata.get("sparkml", {}).get("paramMap", {})
         for source, setter in (
             (metadata.get("defaultParamMap", {}), instance._setDefault),
             ({**metadata["paramMap"], **extra}, instance._set),
         ):
-            _set_params(instance, {k: v for k, v in source.items() if instance.hasParam(k)}, setter, file)
+            _set_params(instance, {k: v for k, v in source.items() if instance.hasParam(k)}, setter, saved.file)
         return instance

@@ -10,7 +10,6 @@ from pyspark.sql import functions as F
 from sparkml.compat import to_arrow
 from sparkml.gpu.kmeans import kmeans
 
-LANDMARK_SELECTIONS = ("kmeans", "random")
 # k-means landmarks: the centres of a sample of about this many rows per landmark, capped at this many
 # values collected to the driver (2^23 float64: 64 MB), and this many Lloyd iterations (5: the test accuracy
 # of 10 at 5k and 100k rows, ``benchmarks/bench_kernel_svc.py``, in half the time)

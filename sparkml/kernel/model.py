@@ -22,7 +22,6 @@ from sparkml.base.model import KeepsTrainingSummary, ModelIO
 from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import jvm_classification_summary
 from sparkml.batch_scoring import kernel_scoring_inputs
-from sparkml.gpu import KERNELS
 from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
 from sparkml.kernel.params import _KernelSVCParams
 
@@ -245,32 +244,6 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
             None if self._pairs is None else matrix(np.asarray(self._pairs, dtype=np.float64)),
         )
         return spark.createDataFrame([row], self._data_schema)
-
-    @classmethod
-    def _data_shapes(cls, row):
-        if row.kernel not in KERNELS:
-            raise ValueError(f"kernel is {row.kernel!r}, expected one of {', '.join(KERNELS)}")
-        if row.method not in ("nystroem", "rff"):
-            raise ValueError(f"method is {row.method!r}, expected 'nystroem' or 'rff'")
-        if row.numClasses < 2:
-            raise ValueError(f"numClasses is {row.numClasses}, expected at least 2")
-        pairs = row.asDict().get("pairs")
-        problems = 1 if row.numClasses == 2 else row.numClasses
-        if pairs is not None:
-            problems = row.numClasses * (row.numClasses - 1) // 2
-        if row.method == "rff":  # basis: the frequencies, one row per kernel feature
-            shapes: dict[str, tuple[int | str, ...]] = {
-                "basis": ("kernelFeatures", "numFeatures"),
-                "offsets": ("kernelFeatures",),
-            }
-        else:  # basis: the landmarks
-            shapes = {"basis": ("landmarks", "numFeatures"), "projection": ("landmarks", "kernelFeatures")}
-        shapes.update(coefficientMatrix=(problems, "kernelFeatures"), interceptVector=(problems,))
-        if row.platt is not None:
-            shapes["platt"] = (problems, 2)
-        if pairs is not None:
-            shapes["pairs"] = (problems, 2)
-        return shapes
 
     @classmethod
     def _from_data(cls, row):

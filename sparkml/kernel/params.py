@@ -21,24 +21,15 @@ from pyspark.ml.param.shared import (
 
 from sparkml.base.params import HasClassWeight, HasTrainingParams, one_of, with_getters
 from sparkml.gpu import KERNELS
-from sparkml.kernel.landmarks import LANDMARK_SELECTIONS
+from sparkml.saved_classes import KERNEL_LOSSES as LOSSES
+from sparkml.saved_classes import KERNEL_METHODS as METHODS
+from sparkml.saved_classes import LANDMARK_SELECTIONS, MULTI_CLASS
+from sparkml.saved_classes import to_gamma as _gamma
 
-METHODS = ("nystroem", "rff")
+# the choices and gamma's converter live with the saved classes' Param rules (``sparkml.saved_classes``), which
+# sparkml.serving checks saved models' Params with, without pyspark
 RFF_DEFAULT_FEATURES = 1000  # random Fourier features when numLandmarks is unset
 AUTO_BLOCK_BYTES = 8 << 30  # numLandmarks unset: the kernel blocks K(X, L) of all rows stay within this
-LOSSES = ("hinge", "squared_hinge")
-MULTI_CLASS = ("auto", "ovo", "ovr")
-
-
-def _gamma(value):
-    if isinstance(value, str):
-        if value in ("scale", "auto"):
-            return value
-        value = float(value)
-    value = TypeConverters.toFloat(value)
-    if not value > 0:
-        raise ValueError(f"gamma must be 'scale', 'auto' or a number > 0; got {value}")
-    return value
 
 
 @with_getters(

@@ -1,0 +1,359 @@
+"""What each saved model class's files hold, without pyspark: the columns and types of its data row, the sizes
+of its vectors and matrices, and its Params' types and bounds. ``sparkml.model_files`` checks a directory
+against the class its metadata names (``SAVED``); the Spark loader and ``sparkml.serving`` share them.
+
+The rules here are the Params' own: each is the type converter the Param declares (pyspark's
+``TypeConverters``, mirrored here without pyspark, or this library's), plus the bounds MLlib's validators set
+where scoring depends on them (``threshold`` of LogisticRegression in [0, 1], ``thresholds`` non-negative).
+The choices of this library's Params, and their converter (``OneOf``), are defined here and the Params import
+them; ``tests/test_saved_classes.py`` checks that every rule is the converter of the Param of the same name and
+that the columns are those the models write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparkml import mllib_structs as structs
+from sparkml.data.class_weight import to_class_weight
+
+# KernelSVC's choices (its Params import them)
+KERNEL_METHODS = ("nystroem", "rff")
+KERNEL_LOSSES = ("hinge", "squared_hinge")
+MULTI_CLASS = ("auto", "ovo", "ovr")
+LANDMARK_SELECTIONS = ("kmeans", "random")
+# the training Params' choices (sparkml.base.params imports them)
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("float32", "float64")
+TOPOLOGIES = ("ring", "complete")
+
+
+# ---- pyspark.ml.param.TypeConverters, without pyspark: the same values pass, with the same messages ----------
+
+
+def _is_numeric(value):
+    return type(value) in (int, float)  # a JSON number (a bool is not one, as for pyspark)
+
+
+def to_int(value):
+    if _is_numeric(value) and float(value).is_integer():
+        return int(value)
+    raise TypeError(f"Could not convert {value} to int")
+
+
+def to_float(value):
+    if _is_numeric(value):
+        return float(value)
+    raise TypeError(f"Could not convert {value} to float")
+
+
+def to_boolean(value):
+    if isinstance(value, bool):
+        return value
+    raise TypeError(f"Boolean Param requires value of type bool. Found {type(value)}.")
+
+
+def to_string(value):
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"Could not convert {type(value)} to string type")
+
+
+def to_list_float(value):
+    if isinstance(value, list) and all(map(_is_numeric, value)):
+        return [float(v) for v in value]
+    raise TypeError(f"Could not convert {value} to list of floats")
+
+
+def _json_floats(values):
+    """The values of MLlib's JSON vector or matrix: numbers, or the strings "NaN", "Infinity", "-Infinity"."""
+    if not isinstance(values, list) or not all(_is_numeric(v) or isinstance(v, str) for v in values):
+        raise TypeError(f"Could not convert {values} to a list of numbers")
+    return [float(v) for v in values]
+
+
+def _linalg(kind, value):
+    """A vector or matrix Param as MLlib's JSON writes it, checked (``mllib_structs``)."""
+    try:
+        struct = structs.from_json(value, _json_floats)
+        problem = structs.problem(kind, struct)
+    except structs.Malformed as e:
+        problem = str(e)
+    if problem:
+        raise TypeError(f"Could not convert {value} to {kind} ({problem})")
+    return struct
+
+
+def to_vector(value):
+    """A vector Param as MLlib's JSON writes it ({"type": 1, "values": [...]}, or sparse with size and
+    indices), or a list of numbers."""
+    if isinstance(value, list):
+        value = {"type": 1, "values": to_list_float(value)}
+    if not isinstance(value, dict) or "values" not in value:
+        raise TypeError(f"Could not convert {value} to vector")
+    return _linalg("vector", value)
+
+
+def to_matrix(value):
+    """A matrix Param as MLlib's JSON writes it ({"class": "matrix", "type": 1, "numRows", "numCols",
+    "values", "isTransposed"}, or sparse with colPtrs and rowIndices)."""
+    if not isinstance(value, dict) or value.get("class") != "matrix" or "values" not in value:
+        raise TypeError(f"Could not convert {value} to matrix")
+    return _linalg("matrix", value)
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """A Param type converter: the value as a string, or ValueError naming the Param and the choices
+    (``allowed``: a tuple, or a function returning one, read at each conversion)."""
+
+    name: str
+    allowed: Any
+
+    def __call__(self, value):
+        value = to_string(value)
+        choices = self.allowed() if callable(self.allowed) else self.allowed
+        if value not in choices and not (self.name == "device" and value.startswith("cuda:")):
+            raise ValueError(f"{self.name} must be one of {', '.join(choices)}; got {value!r}")
+        return value
+
+
+def _strategies():
+    from sparkml.strategies import table
+
+    return table.names()
+
+
+def _kernels():
+    from sparkml.gpu.kernels import KERNELS
+
+    return KERNELS
+
+
+def to_gamma(value):
+    """KernelSVC's ``gamma``: 'scale', 'auto' or a number > 0."""
+    if isinstance(value, str):
+        if value in ("scale", "auto"):
+            return value
+        value = float(value)
+    value = to_float(value)
+    if not value > 0:
+        raise ValueError(f"gamma must be 'scale', 'auto' or a number > 0; got {value}")
+    return value
+
+
+# ---- bounds (MLlib's ParamValidators) and checks across the metadata and the row ---------------------------
+
+
+def _unit_interval(value):
+    return None if 0 <= value <= 1 else "must be in [0, 1]"
+
+
+def _thresholds(values):
+    if not all(v >= 0 for v in values) or sum(v == 0 for v in values) > 1:
+        return "must be >= 0, at most one of them 0"
+    return None
+
+
+def _logistic_check(row, params):
+    thresholds = params.get("thresholds")
+    if thresholds is not None and len(thresholds) != row["numClasses"]:
+        return "metadata", f"Param 'thresholds' has {len(thresholds)} values; the model has {row['numClasses']} classes"
+    return None
+
+
+def _kernel_svc_check(row, params):
+    """One-vs-one pairs: each two different classes of the model, each pair once."""
+    pairs = row.get("pairs")
+    if pairs is None:
+        return None
+    seen = set()
+    for a, b in structs.matrix_array(pairs).tolist():
+        bad = next((c for c in (a, b) if not (c.is_integer() and 0 <= c < row["numClasses"])), None)
+        if bad is not None:
+            return "data", f"column 'pairs' names class {bad:g}; the model has classes 0 to {row['numClasses'] - 1}"
+        if a == b:
+            return "data", f"column 'pairs' pairs class {a:g} with itself"
+        if frozenset((a, b)) in seen:
+            return "data", f"column 'pairs' holds the pair ({a:g}, {b:g}) twice"
+        seen.add(frozenset((a, b)))
+    return None
+
+
+# ---- the classes -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SavedClass:
+    """What one model class saves. ``columns``: (name, Spark type) of the data row, as Spark's
+    ``simpleString`` names them; ``optional``: those a file may lack (added after files were written without
+    them); ``shapes(row)``: {column: shape} of its vectors (``(n,)``) and matrices (``(rows, cols)``), an
+    entry a string where a size must be the same wherever it appears (ValueError: the row makes no model);
+    ``params``: {Param name: its type converter}; ``bounds``: {Param name: a function of the converted value
+    giving what is wrong with it, or None}; ``check(row, params)``: ("metadata" or "data", what is wrong) or
+    None, across the two."""
+
+    name: str
+    saved_class: str
+    sparkml_class: str
+    columns: tuple[tuple[str, str], ...]
+    shapes: Callable[[dict], dict]
+    params: dict[str, Callable[[Any], Any]]
+    bounds: dict[str, Callable[[Any], str | None]] = field(default_factory=dict)
+    optional: tuple[str, ...] = ()
+    check: Callable[[dict, dict], tuple[str, str] | None] | None = None
+
+
+def _strings(*names):
+    return dict.fromkeys(names, to_string)
+
+
+_TRAINING = {
+    **_strings("featuresCol", "labelCol", "predictionCol", "weightCol", "checkpointDir"),
+    "strategy": OneOf("strategy", _strategies),
+    "device": OneOf("device", DEVICES),
+    "dtype": OneOf("dtype", DTYPES),
+    "numWorkers": to_int,
+    "checkpointInterval": to_int,
+    "maxIter": to_int,
+    "tol": to_float,
+    "regParam": to_float,
+    "fitIntercept": to_boolean,
+    "aggregationDepth": to_int,
+}
+_LINEAR = {
+    **_TRAINING,
+    "localIter": to_int,
+    "staleness": to_int,
+    "topology": OneOf("topology", TOPOLOGIES),
+    "standardization": to_boolean,
+    "maxBlockSizeInMB": to_float,
+}
+
+
+def _one_output_shapes(row):
+    return {"coefficients": ("numFeatures",)}
+
+
+def _logistic_shapes(row):
+    outputs = row["numClasses"] if row["isMultinomial"] else 1
+    return {"coefficientMatrix": (outputs, row["numFeatures"]), "interceptVector": (outputs,)}
+
+
+def _kernel_svc_shapes(row):
+    from sparkml.gpu.kernels import KERNELS
+
+    if row["kernel"] not in KERNELS:
+        raise ValueError(f"kernel is {row['kernel']!r}, expected one of {', '.join(KERNELS)}")
+    if row["method"] not in KERNEL_METHODS:
+        raise ValueError(f"method is {row['method']!r}, expected 'nystroem' or 'rff'")
+    if row["numClasses"] < 2:
+        raise ValueError(f"numClasses is {row['numClasses']}, expected at least 2")
+    pairs = row.get("pairs")
+    problems = 1 if row["numClasses"] == 2 else row["numClasses"]
+    if pairs is not None:
+        problems = row["numClasses"] * (row["numClasses"] - 1) // 2
+    if row["method"] == "rff":  # basis: the frequencies, one row per kernel feature
+        shapes: dict[str, tuple[int | str, ...]] = {
+            "basis": ("kernelFeatures", "numFeatures"),
+            "offsets": ("kernelFeatures",),
+        }
+    else:  # basis: the landmarks
+        shapes = {"basis": ("landmarks", "numFeatures"), "projection": ("landmarks", "kernelFeatures")}
+    shapes.update(coefficientMatrix=(problems, "kernelFeatures"), interceptVector=(problems,))
+    if row["platt"] is not None:
+        shapes["platt"] = (problems, 2)
+    if pairs is not None:
+        shapes["pairs"] = (problems, 2)
+    return shapes
+
+
+_LOGISTIC = SavedClass(
+    "LogisticRegressionModel",
+    "org.apache.spark.ml.classification.LogisticRegressionModel",
+    "sparkml.linear.logistic_regression.LogisticRegressionModel",
+    (
+        ("numClasses", "int"),
+        ("numFeatures", "int"),
+        ("interceptVector", "vector"),
+        ("coefficientMatrix", "matrix"),
+        ("isMultinomial", "boolean"),
+    ),
+    _logistic_shapes,
+    {
+        **_LINEAR,
+        **_strings("family", "probabilityCol", "rawPredictionCol"),
+        "classWeight": to_class_weight,
+        "elasticNetParam": to_float,
+        "threshold": to_float,
+        "thresholds": to_list_float,
+        "lowerBoundsOnCoefficients": to_matrix,
+        "upperBoundsOnCoefficients": to_matrix,
+        "lowerBoundsOnIntercepts": to_vector,
+        "upperBoundsOnIntercepts": to_vector,
+    },
+    bounds={"threshold": _unit_interval, "thresholds": _thresholds},
+    check=_logistic_check,
+)
+_LINEAR_SVC = SavedClass(
+    "LinearSVCModel",
+    "org.apache.spark.ml.classification.LinearSVCModel",
+    "sparkml.linear.linear_svc.LinearSVCModel",
+    (("coefficients", "vector"), ("intercept", "double")),
+    _one_output_shapes,
+    {**_LINEAR, "rawPredictionCol": to_string, "classWeight": to_class_weight, "threshold": to_float},
+)
+_LINEAR_REGRESSION = SavedClass(
+    "LinearRegressionModel",
+    "org.apache.spark.ml.regression.LinearRegressionModel",
+    "sparkml.linear.linear_regression.LinearRegressionModel",
+    (("intercept", "double"), ("coefficients", "vector"), ("scale", "double")),
+    _one_output_shapes,
+    {**_LINEAR, **_strings("loss", "solver"), "elasticNetParam": to_float, "epsilon": to_float},
+)
+_KERNEL_SVC = SavedClass(
+    "KernelSVCModel",
+    "sparkml.classification.KernelSVCModel",
+    "sparkml.kernel.model.KernelSVCModel",
+    (
+        ("numClasses", "int"),
+        ("gamma", "double"),
+        ("degree", "int"),
+        ("coef0", "double"),
+        ("kernel", "string"),
+        ("method", "string"),
+        ("basis", "matrix"),
+        ("projection", "matrix"),
+        ("offsets", "vector"),
+        ("coefficientMatrix", "matrix"),
+        ("interceptVector", "vector"),
+        ("platt", "matrix"),
+        ("pairs", "matrix"),  # one-vs-one: (problems, 2) class pairs; null for one-vs-rest
+    ),
+    _kernel_svc_shapes,
+    {
+        **_TRAINING,
+        **_strings("probabilityCol", "rawPredictionCol"),
+        "classWeight": to_class_weight,
+        "threshold": to_float,
+        "seed": to_int,
+        "kernel": OneOf("kernel", _kernels),
+        "gamma": to_gamma,
+        "degree": to_int,
+        "coef0": to_float,
+        "method": OneOf("method", KERNEL_METHODS),
+        "numLandmarks": to_int,
+        "maxLandmarks": to_int,
+        "landmarkTol": to_float,
+        "landmarkSelection": OneOf("landmarkSelection", LANDMARK_SELECTIONS),
+        "loss": OneOf("loss", KERNEL_LOSSES),
+        "multiClass": OneOf("multiClass", MULTI_CLASS),
+        "probability": to_boolean,
+    },
+    optional=("pairs",),  # models saved before one-vs-one existed are one-vs-rest
+    check=_kernel_svc_check,
+)
+
+SAVED = {c.saved_class: c for c in (_LOGISTIC, _LINEAR_SVC, _LINEAR_REGRESSION, _KERNEL_SVC)}
