@@ -26,8 +26,29 @@ def binary_logistic_probability(margin):
 
 
 def softmax_probability(margins):
-    """Row-wise softmax of (n, K) margins (max-shifted, stable)."""
-    return torch.softmax(margins, dim=1)
+    """Row-wise softmax of (n, K) margins (max-shifted, stable), as MLlib's (``ml.impl.Utils.softmax``): a row
+    with a +inf margin is 1 at its first +inf and elsewhere 0 * m (MLlib's BLAS scaling of the row by 0: 0, or
+    NaN where m is infinite or NaN); a row with a NaN margin, or only -inf ones, is NaN."""
+    p = torch.softmax(margins, dim=1)
+    infinite = torch.isposinf(margins)
+    rows = infinite.any(dim=1)
+    if rows.any():
+        first = torch.argmax(infinite[rows].to(torch.int8), dim=1)
+        hot = margins[rows] * 0
+        hot[torch.arange(len(first)), first] = 1.0
+        p[rows] = hot
+    return p
+
+
+def mllib_argmax(scores, nan_first_wins=True):
+    """(n,) float64 index of each row's largest score as MLlib's ``Vector.argmax``: the first of equal ones, NaN
+    never larger; MLlib starts from the first score, so a row whose first score is NaN gives 0
+    (``nan_first_wins``; False: from -inf, as its ``probability2prediction`` with thresholds)."""
+    filled = torch.where(torch.isnan(scores), torch.full_like(scores, -torch.inf), scores)
+    index = torch.argmax(filled, dim=1)
+    if nan_first_wins:
+        index = torch.where(torch.isnan(scores[:, 0]), torch.zeros_like(index), index)
+    return index.to(torch.float64)
 
 
 def platt_probability(margins, ab, pairs=None, num_classes=None):

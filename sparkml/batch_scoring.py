@@ -81,6 +81,7 @@ def scores(
     from sparkml.gpu.prediction import (
         binary_logistic_probability,
         linear_margins,
+        mllib_argmax,
         one_vs_one_scores,
         platt_probability,
         softmax_probability,
@@ -115,9 +116,13 @@ def scores(
             prob = torch.stack([1 - p, p], dim=1)
     else:
         raw = margins
-        prob = softmax_probability(margins)
-        scaled = prob / torch.from_numpy(thresholds) if thresholds is not None else raw
-        pred = torch.argmax(scaled, dim=1).to(torch.float64)
+        prob = softmax_probability(margins)  # multinomial logistic: MLlib's, +-inf and NaN margins included
+        if kind != "logistic":  # one-vs-rest
+            pred = torch.argmax(raw, dim=1).to(torch.float64)
+        elif thresholds is not None:
+            pred = mllib_argmax(prob / torch.from_numpy(thresholds), nan_first_wins=False)
+        else:
+            pred = mllib_argmax(raw)
     if platt is not None:
         prob = platt_probability(margins, torch.from_numpy(platt), pairs, num_classes)
 
