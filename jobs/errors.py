@@ -1,4 +1,7 @@
-"""The one error the jobs report as ``config error: <key>: <problem>`` with exit code 2."""
+"""The one error the jobs report as ``config error: <key>: <problem>`` with exit code 2, and how they report a
+cancelled run (exit code 130)."""
+
+import sys
 
 
 class ConfigError(ValueError):
@@ -14,3 +17,14 @@ def _one_line(text):
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+CANCELLED = 130  # the exit code of a process ended by SIGINT (128 + 2), as shells report Ctrl-C
+
+
+def report_cancelled(job, error):
+    """Report a run that was cancelled (Ctrl-C; a fit's job cancelled, its session stopped) in one line on
+    stderr; the exit code, ``CANCELLED``. The run's staged outputs were removed on the way out."""
+    why = str(error) or "interrupted (Ctrl-C)"
+    print(_one_line(f"{job}: cancelled: {why}"), file=sys.stderr)
+    return CANCELLED

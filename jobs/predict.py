@@ -30,7 +30,8 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/predict.py) fr
     if os.path.isfile(os.path.join(_checkout, "sparkml", "__init__.py")):
         sys.path.insert(0, _checkout)  # sparkml resolves sparkml.jobs to this folder
 
-from sparkml.jobs import datasets, models, outputs, session, tracking
+from sparkml.cancellation import FitCancelled
+from sparkml.jobs import datasets, errors, models, outputs, session, tracking
 from sparkml.jobs.config import FORMATS, ConfigError, is_local_path, plain_name
 
 if TYPE_CHECKING:
@@ -250,6 +251,8 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
         return 2
+    except (KeyboardInterrupt, FitCancelled) as e:
+        return errors.report_cancelled("sparkml-predict", e)
     print(
         f"scored {result['rows']:,} rows with {result['name']} version {result['version']} in "
         f"{time.perf_counter() - t0:.1f} s -> {result['output']}"

@@ -36,7 +36,8 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/retrain.py) fr
     if os.path.isfile(os.path.join(_checkout, "sparkml", "__init__.py")):
         sys.path.insert(0, _checkout)
 
-from sparkml.jobs import config, datasets, decision, gate, outputs, registry, session, tracking, train
+from sparkml.cancellation import FitCancelled
+from sparkml.jobs import config, datasets, decision, errors, gate, outputs, registry, session, tracking, train
 
 DEFAULT_CONFIG = os.path.join(config.examples_dir(), "retrain_demo.yaml")
 
@@ -318,6 +319,8 @@ def main(argv=None, spark=None) -> int:
     except config.ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
         return 2
+    except (KeyboardInterrupt, FitCancelled) as e:
+        return errors.report_cancelled("sparkml-retrain", e)
     for line in result["lines"]:
         print(line)
     print(result["line"])

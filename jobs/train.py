@@ -29,7 +29,8 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/train.py) from
         sys.path.insert(0, _checkout)  # sparkml resolves sparkml.jobs to this folder
 
 from sparkml import progress
-from sparkml.jobs import config, datasets, outputs, session, tracking
+from sparkml.cancellation import FitCancelled
+from sparkml.jobs import config, datasets, errors, outputs, session, tracking
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -258,6 +259,8 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     except config.ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
         return 2
+    except (KeyboardInterrupt, FitCancelled) as e:
+        return errors.report_cancelled("sparkml-train", e)
     print(summary_text(report))
     return 0
 

@@ -7,12 +7,20 @@ a classic driver (pyspark's SIGINT handler calls ``cancelAllJobs``), a Spark Con
 Spark's ``SPARK_JOB_CANCELLED`` error (``Job N cancelled ...``; Connect: ``OPERATION_CANCELED``). The
 library retries a barrier stage whose task failed and falls back to ``sync`` when an executor was lost; a
 cancelled job is neither: the fit ends at once with ``FitCancelled``, and releases its blocks on the way out.
+
+Ctrl-C (SIGINT) in the driver during a fit (``ctrl_c_cancels``) cancels the session's running jobs and lets the
+fit end on that path, then raises ``KeyboardInterrupt`` naming the fit. pyspark's own handler calls
+``cancelAllJobs`` from inside the signal handler, on the gateway connection that the interrupted call still
+holds: py4j refuses the reentrant call, the ``KeyboardInterrupt`` unwinds the fit while its barrier stage runs
+on, and the clean-up job waits behind it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+import signal
+import threading
 from collections.abc import Iterator
 
 # what Spark's messages say when a job was cancelled (3.5: "Job 4 cancelled part of cancelled job group g";
@@ -84,3 +92,64 @@ def cancellable(what: str) -> Iterator[None]:
         if cancelled is None:
             raise
         raise cancelled from None
+
+
+_INTERRUPTED = threading.Event()  # Ctrl-C during a fit of this driver (``ctrl_c_cancels``)
+_DEPTH = [0]  # the ctrl_c_cancels blocks open on the main thread (a fit inside a fit shares the outer one's)
+
+
+def check_interrupted() -> None:
+    """``FitCancelled`` once Ctrl-C asked the running fit to stop: called by the driver-side loops before each job
+    they start (a Ctrl-C between two jobs finds none running to cancel)."""
+    if _INTERRUPTED.is_set():
+        raise FitCancelled("fit", "interrupted (Ctrl-C)")
+
+
+def _cancel_all(spark):
+    """Cancel the session's running jobs, as pyspark's SIGINT handler means to (a Spark Connect session: interrupt
+    its operations)."""
+    from sparkml.session_kind import is_connect
+
+    try:
+        if is_connect(spark):
+            spark.interruptAll()
+        else:
+            spark.sparkContext.cancelAllJobs()
+    except Exception:  # the session is gone already: nothing runs
+        pass
+
+
+@contextlib.contextmanager
+def ctrl_c_cancels(spark, what: str) -> Iterator[None]:
+    """Ctrl-C in the block (``what``: the fit) cancels ``spark``'s running jobs, from a thread of its own, and
+    stops the driver-side loops before their next job (``check_interrupted``), so that the fit ends on its
+    cancellation path (its blocks released, nothing run again); then ``KeyboardInterrupt("<what> cancelled:
+    interrupted (Ctrl-C)")`` is raised. A second Ctrl-C interrupts at once, wherever the fit stands. Only the
+    main thread receives signals: elsewhere (a fit in a thread) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    _DEPTH[0] += 1
+
+    def handler(signum, frame):
+        if _INTERRUPTED.is_set():
+            raise KeyboardInterrupt(f"{what} cancelled: interrupted (Ctrl-C)")
+        _INTERRUPTED.set()
+        threading.Thread(target=_cancel_all, args=(spark,), daemon=True).start()
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    except Exception as e:
+        if _INTERRUPTED.is_set():
+            raise KeyboardInterrupt(f"{what} cancelled: interrupted (Ctrl-C)") from e
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+        interrupted = _INTERRUPTED.is_set()
+        _DEPTH[0] -= 1
+        if _DEPTH[0] == 0:  # the next fit starts uninterrupted
+            _INTERRUPTED.clear()
+    if interrupted:  # the fit ended before the cancel reached it: the user still asked to stop
+        raise KeyboardInterrupt(f"{what} cancelled: interrupted (Ctrl-C)")

@@ -6,8 +6,9 @@ For each case a fit runs in a thread of its own, in a job group; at its third it
 callback (in rank 0's barrier task, or on the driver with ``sync`` and ``averaging``) writes a marker file,
 and the main thread then cancels, while a job of the fit is running: the job group (``cancelJobGroup``), every
 job (``cancelAllJobs``) or one job by id (a ``CrossValidator`` with ``parallelism=2``: the other map of the
-fold must still finish). Last, the session is stopped under a running fit (a killed application). Every pass
-over partition 1 is slowed (``sparkml.fault_injection.straggle``), so that a fit is mid-job most of the time.
+fold must still finish); or, the fit in the main thread, Ctrl-C (SIGINT to this driver). Last, the session
+is stopped under a running fit (a killed application). Every pass over partition 1 is slowed
+(``sparkml.fault_injection.straggle``), so that a fit is mid-job most of the time.
 
 Writes, per case: the error the fit ended with (type and message), the seconds from the cancel to that error,
 the seconds until Spark's status tracker showed no active stage, and the training blocks left on any
@@ -16,6 +17,7 @@ executor's disk (every executor's local directory is under SCRATCH/local).
 
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -31,6 +33,7 @@ CASES = [  # (strategy, how the fit is cancelled)
     ("averaging", "job group"),
     ("sync", "job group"),
 ]
+CTRL_C = ("allreduce", "ssp", "sync")  # Ctrl-C in the driver (SIGINT to its main thread)
 FIRST_ORDER = ("ssp", "gossip")
 
 
@@ -130,6 +133,32 @@ def cancel_case(spark, df, scratch, strategy, how):
     return record
 
 
+def ctrl_c_case(spark, df, scratch, strategy):
+    """Ctrl-C in the driver at the third iteration: SIGINT to this process while its main thread runs the fit."""
+    sc = spark.sparkContext
+    marker, sent = os.path.join(scratch, f"third-{strategy}-ctrl-c"), []
+
+    def interrupt():
+        if _await(marker):
+            sent.append(time.time())
+            os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    error = None
+    try:
+        _estimator(strategy, marker).fit(df)
+    except KeyboardInterrupt as e:
+        error = f"KeyboardInterrupt: {e}"
+    except Exception as e:
+        error = f"{type(e).__name__}: {str(e)[:500]}"
+    return {
+        "error": error,
+        "seconds to error": time.time() - sent[0] if sent else None,
+        "seconds to no active stage": _idle_after(sc),
+        "blocks left": blocks_left(scratch),
+    }
+
+
 def cross_validator_case(spark, df, scratch):
     """A CrossValidator (parallelism 2, two maps): one map's barrier job is cancelled by its id."""
     from pyspark.ml.evaluation import BinaryClassificationEvaluator
@@ -198,6 +227,8 @@ def main(out, scratch):
     results = {}
     for strategy, how in CASES:
         results[f"{strategy}, {how}"] = cancel_case(spark, df, scratch, strategy, how)
+    for strategy in CTRL_C:
+        results[f"{strategy}, Ctrl-C"] = ctrl_c_case(spark, df, scratch, strategy)
     results["CrossValidator, one job"] = cross_validator_case(spark, df, scratch)
     results["allreduce, session stopped"] = stopped_session_case(spark, df, scratch)
     with open(out + ".tmp", "w") as f:

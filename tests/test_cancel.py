@@ -39,7 +39,13 @@ def background_runs():
             cwd=scratch,
             group="local-cluster",
             timeout=900,
-        )
+        ),
+        "ctrl-c submit": background.Run(
+            [sys.executable, os.path.join(ROOT, "tests", "ctrl_c_submit.py"), scratch],
+            env=background.python_env(sys.executable),
+            group="spark-submit",
+            timeout=600,
+        ),
     }
 
 
@@ -61,6 +67,25 @@ def test_a_cancelled_fit_ends_with_fit_cancelled_and_leaves_nothing(outcome, str
     assert record["seconds to error"] < SECONDS, record
     assert record["seconds to no active stage"] is not None and record["seconds to no active stage"] < SECONDS
     assert record["blocks left"] == [], record
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("strategy", cancel_runs.CTRL_C)
+def test_ctrl_c_cancels_the_fits_jobs_and_raises_keyboard_interrupt(outcome, strategy):
+    """pyspark's own SIGINT handler cannot cancel from inside the gateway call it interrupts (py4j refuses the
+    reentrant call): the barrier stage ran on and the clean-up waited behind it."""
+    record = outcome[f"{strategy}, Ctrl-C"]
+    assert record["error"] == "KeyboardInterrupt: LogisticRegression fit cancelled: interrupted (Ctrl-C)", record
+    assert record["seconds to error"] < SECONDS and record["seconds to no active stage"] is not None, record
+    assert record["blocks left"] == [], record
+
+
+def test_ctrl_c_on_spark_submit_of_the_train_job_exits_at_once():
+    """SIGINT to the process group of ``spark-submit jobs/train.py`` mid-fit, as a terminal's Ctrl-C
+    (tests/ctrl_c_submit.py): exit code 130 within seconds, nothing written, no process of the job left."""
+    got = background.json_results("ctrl-c submit", background_runs())
+    assert got["reached round 5"] and got["exit code"] == 130 and got["seconds"] < SECONDS, got
+    assert got["tracebacks"] == 0 and not got["output written"] and got["job processes left"] == [], got
 
 
 @pytest.mark.cluster

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from sparkml.cancellation import check_interrupted
 from sparkml.strategies.partition_sums import PartitionSums
 from sparkml.strategies.transport import Transport
 
@@ -78,6 +79,7 @@ class SparkJobs:
         travel as broadcasts; ``shapes`` (the tuple's) is what a barrier stage needs, not used here."""
         shared = [self.transport.share(None if v is None else np.ascontiguousarray(v, np.float64)) for v in values]
         dataset_id, loss, device, dtype = self.data.dataset_id, self.loss, self.device, self.data.compute_dtype
+        check_interrupted()  # Ctrl-C between two passes: no job was running for it to cancel
         try:
             total = self.transport.sum(lambda rows: _each_partition(rows, dataset_id, loss, device, dtype, fn, shared))
         finally:
