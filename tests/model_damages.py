@@ -47,6 +47,7 @@ FOREIGN_CLASSES = (
     "sklearn.linear_model.LogisticRegression",
     "org.apache.spark.ml.classification.RandomForestClassificationModel",
     "os.system",
+    "evil.LogisticRegressionModel",  # serving once took any class named like one of ours
 )
 SENTINEL = "unpickled-sentinel"  # what the planted pickles would create, in the test's tmp_path
 
