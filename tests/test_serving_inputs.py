@@ -139,3 +139,12 @@ def test_infinite_and_nan_features_score_as_transform(spark, saved, kind):
         np.testing.assert_allclose(values, expected[column], rtol=1e-12, atol=1e-300, equal_nan=True, err_msg=column)
     if kind == "lr_multinomial":
         assert np.isnan(got["probability"]).any() and (got["probability"] == 1.0).any()
+    if kind.startswith("lr_"):  # the model's single-row methods, too
+        single = {
+            "probability": [model.predictProbability(Vectors.dense(r)).toArray() for r in EDGE_ROWS],
+            "prediction": [model.predict(Vectors.dense(r)) for r in EDGE_ROWS],
+        }
+        for column, values in single.items():
+            np.testing.assert_allclose(
+                np.array(values), expected[column], rtol=1e-12, atol=1e-300, equal_nan=True, err_msg=column
+            )

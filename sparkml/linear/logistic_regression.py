@@ -242,7 +242,15 @@ class LogisticRegressionModel(
         return self._coefficientMatrix.numCols
 
     def _margins(self, value):
-        return self._coefficientMatrix.toArray() @ np.asarray(value.toArray()) + self._interceptVector.toArray()
+        """The row's margins B x + b, summed as transform and serving sum them (``linear_margins``: with huge
+        values the order of the sum decides between inf and NaN)."""
+        import torch
+
+        from sparkml.gpu.prediction import linear_margins
+
+        x = torch.from_numpy(np.asarray(value.toArray(), dtype=np.float64)[None, :])
+        coef, intercept = self._coefficientMatrix.toArray(), self._interceptVector.toArray()
+        return linear_margins(x, torch.from_numpy(coef), torch.from_numpy(intercept))[0].numpy()
 
     def predictRaw(self, value: Vector) -> DenseVector:
         m = self._margins(value)
@@ -253,15 +261,25 @@ class LogisticRegressionModel(
         if not self._isMultinomial:
             p = 1.0 / (1.0 + np.exp(-m[0]))
             return Vectors.dense([1 - p, p])
-        e = np.exp(m - m.max())
-        return Vectors.dense(e / e.sum())
+        import torch
+
+        from sparkml.gpu.prediction import softmax_probability
+
+        # MLlib's softmax, as transform: +inf and NaN margins included
+        return Vectors.dense(softmax_probability(torch.from_numpy(m[None, :]))[0].numpy())
 
     def predict(self, value: Vector) -> float:
         if not self._isMultinomial:
             return float(self._margins(value)[0] > self._raw_threshold())
-        p = self.predictProbability(value).toArray()
+        import torch
+
+        from sparkml.gpu.prediction import mllib_argmax
+
         t = self._multinomial_thresholds()
-        return float(np.argmax(p / t if t is not None else p))
+        if t is None:  # MLlib's argmax of the margins (NaN never the largest), as transform
+            return float(mllib_argmax(torch.from_numpy(self._margins(value)[None, :]))[0])
+        p = self.predictProbability(value).toArray()
+        return float(mllib_argmax(torch.from_numpy((p / t)[None, :]), nan_first_wins=False)[0])
 
     def _raw_threshold(self):
         return logistic_raw_threshold(self.getThreshold())
