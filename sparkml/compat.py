@@ -63,13 +63,6 @@ def check_pyspark():
         raise ImportError(message)
 
 
-def pyspark_version():
-    """The running pyspark's (major, minor, patch)."""
-    import pyspark
-
-    return parse_version(pyspark.__version__)
-
-
 def vectorized_udf(score, return_type):
     """A scalar UDF that scores a whole batch at once: ``score(features)`` takes the batch's column as a
     ``pyarrow`` array and returns a ``pyarrow.StructArray`` of ``return_type``.

@@ -136,7 +136,9 @@ def test_without_pyspark_the_torch_code_imports_and_the_estimators_say_what_to_i
 
 @pytest.mark.compat
 def test_connect_ml_is_detected_by_feature_on_the_lines_that_have_it():
-    assert compat.has_connect_ml() == (compat.pyspark_version() >= (4, 0, 0))
+    import pyspark
+
+    assert compat.has_connect_ml() == (compat.parse_version(pyspark.__version__) >= (4, 0, 0))
 
 
 @pytest.mark.compat

@@ -199,9 +199,6 @@ class _KernelSVCParams(
             seed=0,
         )
 
-    def _kernel_args(self, gamma):
-        return {"gamma": gamma, "degree": self.getDegree(), "coef0": self.getCoef0()}
-
 
 def resolve_gamma(gamma, summary):
     """A number: as given, 1 / d ('auto'), or 1 / (d Var(X)) over all entries of X ('scale')."""
