@@ -8,7 +8,7 @@ Spark's ``SPARK_JOB_CANCELLED`` error (``Job N cancelled ...``; Connect: ``OPERA
 library retries a barrier stage whose task failed and falls back to ``sync`` when an executor was lost; a
 cancelled job is neither: the fit ends at once with ``FitCancelled``, and releases its blocks on the way out.
 
-Ctrl-C (SIGINT) in the driver during a fit (``ctrl_c_cancels``) cancels the session's running jobs and lets the
+Ctrl-C (SIGINT) in the driver during a fit (``_ctrl_c_cancels``) cancels the session's running jobs and lets the
 fit end on that path, then raises ``KeyboardInterrupt`` naming the fit. pyspark's own handler calls
 ``cancelAllJobs`` from inside the signal handler, on the gateway connection that the interrupted call still
 holds: py4j refuses the reentrant call, the ``KeyboardInterrupt`` unwinds the fit while its barrier stage runs
@@ -81,21 +81,8 @@ def as_cancelled(error: BaseException, what: str) -> FitCancelled | None:
     return None if reason is None else FitCancelled(what, reason)
 
 
-@contextlib.contextmanager
-def cancellable(what: str) -> Iterator[None]:
-    """Turn a cancellation raised inside the block into one ``FitCancelled`` for ``what``; any other error
-    passes through as it is."""
-    try:
-        yield
-    except Exception as e:
-        cancelled = as_cancelled(e, what)
-        if cancelled is None:
-            raise
-        raise cancelled from None
-
-
-_INTERRUPTED = threading.Event()  # Ctrl-C during a fit of this driver (``ctrl_c_cancels``)
-_DEPTH = [0]  # the ctrl_c_cancels blocks open on the main thread (a fit inside a fit shares the outer one's)
+_INTERRUPTED = threading.Event()  # Ctrl-C during a fit of this driver (``_ctrl_c_cancels``)
+_DEPTH = [0]  # the _ctrl_c_cancels blocks open on the main thread (a fit inside a fit shares the outer one's)
 
 
 def check_interrupted() -> None:
@@ -120,7 +107,7 @@ def _cancel_all(spark):
 
 
 @contextlib.contextmanager
-def ctrl_c_cancels(spark, what: str) -> Iterator[None]:
+def _ctrl_c_cancels(spark, what: str) -> Iterator[None]:
     """Ctrl-C in the block (``what``: the fit) cancels ``spark``'s running jobs, from a thread of its own, and
     stops the driver-side loops before their next job (``check_interrupted``), so that the fit ends on its
     cancellation path (its blocks released, nothing run again); then ``KeyboardInterrupt("<what> cancelled:
@@ -153,3 +140,18 @@ def ctrl_c_cancels(spark, what: str) -> Iterator[None]:
             _INTERRUPTED.clear()
     if interrupted:  # the fit ended before the cancel reached it: the user still asked to stop
         raise KeyboardInterrupt(f"{what} cancelled: interrupted (Ctrl-C)")
+
+
+@contextlib.contextmanager
+def cancellable(spark, what: str) -> Iterator[None]:
+    """The block (``what``: the fit, e.g. ``"LinearSVC fit"``) ends with one ``FitCancelled`` for ``what`` when a
+    job of it was cancelled, and on Ctrl-C cancels ``spark``'s jobs and ends with ``KeyboardInterrupt``
+    (``_ctrl_c_cancels``); any other error passes through as it is."""
+    with _ctrl_c_cancels(spark, what):
+        try:
+            yield
+        except Exception as e:
+            cancelled = as_cancelled(e, what)
+            if cancelled is None:
+                raise
+            raise cancelled from None

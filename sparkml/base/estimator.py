@@ -34,7 +34,7 @@ from pyspark.ml.util import DefaultParamsReadable, MLWritable
 from sparkml.base.fit_multiple import SharedConversionFits
 from sparkml.base.persistence import EstimatorReader, EstimatorWriter
 from sparkml.base.validation import check_params
-from sparkml.cancellation import cancellable, ctrl_c_cancels
+from sparkml.cancellation import cancellable
 from sparkml.catalog import public_class_name
 from sparkml.compat import require_connect_ml
 from sparkml.data import class_weight as class_weights
@@ -219,8 +219,7 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
     def _fit(self, dataset):
         require_connect_ml(dataset.sparkSession)
         self._check_params()
-        what = f"{type(self).__name__} fit"
-        with ctrl_c_cancels(dataset.sparkSession, what), cancellable(what):
+        with cancellable(dataset.sparkSession, f"{type(self).__name__} fit"):
             return self._fit_falling_back(
                 dataset, lambda conversion: self._fit_converted(dataset, conversion), self._conversion(dataset)
             )

@@ -21,7 +21,7 @@ import threading
 import weakref
 from typing import Any
 
-from sparkml.cancellation import cancellable, ctrl_c_cancels
+from sparkml.cancellation import cancellable
 from sparkml.data.training_data import TrainingData
 
 
@@ -103,8 +103,7 @@ class SharedConversionFits:
                     return estimator._train(conversion.acquire(self.dataset), last_pass=conversion.users == 1)
                 return estimator._fit_converted(self.dataset, arguments)  # the fallback: a conversion of its own
 
-            what = f"{type(estimator).__name__} fit of param map {index}"
-            with ctrl_c_cancels(self.dataset.sparkSession, what), cancellable(what):
+            with cancellable(self.dataset.sparkSession, f"{type(estimator).__name__} fit of param map {index}"):
                 return index, estimator._fit_falling_back(self.dataset, fit, shared)
         finally:
             conversion.done()
