@@ -5,7 +5,7 @@ import os
 import sys
 
 import pytest
-from helpers import use_this_checkout
+from support.helpers import use_this_checkout
 
 use_this_checkout()
 
@@ -40,7 +40,7 @@ def spark():
 @pytest.fixture(scope="module")
 def data(spark):
     """``data_helpers.linear_frame``: id, features, label, label3, y (a module may define its own ``data``)."""
-    from data_helpers import linear_frame
+    from support.data_helpers import linear_frame
 
     df = linear_frame(spark)
     yield df
@@ -51,7 +51,7 @@ def data(spark):
 def fitted(data):
     """``fitted(kind, stock=False)``: our (or the stock) model of ``model_kinds.KINDS[kind]`` fitted on
     ``data``, once per module."""
-    from model_kinds import KINDS
+    from support.model_kinds import KINDS
 
     cache = {}
 
@@ -71,8 +71,8 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_collection_finish(session):
-    """Start the subprocess runs of the selected modules (tests/background.py) while the rest runs."""
-    import background
+    """Start the subprocess runs of the selected modules (tests/support/background.py) while the rest runs."""
+    from support import background
 
     modules = {item.module for item in session.items if hasattr(item, "module")}
     for module in sorted(modules, key=lambda m: m.__name__):
@@ -82,6 +82,6 @@ def pytest_collection_finish(session):
 
 
 def pytest_sessionfinish(session):
-    import background
+    from support import background
 
     background.stop_all()

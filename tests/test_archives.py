@@ -1,4 +1,4 @@
-"""Executors get the library from a packed environment shipped with ``spark.archives`` (tests/archives_run.py):
+"""Executors get the library from a packed environment shipped with ``spark.archives`` (tests/support/archives_run.py):
 on ``local-cluster`` (two executor JVMs) whose default Python has neither sparkml nor torch, a fit with
 ``allreduce`` and with ``sync`` and a KernelSVC transform run in the unpacked archive's Python and give
 MLlib's model and the model's own scores."""
@@ -7,10 +7,9 @@ import os
 import subprocess
 import sys
 
-import archives_run
-import background
 import numpy as np
 import pytest
+from support import archives_run, background
 
 pytestmark = pytest.mark.cluster
 pytest.importorskip("venv_pack", reason="the packed environment is made with venv-pack (the test extra)")

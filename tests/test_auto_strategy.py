@@ -10,8 +10,8 @@ import logging
 
 import numpy as np
 import pytest
-from data_helpers import linear_frame
-from helpers import coefficient_vector
+from support.data_helpers import linear_frame
+from support.helpers import coefficient_vector
 
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression

@@ -4,10 +4,10 @@ and the executor-resident training blocks of the failed fit are gone afterwards 
 import logging
 
 import pytest
-from data_helpers import SMALL_ROWS, rows_frame, small_rows
-from helpers import executor_datasets
 from pyspark.ml.linalg import DenseMatrix, Vectors, VectorUDT
 from pyspark.sql.types import StringType
+from support.data_helpers import SMALL_ROWS, rows_frame, small_rows
+from support.helpers import executor_datasets
 
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.data import block_store

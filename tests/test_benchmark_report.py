@@ -6,7 +6,7 @@ import os
 import sys
 
 import pytest
-from helpers import ROOT
+from support.helpers import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import report

@@ -9,10 +9,10 @@ with every coefficient inside the box and the bound that binds at its value exac
 
 import numpy as np
 import pytest
-from data_helpers import bounds_frame
-from helpers import coefficient_vector, training_summary
 from pyspark.ml.classification import LogisticRegression as StockLogisticRegression
 from pyspark.ml.linalg import DenseMatrix, Vectors
+from support.data_helpers import bounds_frame
+from support.helpers import coefficient_vector, training_summary
 
 from sparkml.classification import LogisticRegression
 from sparkml.optim.bounded import minimize_bounded

@@ -1,6 +1,6 @@
 """Cancelling a fit ends it: ``FitCancelled`` within seconds, nothing run again, no stage left, no blocks left.
 
-The fits run on ``local-cluster[2,1,1024]`` (tests/cancel_runs.py, in the background): every strategy
+The fits run on ``local-cluster[2,1,1024]`` (tests/support/cancel_runs.py, in the background): every strategy
 cancelled mid-fit through its job group, ``allreduce`` through ``cancelAllJobs`` too, one map of a
 ``CrossValidator`` with ``parallelism=2`` by its job (the other map still ends with a model), and a session
 stopped under a running fit. Before cancellation was told apart, a cancelled barrier stage was run again as
@@ -13,10 +13,9 @@ import os
 import re
 import sys
 
-import background
-import cancel_runs
 import pytest
-from helpers import ROOT
+from support import background, cancel_runs
+from support.helpers import SUPPORT
 
 from sparkml.cancellation import FitCancelled, as_cancelled, cancelled_reason
 
@@ -34,14 +33,14 @@ def background_runs():
     scratch = _scratch()
     return {
         "cancel runs": background.Run(
-            [sys.executable, os.path.join(ROOT, "tests", "cancel_runs.py"), os.path.join(scratch, "out.json"), scratch],
+            [sys.executable, os.path.join(SUPPORT, "cancel_runs.py"), os.path.join(scratch, "out.json"), scratch],
             env=background.python_env(sys.executable),
             cwd=scratch,
             group="local-cluster",
             timeout=900,
         ),
         "ctrl-c submit": background.Run(
-            [sys.executable, os.path.join(ROOT, "tests", "ctrl_c_submit.py"), scratch],
+            [sys.executable, os.path.join(SUPPORT, "ctrl_c_submit.py"), scratch],
             env=background.python_env(sys.executable),
             group="spark-submit",
             timeout=600,
@@ -83,7 +82,7 @@ def test_ctrl_c_cancels_the_fits_jobs_and_raises_keyboard_interrupt(outcome, str
 
 def test_ctrl_c_on_spark_submit_of_the_train_job_exits_at_once():
     """SIGINT to the process group of ``spark-submit jobs/train.py`` mid-fit, as a terminal's Ctrl-C
-    (tests/ctrl_c_submit.py): exit code 130 within seconds, nothing written, no process of the job left."""
+    (tests/support/ctrl_c_submit.py): exit code 130 within seconds, nothing written, no process of the job left."""
     pytest.importorskip("pyspark")
     got = background.json_results("ctrl-c submit", background_runs())
     assert got["reached round 5"] and got["exit code"] == 130 and got["seconds"] < SECONDS, got

@@ -1,5 +1,5 @@
 """sparkml.catalog: the one table of public estimators and models, and the facades and jobs that read it. A new
-estimator is its own module plus one row: shown with a toy one (``tests/toy_estimators``)."""
+estimator is its own module plus one row: shown with a toy one (``tests/support/toy_estimators``)."""
 
 import numpy as np
 import pytest
@@ -47,7 +47,12 @@ def test_the_jobs_read_the_catalog():
 
 
 TOY = catalog.Entry(
-    "ToyRidge", "toy_estimators", "toy_estimators", "regression", "toy_estimators.ToyRidgeModel", stock_model=None
+    "ToyRidge",
+    "support.toy_estimators",
+    "support.toy_estimators",
+    "regression",
+    "support.toy_estimators.ToyRidgeModel",
+    stock_model=None,
 )
 
 
@@ -57,9 +62,9 @@ def toy_row(monkeypatch):
 
 
 def test_a_new_estimator_is_its_module_and_one_row(spark, toy_row, tmp_path):
-    from data_helpers import linear_frame
-    from helpers import coefficient_vector
-    from toy_estimators import ToyRidge, ToyRidgeModel
+    from support.data_helpers import linear_frame
+    from support.helpers import coefficient_vector
+    from support.toy_estimators import ToyRidge, ToyRidgeModel
 
     from sparkml.jobs import config, models
 
@@ -73,7 +78,7 @@ def test_a_new_estimator_is_its_module_and_one_row(spark, toy_row, tmp_path):
     # the row is all the jobs and persistence need: built by name, named by its facade, loaded by its saved class
     assert config.estimator_class("ToyRidge") is ToyRidge and config.task_of("ToyRidge") == "regression"
     assert config.validate_params("ToyRidge", {"regParam": 0.5}) == {"regParam": 0.5}
-    assert catalog.public_class_name(ToyRidge) == "toy_estimators.ToyRidge"
+    assert catalog.public_class_name(ToyRidge) == "support.toy_estimators.ToyRidge"
     toy.save(str(tmp_path / "model"))
     ToyRidge(regParam=0.1).save(str(tmp_path / "estimator"))
     loaded = models.load_dir(str(tmp_path / "model"), spark=spark)

@@ -8,10 +8,10 @@
    ``checkpointDir``.
 3. In Spark: a fit resumed from the checkpoint an uninterrupted fit wrote mid-way ends at that fit's model
    (LogisticRegression multinomial with OWL-QN and LinearRegression with sync, LinearSVC with allreduce, the
-   rounds of both averaging strategies); and the real one: a driver process (``tests/checkpoint_fit.py``,
+   rounds of both averaging strategies); and the real one: a driver process (``tests/support/checkpoint_fit.py``,
    started at collection time by ``background_runs`` so the JVM start overlaps the suite) is SIGKILLed with
    its JVM after a checkpoint, and this process resumes its fit, for ``sync`` and ``allreduce``. The killed
-   fit is slowed by a test-only Progress callback that ``tests/checkpoint_fit.py`` adds when
+   fit is slowed by a test-only Progress callback that ``tests/support/checkpoint_fit.py`` adds when
    SPARKML_TEST_ITERATION_SLEEP is set (off by default).
 
 The resumed fits are compared with uninterrupted ones at 1e-9 (coefficients) and 1e-12 relative
@@ -27,11 +27,10 @@ import logging
 import os
 import sys
 
-import background
-import checkpoint_fit
 import numpy as np
 import pytest
-from helpers import coefficient_vector
+from support import background, checkpoint_fit
+from support.helpers import coefficient_vector
 
 from sparkml.optim import minimize_lbfgs
 from sparkml.optim.checkpoint import Checkpoint, differences
@@ -366,7 +365,7 @@ def test_cross_validator_refuses_checkpoint_dir(data, tmp_path):
 
 @pytest.mark.parametrize("strategy", ["sync", "allreduce"])
 def test_a_killed_driver_resumes_in_another(spark, caplog, strategy):
-    """The fit of ``tests/checkpoint_fit.py`` is SIGKILLed (driver, JVM and Python workers) once its checkpoint
+    """The fit of ``tests/support/checkpoint_fit.py`` is SIGKILLed (driver, JVM and Python workers) once its checkpoint
     of iteration KILL_AT exists; this process fits again and ends at the uninterrupted fit's model."""
     done = background.result(f"checkpoint-kill-{strategy}", background_runs())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -3,9 +3,9 @@ the class's weight (scikit-learn's ``class_weight``, ``"balanced"`` by scikit-le
 
 import numpy as np
 import pytest
-from data_helpers import _schema
-from helpers import coefficient_vector
 from sklearn.utils.class_weight import compute_class_weight
+from support.data_helpers import _schema
+from support.helpers import coefficient_vector
 
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 

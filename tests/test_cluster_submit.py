@@ -9,12 +9,12 @@ import os
 import sys
 import threading
 
-import background
 import numpy as np
 import pytest
 import yaml
-from data_helpers import generated_table
-from helpers import ROOT, coefficient_vector
+from support import background
+from support.data_helpers import generated_table
+from support.helpers import ROOT, coefficient_vector
 
 from sparkml.jobs import train
 

@@ -12,7 +12,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from helpers import ROOT
+from support.helpers import ROOT
 
 from sparkml import compat
 
@@ -172,8 +172,8 @@ def without_arrow_udf(monkeypatch):
 
 @pytest.mark.parametrize("kind", ["lr_binary", "lr_multinomial", "svc", "linreg"])
 def test_pandas_udf_scoring_equals_mllibs_formulas(data, fitted, kind, without_arrow_udf, monkeypatch):
-    from model_kinds import KINDS
-    from scoring_reference import largest_differences, runs_python
+    from support.model_kinds import KINDS
+    from support.scoring_reference import largest_differences, runs_python
 
     from sparkml.base.model import ConvertsToStock
 
@@ -189,8 +189,8 @@ def test_pandas_udf_scoring_equals_mllibs_formulas(data, fitted, kind, without_a
 def test_pandas_udf_scoring_of_a_kernel_model_equals_its_row_by_row_scores(spark, without_arrow_udf):
     """KernelSVC always scores in Python workers: through the pandas UDF, one-vs-rest over 3 classes with
     Platt probabilities, the same numbers as the model's own single-row predictRaw / predictProbability."""
-    from data_helpers import labeled_frame
     from sklearn import datasets
+    from support.data_helpers import labeled_frame
 
     from sparkml.classification import KernelSVC
 

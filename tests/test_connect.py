@@ -1,16 +1,15 @@
 """Every estimator fits and transforms in a Spark Connect session (no SparkContext, no RDDs).
 
-The Connect session runs in a subprocess (tests/connect_fits.py: a local Connect server is its
+The Connect session runs in a subprocess (tests/support/connect_fits.py: a local Connect server is its
 own JVM); its coefficients and predictions are compared with the same fits in the classic session.
 """
 
 import sys
 
-import background
-import connect_fits
 import numpy as np
 import pytest
-from data_helpers import connect_frame
+from support import background, connect_fits
+from support.data_helpers import connect_frame
 
 from sparkml import compat
 
@@ -25,7 +24,7 @@ pytestmark = [
 
 
 def background_runs():
-    """The Connect session's fits, started with the test run (tests/background.py)."""
+    """The Connect session's fits, started with the test run (tests/support/background.py)."""
     if not compat.has_connect_ml():
         return {}
     argv = [sys.executable, connect_fits.__file__, background.scratch_dir("connect-")]

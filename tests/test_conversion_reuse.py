@@ -11,8 +11,8 @@ import logging
 
 import numpy as np
 import pytest
-from data_helpers import linear_frame
-from helpers import coefficient_vector, executor_datasets
+from support.data_helpers import linear_frame
+from support.helpers import coefficient_vector, executor_datasets
 
 import sparkml
 from sparkml.classification import LogisticRegression

@@ -13,7 +13,7 @@ import re
 import sys
 
 import pytest
-from helpers import ROOT
+from support.helpers import ROOT
 
 DOCS = os.path.join(ROOT, "docs")
 FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```\s*$", re.M | re.S)

@@ -5,9 +5,9 @@ optimizer iteration to the fit's callbacks, and release the blocks when training
 
 import numpy as np
 import pytest
-from helpers import executor_datasets
 from pyspark.ml import PredictionModel, Predictor
 from pyspark.ml.param.shared import HasAggregationDepth, HasFitIntercept, HasMaxIter, HasTol, HasWeightCol
+from support.helpers import executor_datasets
 
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.model import KeepsTrainingSummary
@@ -82,7 +82,7 @@ class DummyLeastSquares(TorchEstimator, Predictor, _DummyParams):
 
 @pytest.fixture(scope="module")
 def data(spark):
-    from data_helpers import linear_frame
+    from support.data_helpers import linear_frame
 
     df = linear_frame(spark, n=400, d=3, partitions=4, seed=11)
     df.count()

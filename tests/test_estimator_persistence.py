@@ -7,12 +7,12 @@ import json
 import os
 
 import pytest
-from data_helpers import raw_columns_frame
-from helpers import assert_same_outputs
 from pyspark.ml import Pipeline
 from pyspark.ml.evaluation import BinaryClassificationEvaluator
 from pyspark.ml.feature import VectorAssembler
 from pyspark.ml.tuning import CrossValidator, CrossValidatorModel, ParamGridBuilder
+from support.data_helpers import raw_columns_frame
+from support.helpers import assert_same_outputs
 
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from helpers import ROOT
+from support.helpers import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import bench_executor_path as harness

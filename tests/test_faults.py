@@ -1,4 +1,4 @@
-"""Lost tasks and executors on ``local-cluster[2,1,1024]`` (tests/fault_runs.py, in the background).
+"""Lost tasks and executors on ``local-cluster[2,1,1024]`` (tests/support/fault_runs.py, in the background).
 
 The fault hook is ``sparkml.fault_injection``: off unless the executors' environment names a directory
 (``SPARKML_TEST_FAULT_DIR``) whose ``faults`` file asks for a failure. fault_runs.py switches it on
@@ -24,10 +24,9 @@ import json
 import os
 import sys
 
-import background
-import fault_runs
 import pytest
-from helpers import ROOT
+from support import background, fault_runs
+from support.helpers import SUPPORT
 
 pytestmark = pytest.mark.cluster
 STRATEGIES = ("sync", "averaging", "allreduce", "allreduce-averaging")
@@ -44,7 +43,7 @@ def background_runs():
     scratch = _scratch()
     return {
         "fault runs": background.Run(
-            [sys.executable, os.path.join(ROOT, "tests", "fault_runs.py"), os.path.join(scratch, "out.json"), scratch],
+            [sys.executable, os.path.join(SUPPORT, "fault_runs.py"), os.path.join(scratch, "out.json"), scratch],
             env=background.python_env(sys.executable),
             cwd=scratch,
             group="local-cluster",

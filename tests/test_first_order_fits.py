@@ -4,9 +4,9 @@ started from it reports F there); the Params they refuse, before any Spark job r
 
 import numpy as np
 import pytest
-from data_helpers import linear_frame
-from helpers import coefficient_vector
-from model_kinds import STRATEGY_CASES, compat_cases
+from support.data_helpers import linear_frame
+from support.helpers import coefficient_vector
+from support.model_kinds import STRATEGY_CASES, compat_cases
 
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression

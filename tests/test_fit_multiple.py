@@ -5,12 +5,12 @@ import gc
 
 import numpy as np
 import pytest
-from data_helpers import label_and_target_frame
-from helpers import coefficient_vector, executor_datasets
 from pyspark.ml import Estimator
 from pyspark.ml.evaluation import BinaryClassificationEvaluator
 from pyspark.ml.linalg import Vectors
 from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
+from support.data_helpers import label_and_target_frame
+from support.helpers import coefficient_vector, executor_datasets
 
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.data.training_data import TrainingData

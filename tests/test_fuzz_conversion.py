@@ -44,9 +44,9 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from fuzz_cases import Case, _clean_case, assert_names_a_problem, cases, corrupt, expected_problems
-from helpers import executor_datasets
 from hypothesis import HealthCheck, example, given, settings
+from support.fuzz_cases import Case, _clean_case, assert_names_a_problem, cases, corrupt, expected_problems
+from support.helpers import executor_datasets
 
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.data import block_store

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
-from devices import CUDA, DEVICES
+from support.devices import CUDA, DEVICES
 
 import sparkml.gpu as gpu
 from sparkml.gpu import CsrBlock, DenseBlock, make_block, resolve_device, resolve_dtype

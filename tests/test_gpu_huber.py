@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
-from devices import DEVICES
+from support.devices import DEVICES
 
 from sparkml.gpu import CsrBlock, DenseBlock, HuberLoss
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 import torch
-from devices import DEVICES
 from sklearn.metrics import pairwise
+from support.devices import DEVICES
 
 from sparkml.gpu.kernels import DEFAULT_BUDGET_BYTES, KERNELS, kernel_diagonal, kernel_matmul, kernel_matrix
 

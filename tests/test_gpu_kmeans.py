@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 import torch
-from devices import DEVICES
 from sklearn.cluster import KMeans
+from support.devices import DEVICES
 
 import sparkml.gpu.kmeans as km
 

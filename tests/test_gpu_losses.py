@@ -5,8 +5,8 @@ import pytest
 import scipy.sparse as sp
 import scipy.special
 import torch
-from devices import DEVICES
 from sklearn.metrics import log_loss
+from support.devices import DEVICES
 
 from sparkml.gpu import (
     CsrBlock,

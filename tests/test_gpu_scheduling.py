@@ -1,4 +1,4 @@
-"""GPU scheduling on a cluster (tests/gpu_scheduling_run.py, in the background): each task computes on the GPU
+"""GPU scheduling on a cluster (tests/support/gpu_scheduling_run.py, in the background): each task computes on the GPU
 Spark assigned it, and an ``allreduce`` fit reports each rank's device to the driver's log. On a machine without
 CUDA the choice is computed and reported, and the fit runs on the CPU, as ``device="auto"`` does."""
 
@@ -6,9 +6,9 @@ import json
 import os
 import sys
 
-import background
 import pytest
-from helpers import ROOT
+from support import background
+from support.helpers import ROOT, SUPPORT
 
 
 def background_runs():
@@ -17,7 +17,7 @@ def background_runs():
         "gpu scheduling": background.Run(
             [
                 sys.executable,
-                os.path.join(ROOT, "tests", "gpu_scheduling_run.py"),
+                os.path.join(SUPPORT, "gpu_scheduling_run.py"),
                 os.path.join(scratch, "out.json"),
                 scratch,
             ],

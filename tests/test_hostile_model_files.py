@@ -5,7 +5,7 @@ They share one reader (``sparkml.model_files``); a planted pickle is never unpic
 name is imported.
 
 One small model per kind is fitted and saved once; each case copies the saved directory, damages the copy
-(tests/model_damages.py, tests/row_damages.py) and loads it. File, metadata and Param damages go through the
+(tests/support/model_damages.py, tests/support/row_damages.py) and loads it. File, metadata and Param damages go through the
 same code for every class, so ``make test`` runs each of them on one kind per loader (rotating) and ``make
 test-full`` on all; the damages to the Parquet row depend on the class's columns and run on every kind.
 """
@@ -16,7 +16,7 @@ import re
 import shutil
 
 import pytest
-from model_damages import (
+from support.model_damages import (
     FILE_DAMAGES,
     KINDS,
     LOADERS,
@@ -27,7 +27,7 @@ from model_damages import (
     replace_bytes,
     the_file,
 )
-from row_damages import COEFFICIENTS, MATRIX_ONLY, ROW_DAMAGES, intercepts_one_short, udt_planted_in_the_schema
+from support.row_damages import COEFFICIENTS, MATRIX_ONLY, ROW_DAMAGES, intercepts_one_short, udt_planted_in_the_schema
 
 from sparkml import serving
 from sparkml.base.persistence import ModelFileError
@@ -37,7 +37,7 @@ from sparkml.classification import KernelSVC, LogisticRegression
 @pytest.fixture(scope="module")
 def saved(spark, tmp_path_factory):
     """kind -> the directory its fitted model was saved to."""
-    from data_helpers import linear_frame
+    from support.data_helpers import linear_frame
 
     df = linear_frame(spark, n=240, partitions=2)
     root = tmp_path_factory.mktemp("saved")

@@ -8,9 +8,9 @@ solver, epsilon <= 1) are in tests/test_bad_input.py; the row loss's derivatives
 
 import numpy as np
 import pytest
-from data_helpers import huber_frame
-from helpers import training_summary
 from pyspark.ml.regression import LinearRegression as StockLinearRegression
+from support.data_helpers import huber_frame
+from support.helpers import training_summary
 
 from sparkml.regression import LinearRegression
 

@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 import yaml
-from helpers import ROOT
+from support.helpers import ROOT
 
 from sparkml import catalog
 from sparkml.jobs import config, java_check, outputs, session, train

@@ -33,7 +33,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from job_calls import call, guard, tree, write_config
+from support.job_calls import call, guard, tree, write_config
 
 from sparkml.jobs import config, predict, retrain, train
 

@@ -8,8 +8,8 @@ import shutil
 
 import numpy as np
 import pytest
-from data_helpers import generated_table
-from helpers import coefficient_vector, output_arrays
+from support.data_helpers import generated_table
+from support.helpers import coefficient_vector, output_arrays
 
 from sparkml.jobs import models, outputs, predict
 
@@ -431,7 +431,7 @@ def test_runs_as_a_file_and_imports_mlflow_lazily(tmp_path):
     import subprocess
     import sys
 
-    from helpers import ROOT
+    from support.helpers import ROOT
 
     script = os.path.join(ROOT, "jobs", "predict.py")
     out = subprocess.run(

@@ -5,7 +5,7 @@ no Spark session, MLflow client or estimator is made (``job_calls.guard``) and n
 import os
 
 import pytest
-from job_calls import call, guard, tree, write_config
+from support.job_calls import call, guard, tree, write_config
 
 from sparkml.jobs import config, names, outputs, predict, retrain, train
 from sparkml.jobs.errors import ConfigError

@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 import yaml
-from helpers import ROOT
+from support.helpers import ROOT
 
 from sparkml import fault_injection
 from sparkml.jobs import config, gate, registry, retrain

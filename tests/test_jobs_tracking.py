@@ -191,7 +191,7 @@ def test_resolve_without_spark(monkeypatch):
 def test_only_jobs_import_mlflow_and_lazily():
     """mlflow is optional (the jobs extra): the library imports it nowhere but in the jobs and, inside its
     functions, the MLflow helpers (sparkml/mlflow.py); importing either loads no mlflow."""
-    from helpers import ROOT
+    from support.helpers import ROOT
 
     helpers = os.path.join(ROOT, "sparkml", "mlflow.py")
     for folder in ("sparkml", "gpu"):

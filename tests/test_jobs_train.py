@@ -5,8 +5,8 @@ import os
 
 import pytest
 import yaml
-from data_helpers import generated_table
-from helpers import ROOT
+from support.data_helpers import generated_table
+from support.helpers import ROOT
 
 from sparkml import catalog
 from sparkml.jobs import datasets, train

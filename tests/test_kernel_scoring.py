@@ -4,8 +4,8 @@ per-worker cache of the landmarks and coefficients, the device."""
 import numpy as np
 import pyarrow as pa
 import pytest
-from devices import DEVICES
 from sklearn.metrics import pairwise
+from support.devices import DEVICES
 
 from sparkml import batch_scoring as prediction
 from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec

@@ -5,7 +5,6 @@ import sys
 
 import numpy as np
 import pytest
-from data_helpers import labeled_frame
 from pyspark.ml.linalg import Vectors
 from sklearn import datasets
 from sklearn.calibration import CalibratedClassifierCV, _sigmoid_calibration
@@ -13,6 +12,7 @@ from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
+from support.data_helpers import labeled_frame
 
 from sparkml.classification import KernelSVC, KernelSVCModel
 from sparkml.kernel.kernel_svc import _CHOLESKY_MAX_FEATURES

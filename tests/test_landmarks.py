@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import torch
-from data_helpers import imbalanced_arrays, labeled_frame
+from support.data_helpers import imbalanced_arrays, labeled_frame
 
 from sparkml.gpu.kmeans import kmeans
 from sparkml.kernel.landmarks import _KMEANS_ITERS, choose_landmarks, class_quotas, sample_landmarks

@@ -5,10 +5,10 @@ import logging
 
 import numpy as np
 import pytest
-from helpers import assert_same_outputs, coefficient_vector, output_arrays, output_fields
-from model_kinds import KINDS
 from pyspark.ml.feature import VectorSlicer
-from scoring_reference import largest_differences, plan_text, runs_python
+from support.helpers import assert_same_outputs, coefficient_vector, output_arrays, output_fields
+from support.model_kinds import KINDS
+from support.scoring_reference import largest_differences, plan_text, runs_python
 
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression

@@ -4,10 +4,10 @@ against scipy, scikit-learn's LinearSVC and scikit-learn's own Platt fit."""
 import numpy as np
 import pytest
 import torch
-from newton_cases import linear_problem, local_evaluate
 from scipy.optimize import minimize
 from sklearn.calibration import _sigmoid_calibration
 from sklearn.svm import LinearSVC as SkLinearSVC
+from support.newton_cases import linear_problem, local_evaluate
 
 from sparkml.gpu import DenseBlock, OneVsRestProblems, PlattProblems, SquaredHingeLoss
 from sparkml.optim.newton import newton

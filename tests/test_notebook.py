@@ -1,7 +1,7 @@
 """examples/quickstart.ipynb runs headless (nbclient) in local mode and reaches its results.
 
-tests/notebook_run.py executes it in a subprocess (its kernel starts its own local[2] JVM; the test
-session's Spark is not used), started in the background when the run is collected (tests/background.py)
+tests/support/notebook_run.py executes it in a subprocess (its kernel starts its own local[2] JVM; the test
+session's Spark is not used), started in the background when the run is collected (tests/support/background.py)
 since it spends its minute mostly waiting on that JVM. A failing cell (the notebook asserts its own
 results too) fails the test with the cell's error; the results are read back from the executed
 notebook's outputs.
@@ -17,8 +17,8 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
-import background  # noqa: E402
-from helpers import ROOT  # noqa: E402
+from support import background  # noqa: E402
+from support.helpers import ROOT, SUPPORT  # noqa: E402
 
 NOTEBOOK = os.path.join(ROOT, "examples", "quickstart.ipynb")
 _SCRATCH = {}
@@ -34,7 +34,7 @@ def background_runs():
     out, workdir = _paths()
     return {
         "quickstart notebook": background.Run(
-            [sys.executable, os.path.join(ROOT, "tests", "notebook_run.py"), out, workdir],
+            [sys.executable, os.path.join(SUPPORT, "notebook_run.py"), out, workdir],
             env=background.python_env(sys.executable),
             cwd=_SCRATCH["dir"],
             timeout=900,

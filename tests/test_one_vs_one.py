@@ -5,8 +5,8 @@ against scikit-learn's SVC."""
 import numpy as np
 import pytest
 import torch
-from newton_cases import linear_problem, local_evaluate
 from sklearn.calibration import _sigmoid_calibration
+from support.newton_cases import linear_problem, local_evaluate
 
 from sparkml.gpu import DenseBlock, OneVsRestProblems, PlattProblems, SquaredHingeLoss
 from sparkml.optim.newton import newton

@@ -1,7 +1,7 @@
 """OWL-QN on MLlib's LinearSVC objective follows MLlib's path step for step (no Spark needed).
 
 The objective is evaluated in numpy through ``LinearObjective`` on the parity tests' binary data
-(tests/data_helpers.py's ``parity_arrays("binary", sparse=False)``); the expected histories are MLlib 4.x's
+(tests/support/data_helpers.py's ``parity_arrays("binary", sparse=False)``); the expected histories are MLlib 4.x's
 ``LinearSVCModel.summary().objectiveHistory`` on that data (Breeze 2.1 ``OWLQN``). Both paths
 contain steps that *raise* the objective: Breeze's backtracking returns some steps without
 checking their value (the stale first Armijo test of scalanlp/breeze#697, and the trial cap),
@@ -10,7 +10,7 @@ and refusing them (as an earlier version did) sent our iterates elsewhere and st
 
 import numpy as np
 import pytest
-from data_helpers import parity_arrays
+from support.data_helpers import parity_arrays
 
 from sparkml.linear.objective import LinearObjective
 from sparkml.optim import minimize_lbfgs

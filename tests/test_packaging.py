@@ -6,7 +6,7 @@ import subprocess
 import sys
 import zipfile
 
-from helpers import ROOT
+from support.helpers import ROOT
 
 from sparkml.jobs import session
 

@@ -11,10 +11,10 @@ import itertools
 
 import numpy as np
 import pytest
-from data_helpers import parity_frame
-from helpers import coefficient_vector, training_summary
 from pyspark.ml import classification as stock_cls
 from pyspark.ml import regression as stock_reg
+from support.data_helpers import parity_frame
+from support.helpers import coefficient_vector, training_summary
 
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression

@@ -7,9 +7,9 @@ import os
 
 import numpy as np
 import pytest
-from helpers import assert_same_outputs
-from model_kinds import KINDS
 from pyspark.ml import classification as stock_classification
+from support.helpers import assert_same_outputs
+from support.model_kinds import KINDS
 
 from sparkml.base.params import TORCH_PARAM_NAMES
 from sparkml.classification import LogisticRegression, LogisticRegressionModel

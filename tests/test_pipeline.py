@@ -3,12 +3,12 @@ loaded with ``PipelineModel.load`` and transforming exactly as before."""
 
 import numpy as np
 import pytest
-from data_helpers import raw_columns_frame
-from helpers import assert_same_outputs
 from pyspark.ml import Pipeline, PipelineModel
 from pyspark.ml.evaluation import BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator
 from pyspark.ml.feature import VectorAssembler
 from pyspark.ml.tuning import CrossValidator, CrossValidatorModel, ParamGridBuilder
+from support.data_helpers import raw_columns_frame
+from support.helpers import assert_same_outputs
 
 from sparkml.classification import KernelSVC, KernelSVCModel, LogisticRegression, LogisticRegressionModel
 from sparkml.regression import LinearRegression, LinearRegressionModel

@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 import pytest
-from data_helpers import linear_frame
+from support.data_helpers import linear_frame
 
 from sparkml import progress
 from sparkml.classification import KernelSVC, LogisticRegression

@@ -1,6 +1,6 @@
 """The ``allreduce`` rendezvous admits the fit's own tasks only (``sparkml.strategies.rendezvous``).
 
-A stranger process (tests/rendezvous_stranger.py) connects to the driver's store during a fit,
+A stranger process (tests/support/rendezvous_stranger.py) connects to the driver's store during a fit,
 reads every key and value it can list and tries to join the process group under the key spaces an
 unsealed store would use: it must learn nothing (opaque keys, ciphertext, no address or host name)
 and fail to join, and the fit must end with the same model as a fit nobody disturbed.
@@ -16,8 +16,8 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
-from data_helpers import linear_frame
-from helpers import ROOT, coefficient_vector
+from support.data_helpers import linear_frame
+from support.helpers import SUPPORT, coefficient_vector
 
 from sparkml.classification import LogisticRegression
 from sparkml.data import block_store
@@ -122,7 +122,7 @@ def test_a_stranger_during_a_fit_learns_nothing_and_changes_nothing(frame, tmp_p
 
     clean = fit()
     stranger = subprocess.Popen(
-        [sys.executable, os.path.join(ROOT, "tests", "rendezvous_stranger.py"), str(address), str(out)],
+        [sys.executable, os.path.join(SUPPORT, "rendezvous_stranger.py"), str(address), str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

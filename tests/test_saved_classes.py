@@ -8,9 +8,9 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import ROOT
 from pyspark.ml.param import TypeConverters
 from pyspark.sql import Row
+from support.helpers import ROOT
 
 from sparkml import catalog, saved_classes
 from sparkml.base import params as base_params

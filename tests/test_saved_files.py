@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from helpers import ROOT
 from pyspark.ml.linalg import Vectors
+from support.helpers import ROOT
 
 from sparkml.classification import KernelSVC, KernelSVCModel, LogisticRegression
 

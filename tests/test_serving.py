@@ -13,8 +13,8 @@ import urllib.request
 import numpy as np
 import pandas as pd
 import pytest
-from data_helpers import linear_frame
-from helpers import ROOT
+from support.data_helpers import linear_frame
+from support.helpers import ROOT
 
 from sparkml import serving
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression

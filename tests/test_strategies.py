@@ -7,9 +7,9 @@ issue's bar; in practice the iterates agree to rounding).
 
 import numpy as np
 import pytest
-from data_helpers import linear_frame
-from helpers import coefficient_vector, training_summary
-from model_kinds import STRATEGY_CASES, compat_cases
+from support.data_helpers import linear_frame
+from support.helpers import coefficient_vector, training_summary
+from support.model_kinds import STRATEGY_CASES, compat_cases
 
 from sparkml.classification import LogisticRegression
 from sparkml.strategies.barrier import assign_blocks, plan_workers

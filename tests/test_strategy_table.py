@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from data_helpers import linear_frame
-from helpers import coefficient_vector
+from support.data_helpers import linear_frame
+from support.helpers import coefficient_vector
 
 from sparkml.classification import KernelSVC, LogisticRegression
 from sparkml.strategies import block_partitions, table

@@ -9,12 +9,12 @@ float64: with the default float32 storage the coefficients (and so every metric)
 
 import numpy as np
 import pytest
-from helpers import training_summary
-from model_kinds import KINDS
 from pyspark.ml import classification as stock_classification
 from pyspark.ml import regression as stock_regression
 from pyspark.sql import functions as F
-from summary_walk import summary_differences
+from support.helpers import training_summary
+from support.model_kinds import KINDS
+from support.summary_walk import summary_differences
 
 pytestmark = pytest.mark.compat  # the training summaries, on every Spark line
 

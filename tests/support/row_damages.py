@@ -1,6 +1,6 @@
 """Damages to a saved model's data row (tests/test_hostile_model_files.py): MLlib's vector and matrix structs
 and the Parquet file's Spark schema edited in place. Each takes (model directory, kind, sentinel path) and
-returns (the path the error must name, a piece of the message), as those of tests/model_damages.py."""
+returns (the path the error must name, a piece of the message), as those of tests/support/model_damages.py."""
 
 import base64
 import json
@@ -8,7 +8,8 @@ import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from model_damages import only, plant_pickle, replace_bytes, the_file
+
+from support.model_damages import only, plant_pickle, replace_bytes, the_file
 
 
 def edit_row(model_dir, edit):

@@ -1,7 +1,7 @@
 """A Spark cluster that schedules GPUs, on a machine without any: ``local-cluster[1,2,1024]`` (one executor JVM, two
 task slots) whose discovery script reports two fake GPUs, with ``spark.task.resource.gpu.amount=1``.
 
-    python tests/gpu_scheduling_run.py OUT.json SCRATCH
+    python tests/support/gpu_scheduling_run.py OUT.json SCRATCH
 
 Writes what each task of a plain job was given (its GPU address) and the device choice made from it
 (``sparkml.task_context.device``), and the devices an ``allreduce`` fit's barrier tasks report to the driver's

@@ -1,6 +1,6 @@
 """Execute examples/quickstart.ipynb headless (nbclient) and write the executed notebook.
 
-    python tests/notebook_run.py OUT.ipynb WORKDIR
+    python tests/support/notebook_run.py OUT.ipynb WORKDIR
 
 The kernel is this interpreter (a kernel spec written beside OUT names sys.executable), started in
 WORKDIR, so nothing lands in the checkout; it starts its own local[2] JVM. The executed notebook is
@@ -16,7 +16,7 @@ import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/support/ -> the root
 NOTEBOOK = os.path.join(ROOT, "examples", "quickstart.ipynb")
 KERNEL = "sparkml-quickstart-test"
 

@@ -4,16 +4,18 @@ Run by tests/test_connect.py in a subprocess: a local Spark Connect server
 (``SparkSession.builder.remote("local[2]")``) needs its own JVM, apart from the classic session
 the rest of the tests share. Also importable for ``FITS``, ``estimator`` and ``coefficients`` (the
 same estimators, fitted classically by the test for comparison, on the same
-``data_helpers.connect_frame``). Run as a script, its own folder (tests/) is first on sys.path.
+``data_helpers.connect_frame``). Run as a script, it puts tests/ first on sys.path (for ``support``).
 """
 
 import json
 import os
 import sys
 
-from data_helpers import connect_frame
-from helpers import coefficient_vector, training_summary, use_this_checkout
-from scoring_reference import largest_differences, runs_python
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for `support`
+
+from support.data_helpers import connect_frame
+from support.helpers import coefficient_vector, training_summary, use_this_checkout
+from support.scoring_reference import largest_differences, runs_python
 
 use_this_checkout()
 
@@ -102,7 +104,7 @@ def summary_walks(df):
     (``summary_walk.summary_differences``)."""
     import importlib
 
-    from summary_walk import summary_differences
+    from support.summary_walk import summary_differences
 
     train, test = df.where("id % 4 != 0"), df.where("id % 4 = 0")
     out = {}

@@ -1,6 +1,6 @@
 """Ctrl-C on ``spark-submit jobs/train.py`` mid-fit: SIGINT to the whole process group, as a terminal sends it.
 
-    python tests/ctrl_c_submit.py SCRATCH
+    python tests/support/ctrl_c_submit.py SCRATCH
 
 The demo config with an ``ssp`` fit that would run for minutes (``tol`` 0), a progress line per round (the
 driver's output reaches the terminal through spark-submit's JVM); at round 5 the process group gets SIGINT:
@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/support/ -> the root
 ROUND = re.compile(r"ssp round (\d+): objective")
 
 

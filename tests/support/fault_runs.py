@@ -1,6 +1,6 @@
 """Fits on ``local-cluster[2,1,1024]`` (two executor JVMs) with a task failure or a killed executor.
 
-    python tests/fault_runs.py OUT.json SCRATCH
+    python tests/support/fault_runs.py OUT.json SCRATCH
 
 For each strategy: a clean fit, then the same fit with a pass over the blocks failing once, and
 (``CONVERSION_LAYOUTS``) with the first attempt of a conversion task failing (``sparkml.fault_injection``,

@@ -1,6 +1,6 @@
 """Fits cancelled mid-stage on ``local-cluster[2,1,1024]`` (two executor JVMs), as a notebook's Cancel does.
 
-    python tests/cancel_runs.py OUT.json SCRATCH
+    python tests/support/cancel_runs.py OUT.json SCRATCH
 
 For each case a fit runs in a thread of its own, in a job group; at its third iteration the per-iteration
 callback (in rank 0's barrier task, or on the driver with ``sync`` and ``averaging``) writes a marker file,
@@ -22,7 +22,9 @@ import sys
 import threading
 import time
 
-from fault_runs import blocks_left, frame, session
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for `support`
+
+from support.fault_runs import blocks_left, frame, session
 
 CASES = [  # (strategy, how the fit is cancelled)
     ("allreduce", "job group"),

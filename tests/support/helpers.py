@@ -1,7 +1,7 @@
 """What several test modules check with: the repository root, the training blocks left on the
 executors, a model's numbers and summary, and row-by-row comparisons of transformed DataFrames.
 
-No pyspark import at module level: conftest.py and tests/connect_fits.py import this first.
+No pyspark import at module level: conftest.py and tests/support/connect_fits.py import this first.
 """
 
 import os
@@ -9,7 +9,8 @@ import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUPPORT = os.path.dirname(os.path.abspath(__file__))  # tests/support: these modules and the run scripts
+ROOT = os.path.dirname(os.path.dirname(SUPPORT))
 
 
 def use_this_checkout():

@@ -6,7 +6,7 @@ from sparkml.linear.linear_regression import LinearRegression, LinearRegressionM
 class ToyRidgeModel(LinearRegressionModel):
     """A fitted ToyRidge (LinearRegressionModel's files, under this class's name)."""
 
-    _java_class = "toy_estimators.ToyRidgeModel"
+    _java_class = "support.toy_estimators.ToyRidgeModel"
 
 
 class ToyRidge(LinearRegression):

@@ -1,10 +1,10 @@
 """A driver process killed in the middle of a checkpointed fit, for tests/test_checkpoint.py.
 
-    python tests/checkpoint_fit.py fit STRATEGY CHECKPOINT_DIR PROGRESS_FILE
+    python tests/support/checkpoint_fit.py fit STRATEGY CHECKPOINT_DIR PROGRESS_FILE
         a local[2] session fits ``estimator(STRATEGY, CHECKPOINT_DIR)`` on ``frame(spark)``, appending each
         iteration's number to PROGRESS_FILE (STRATEGY: sync, allreduce, ...; kernel-sync, kernel-allreduce:
         KernelSVC)
-    python tests/checkpoint_fit.py kill STRATEGY CHECKPOINT_DIR AT_ITERATION
+    python tests/support/checkpoint_fit.py kill STRATEGY CHECKPOINT_DIR AT_ITERATION
         runs ``fit`` in a new session (process group), SIGKILLs that group (driver and JVM) and the process
         groups of its descendants (PySpark's daemon and Python workers keep a group of their own) as soon as
         the checkpoint of AT_ITERATION or a later one exists, and prints one JSON line: the checkpoint
@@ -37,7 +37,7 @@ KERNEL_PARAMS = {
 
 def frame(spark):
     """The fit's data, built identically in every process (seeded, explicit partitions)."""
-    from data_helpers import linear_frame
+    from support.data_helpers import linear_frame
 
     return linear_frame(spark, n=2000, d=12, partitions=4, seed=3)
 
@@ -66,7 +66,7 @@ def _slow_progress(seconds, progress_file):
 
 
 def fit(strategy, directory, progress_file):
-    sys.path[:0] = [os.path.dirname(HERE), HERE]
+    sys.path[:0] = [os.path.dirname(os.path.dirname(HERE)), os.path.dirname(HERE)]  # the root, tests/
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
