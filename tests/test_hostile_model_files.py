@@ -5,9 +5,9 @@ They share one reader (``sparkml.model_files``); a planted pickle is never unpic
 name is imported.
 
 One small model per kind is fitted and saved once; each case copies the saved directory, damages the copy
-(tests/support/model_damages.py, tests/support/row_damages.py) and loads it. File, metadata and Param damages go through the
-same code for every class, so ``make test`` runs each of them on one kind per loader (rotating) and ``make
-test-full`` on all; the damages to the Parquet row depend on the class's columns and run on every kind.
+(tests/support/model_damages.py, tests/support/row_damages.py) and loads it. File, metadata and Param damages go
+through the same code for every class, so ``make test`` runs each of them on one kind per loader (rotating) and
+``make test-full`` on all; the damages to the Parquet row depend on the class's columns and run on every kind.
 """
 
 import os
