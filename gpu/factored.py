@@ -63,6 +63,12 @@ class FactoredBlock(_Block):
         out = self.left.rmatmul(r)
         return transposed_product(self._right64, out.to(torch.float64)).to(out.dtype)
 
+    def margin_pass(self, v: torch.Tensor, fn) -> torch.Tensor:
+        """X^T fn(X v) as R^T (A^T fn(A (R v))): the left block's own pass (a kernel block computed per pass
+        computes each chunk once for both products)."""
+        out = self.left.margin_pass(self._right64 @ self._vec(v, torch.float64), fn)
+        return transposed_product(self._right64, out.to(torch.float64)).to(out.dtype)
+
     def take(self, index) -> FactoredBlock:
         """The rows ``index``, sharing this block's right factor and its float64 copy: a Newton
         round's active rows are taken once per round, and casting an (m, p) factor costs as much as

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import torch
 
-from .losses import LinearLoss
+from .losses import LinearLoss, _product_operand
 
 __all__ = ["OneVsOneProblems", "OneVsRestProblems", "PlattProblems"]
 
@@ -94,14 +94,33 @@ class OneVsRestProblems:
 
     def loss_gradient(self, coef, X, y, w=None):
         """(f (k,), G (k, p)) as in the module docstring."""
-        return self._sums(X, *self._setup(coef, X, y, w)[1:])
+        return self._pass(coef, X, y, w)[:2]
 
     def _hess_weights(self, labels, w, margins):
         return w * self.binary._pointwise_hessian(margins, labels)  # (n, k)
 
-    def _sums(self, X, labels, w, margins):
-        loss, g = self.binary._pointwise(margins, labels)
-        return (w * loss).sum(0), self.binary._grad_from_rows(X, w * g)
+    def _pass(self, coef, X, y, w):
+        """(f, G, labels, the rows' weights, margins (n, k)) in one ``margin_pass`` over X: the margins and
+        X^T R from one read of each run of rows (one computation of each chunk of a kernel block)."""
+        coef, labels, w, y = _inputs(coef, X, y, w, self.classes, self.coef_shape(X.n_features))
+        w = _row_weights(w, y, len(self.classes), self.pairs)
+        binary = self.binary
+        beta, b = binary._split(coef)
+        margins = torch.empty(labels.shape, dtype=_F64, device=X.device)
+        f = torch.zeros(len(self.classes), dtype=_F64, device=X.device)
+        r_sum = torch.zeros_like(f)
+
+        def residuals(start, stop, m):
+            m = m.to(_F64) if b is None else m.to(_F64) + b
+            margins[start:stop] = m
+            loss, g = binary._pointwise(m, labels[start:stop])
+            r = w[start:stop] * g
+            f.add_((w[start:stop] * loss).sum(0))
+            r_sum.add_(r.sum(0))
+            return r.to(X.dtype)
+
+        g_beta = X.margin_pass(_product_operand(beta, X), residuals).to(_F64).T
+        return f, binary._join(g_beta, r_sum if self.fit_intercept else None), labels, w, margins
 
     def hessian_block(self, coef, X, y, w=None):
         """(k, p, p): each problem's sum_i w_i l''_ij x~_i x~_i^T."""
@@ -111,8 +130,7 @@ class OneVsRestProblems:
     def loss_gradient_diagonal(self, coef, X, y, w=None):
         """(f, G, D): the sums above and the Hessians' diagonals D_j = sum_i w_i l''_ij x~_i^2, (k, p)
         (a Jacobi preconditioner for ``hessp``-based solvers)."""
-        coef, labels, w, margins = self._setup(coef, X, y, w)  # the margins once for both
-        f, g = self._sums(X, labels, w, margins)
+        f, g, labels, w, margins = self._pass(coef, X, y, w)  # the margins once for both
         hw = self._hess_weights(labels, w, margins)
         diag = torch.stack([X.weighted_moments(hw[:, j])[1] for j in range(len(self.classes))])
         if self.fit_intercept:
@@ -122,8 +140,7 @@ class OneVsRestProblems:
     def loss_gradient_curvature(self, coef, X, y, w=None):
         """(f, G, c): the sums above and each problem's curvature weight c_j = sum_i w_i l''_ij, (k,)
         (the intercept's Hessian diagonal; what a spectral preconditioner scales with), one pass."""
-        coef, labels, w, margins = self._setup(coef, X, y, w)
-        f, g = self._sums(X, labels, w, margins)
+        f, g, labels, w, margins = self._pass(coef, X, y, w)
         return f, g, self._hess_weights(labels, w, margins).sum(0)
 
     def hessp(self, coef, X, y, w, v):
@@ -144,8 +161,16 @@ class OneVsRestProblems:
         binary = self.binary
 
         def times(v):
-            v = torch.as_tensor(v).to(device=X.device, dtype=_F64)
-            return binary._grad_from_rows(X, hw * binary._margins(v, X))
+            beta, b = binary._split(torch.as_tensor(v).to(device=X.device, dtype=_F64))
+            r_sum = torch.zeros(beta.shape[0], dtype=_F64, device=X.device)
+
+            def rows(start, stop, m):  # hw_i (x~_i . v): one read of the rows (a kernel chunk) for both products
+                r = hw[start:stop] * (m.to(_F64) if b is None else m.to(_F64) + b)
+                r_sum.add_(r.sum(0))
+                return r.to(X.dtype)
+
+            g_beta = X.margin_pass(_product_operand(beta, X), rows).to(_F64).T
+            return binary._join(g_beta, r_sum if binary.fit_intercept else None)
 
         return times
 
