@@ -17,7 +17,7 @@ import numpy as np
 from .fourier import RandomFourierMap
 from .nystroem import NystroemMap
 
-__all__ = ["FourierSpec", "NystroemSpec", "input_features", "make_feature_map"]
+__all__ = ["FourierSpec", "NystroemSpec", "RowFeatures", "input_features", "make_feature_map"]
 
 
 class _Spec:
@@ -77,3 +77,37 @@ def make_feature_map(spec):
 def input_features(spec):
     """d, the size of the vectors the map takes."""
     return spec.n_features_in
+
+
+class RowFeatures:
+    """rows -> their features under ``spec``, as a partition's blocks are derived on its executor: a Nystroem
+    spec's kernel block K(rows, L) (its projection, the blocks' right factor applied per product, is not kept
+    here), or a Fourier spec's z(rows). Picklable (a broadcast carries it); the landmarks, or the map, are made
+    once per process for each device and dtype the rows come in."""
+
+    def __init__(self, spec):
+        nystroem = isinstance(spec, NystroemSpec)
+        self.kernel = (spec.kernel, spec.landmarks, spec.kernel_args) if nystroem else None
+        self.fourier = None if nystroem else spec
+        self._made = {}
+
+    def __getstate__(self):
+        return {"kernel": self.kernel, "fourier": self.fourier}
+
+    def __setstate__(self, state):
+        self.kernel, self.fourier, self._made = state["kernel"], state["fourier"], {}
+
+    def __call__(self, rows):
+        import torch
+
+        from .kernels import kernel_matrix
+
+        if self.kernel is not None:
+            kind, landmarks, args = self.kernel
+            key = (rows.device, rows.dtype)
+            if key not in self._made:
+                self._made[key] = torch.as_tensor(landmarks).to(device=rows.device, dtype=rows.dtype)
+            return kernel_matrix(kind, rows, self._made[key], **args)
+        if rows.device not in self._made:  # one map per device, its casts cached
+            self._made[rows.device] = self.fourier.make().to(rows.device)
+        return self._made[rows.device].transform(rows)

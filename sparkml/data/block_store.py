@@ -97,6 +97,7 @@ class PartitionWriter:
         self.staging = tempfile.mkdtemp(prefix=f".{dataset_id}-{partition}-", dir=root_dir())
         self.files, self.meta = {}, {}
         self.nbytes = 0  # of the arrays appended
+        self.attrs = {}  # plain values beside the arrays (``attrs.json``): a kernel block's kernel
 
     def append(self, name, rows):
         rows = np.ascontiguousarray(rows)
@@ -119,6 +120,9 @@ class PartitionWriter:
             return False
         with open(os.path.join(self.staging, "meta.json"), "w") as f:
             json.dump(self.meta, f)
+        if self.attrs:
+            with open(os.path.join(self.staging, "attrs.json"), "w") as f:
+                json.dump(self.attrs, f)
         try:
             os.makedirs(os.path.dirname(self.final), exist_ok=True)
             shutil.rmtree(self.final, ignore_errors=True)
@@ -186,7 +190,9 @@ def open_partition(dataset_id, partition, device, dtype):
         return t if (t.dtype, dtype) == (torch.float32, torch.float64) else t.to(dtype)
 
     block: _Block
-    if "x" in arrays:
+    if "rows" in arrays:  # a kernel block stored for its first rows and computed per pass for the rest
+        block = _kernel_rows(arrays, directory, values, tensor, dtype)
+    elif "x" in arrays:
         block = DenseBlock(values("x"), compute_dtype=dtype)
     else:
         shape = tuple(int(v) for v in arrays["shape"])
@@ -196,6 +202,36 @@ def open_partition(dataset_id, partition, device, dtype):
     data = PartitionData(block, tensor("y"), tensor("w"))
     _OPEN[key] = data
     return data
+
+
+def _kernel_rows(arrays, directory, values, tensor, dtype):
+    """K(X, L) of a partition (``sparkml.data.derive``): ``x`` holds it for the first rows (none, or all but
+    the ``rows`` that the budget left out), ``rows`` the input rows whose kernel every pass computes
+    (``sparkml.gpu.kernel_block``), with ``landmarks`` and the kernel in ``attrs.json``."""
+    from sparkml.gpu import DenseBlock
+    from sparkml.gpu.kernel_block import KernelBlock
+    from sparkml.gpu.stacked import RowStack
+
+    with open(os.path.join(directory, "attrs.json")) as f:
+        attrs = json.load(f)
+    parts: list[_Block] = []
+    if "x" in arrays and len(arrays["x"]):
+        parts.append(DenseBlock(values("x"), compute_dtype=dtype))
+    if len(arrays["rows"]) or not parts:
+        kernel = attrs["kernel"]
+        parts.append(
+            KernelBlock(
+                values("rows"),
+                tensor("landmarks"),
+                kernel["kind"],
+                gamma=kernel["gamma"],
+                degree=kernel["degree"],
+                coef0=kernel["coef0"],
+                compute_dtype=dtype,
+                take_bytes=attrs["take_bytes"],
+            )
+        )
+    return parts[0] if len(parts) == 1 else RowStack(parts)
 
 
 def drop_partitions(dataset_id, partitions):

@@ -9,6 +9,7 @@ deleted and a ``ValueError`` naming the column is raised, so nothing is left beh
 iteration has run. ``TrainingData`` owns the blocks' lifecycle: derive, barrier handles, release.
 """
 
+import dataclasses
 import json
 import logging
 import re
@@ -61,6 +62,7 @@ class TrainingData:
         self.n_partitions = 0  # of the handles (empty partitions included)
         self.dropped_by_tasks = False  # the last pass (allreduce) deleted the blocks itself
         self._checkpointed = None  # barrier_handles' copy of the handles, when one was needed
+        self._broadcast = None  # what ``derive``'s tasks read (classic sessions), unpersisted by ``release``
         self._lock = threading.Lock()  # fits of one ``fitMultiple`` may share this data from several threads
         self.released = False
         self.source = None  # the DataFrame the blocks were converted from (``prepare``)
@@ -68,6 +70,7 @@ class TrainingData:
         self.strategy = None  # the strategy the fit converted for (``prepare(strategy=...)``)
         self.class_weights = None  # {label: weight} multiplied into the weights (``prepare(class_weight=...)``)
         self.nbytes = 0  # of the blocks on the executors (``prepare``)
+        self.stored_rows = None  # ``derive`` with a kernel plan: the rows whose kernel block is stored
 
     @classmethod
     def prepare(
@@ -174,45 +177,47 @@ class TrainingData:
                     self._checkpointed = copy
             return self._checkpointed
 
-    def derive(self, features, device="cpu", chunk_rows=8192, right_factor=None):
+    def derive(self, features, device="cpu", chunk_rows=8192, right_factor=None, plan=None):
         """A new ``TrainingData`` over the same rows whose features are ``features(rows)``, times
         ``right_factor`` when given.
 
         ``features`` maps a dense (k, d) tensor of rows to a (k, m) tensor (a kernel feature map).
         One Spark job computes it for every partition, on the executor that holds the partition's
         blocks, ``chunk_rows`` rows at a time, and writes the result as new dense blocks (labels
-        and weights copied). ``right_factor`` (m, r): stored beside each block and opened as
-        ``sparkml.gpu.factored.FactoredBlock`` (features(rows) @ right_factor, never formed). The summary
-        stays the input's. Release the derived data first.
+        and weights copied; ``sparkml.data.derive``). ``right_factor`` (m, r): stored beside each block and
+        opened as ``sparkml.gpu.factored.FactoredBlock`` (features(rows) @ right_factor, never formed).
+        ``plan`` (``derive.KernelPlan``, Nystroem): the rows whose kernel block does not fit their executor's
+        budget are kept as rows, their kernel computed by every pass. In a classic session ``features``,
+        ``right_factor`` and ``plan`` (the landmarks, the projection) reach the tasks as one broadcast, not
+        inside each task. The summary stays the input's. Release the derived data first.
         """
+        from sparkml.data.derive import derive_partition, executor_shares
+
         source, target, dtype = self.dataset_id, block_store.new_dataset_id(), self.dtype
-        if right_factor is not None:  # stored in the blocks' dtype: cast before it enters the closure
+        if right_factor is not None:  # stored in the blocks' dtype: cast before it is shipped
             right_factor = np.ascontiguousarray(right_factor, dtype=np.float32 if dtype == "float32" else np.float64)
+        if plan is not None and not plan.shares:
+            plan = dataclasses.replace(plan, shares=executor_shares(self.blocks))
+        # Spark Connect has no broadcast: there they travel in the tasks' closure
+        broadcast = None if self.connect else self.sc.broadcast((features, right_factor, plan))
+        inline = (features, right_factor, plan) if broadcast is None else None
 
         def run(pairs):
             import torch
 
             from sparkml import task_context
-            from sparkml.gpu import resolve_dtype
 
+            feats, right, kernel_plan = inline if broadcast is None else broadcast.value
             dev = torch.device(task_context.device(device).device)
             out = []
             for partition, rows in pairs:
+                stored = 0
                 if rows:
-                    part = block_store.open_partition(source, partition, dev, resolve_dtype(dtype))
-                    writer = block_store.PartitionWriter(target, partition)
-                    try:
-                        for i in range(0, part.n_rows, chunk_rows):
-                            writer.append("x", features(part.block.rows(i, i + chunk_rows)).cpu().numpy())
-                        if right_factor is not None:
-                            writer.append("right", np.asarray(right_factor, dtype=writer.meta["x"]["dtype"]))
-                        writer.append("y", part.y.cpu().numpy())
-                        writer.append("w", part.w.cpu().numpy())
-                        writer.commit()
-                    except BaseException:
-                        writer.abort()
-                        raise
-                out.append((partition, rows, json.dumps({"store": block_store.store_key()}), b""))
+                    stored = derive_partition(
+                        source, target, partition, dev, dtype, feats, right, kernel_plan, chunk_rows
+                    )
+                info = {"store": block_store.store_key(), "stored": stored}
+                out.append((partition, rows, json.dumps(info), b""))
             return out
 
         def run_arrow(batches):
@@ -225,13 +230,16 @@ class TrainingData:
             handles = self.handles.mapPartitions(lambda it: run([(r[0], r[1]) for r in it])).cache()
         derived = TrainingData(handles, target, self.summary, False, dtype, self.spark)
         derived.barrier, derived.strategy = self.barrier, self.strategy
+        derived._broadcast = broadcast  # a recomputed handle reads it: kept until ``release``
         try:
             rows = handles.collect()
         except Exception:
             derived.release(best_effort=True)
             raise
-        derived.blocks = [(r[0], r[1], json.loads(r[2])["store"]) for r in rows if r[1]]
+        infos = [json.loads(r[2]) for r in rows]
+        derived.blocks = [(r[0], r[1], i["store"]) for r, i in zip(rows, infos) if r[1]]
         derived.n_partitions = len(rows)
+        derived.stored_rows = sum(i["stored"] for i in infos)
         return derived
 
     def release(self, best_effort=False):
@@ -290,6 +298,8 @@ class TrainingData:
                 self.handles.unpersist(blocking=False)
                 if self._checkpointed is not None:
                     self._checkpointed.unpersist(blocking=False)
+                if self._broadcast is not None:
+                    self._broadcast.unpersist(blocking=False)
             except Exception:  # a stopped session (a killed application): its cached data is gone with it
                 logger.warning("the cached handles of dataset %s could not be unpersisted", dataset_id)
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
+from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec, RowFeatures
 from sparkml.kernel.landmarks import choose_landmarks, grow_landmarks, landmark_target
-from sparkml.kernel.params import AUTO_BLOCK_BYTES, RFF_DEFAULT_FEATURES
+from sparkml.kernel.params import RFF_DEFAULT_FEATURES
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -115,13 +115,13 @@ def _weighted(dataset, weight_col, label_col, class_weights):
 
 
 def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gamma, weight_col):
-    """``grow_landmarks`` for ``est``'s Params: up to ``landmark_target`` of the rows, at most maxLandmarks and as
-    many as keep the kernel blocks of all rows within ``AUTO_BLOCK_BYTES``."""
+    """``grow_landmarks`` for ``est``'s Params: up to ``landmark_target`` of the rows, at most maxLandmarks. Memory
+    does not bound them: the kernel blocks that do not fit an executor are computed per pass
+    (``sparkml.kernel.block_budget``)."""
     from sparkml.gpu.nystroem import residual_fraction
 
     summary = where[3]
-    itemsize = np.dtype(est.getDtype()).itemsize
-    cap = max(1, min(est.getMaxLandmarks(), AUTO_BLOCK_BYTES // max(1, summary.rows * itemsize)))
+    cap = max(1, est.getMaxLandmarks())
     args = {"gamma": gamma, "degree": est.getDegree(), "coef0": est.getCoef0()}
     landmarks, rows, trail = grow_landmarks(
         *where,
@@ -149,28 +149,7 @@ def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gam
 
 
 def block_features(spec):
-    """The function ``TrainingData.derive`` applies to a partition's rows on its executor (numpy in
-    the closure: no tensors pickled): their Nystroem kernel block K(rows, L) (the projection is
-    the right factor, shipped apart), or their random Fourier features."""
-    cache: dict[Any, Any] = {}  # Nystroem: (device, dtype) -> the landmarks there; else device -> the map
-    if isinstance(spec, NystroemSpec):
-        kernel, landmarks, args = spec.kernel, spec.landmarks, spec.kernel_args
-
-        def block(rows):
-            import torch
-
-            from sparkml.gpu.kernels import kernel_matrix
-
-            key = (rows.device, rows.dtype)
-            if key not in cache:  # the landmarks on each device and dtype, once per executor process
-                cache[key] = torch.as_tensor(landmarks).to(device=rows.device, dtype=rows.dtype)
-            return kernel_matrix(kernel, rows, cache[key], **args)
-
-        return block
-
-    def phi(rows):
-        if rows.device not in cache:  # one map per executor process and device, its casts cached
-            cache[rows.device] = spec.make().to(rows.device)
-        return cache[rows.device].transform(rows)
-
-    return phi
+    """The function ``TrainingData.derive`` applies to a partition's rows on its executor: their Nystroem kernel
+    block K(rows, L) (the projection is the right factor, shipped apart), or their random Fourier features
+    (``sparkml.gpu.feature_maps.RowFeatures``, picklable into a broadcast)."""
+    return RowFeatures(spec)
