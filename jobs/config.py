@@ -16,6 +16,7 @@ import yaml
 from sparkml import catalog
 from sparkml.jobs.errors import ConfigError
 from sparkml.jobs.names import alias_name, plain_name, shown
+from sparkml.param_table import first_problem
 
 FORMATS = ("parquet", "csv", "libsvm")
 GENERATED_KINDS = ("binary", "regression", "multiclass")
@@ -340,8 +341,13 @@ def estimator_params(cls):
 
 
 def validate_params(name, params):
-    """Check estimator params by name and through each Param's typeConverter; return converted values."""
-    known = estimator_params(estimator_class(name))
+    """Check estimator params by name, through each Param's typeConverter and each Param's rule (the estimator's:
+    ``sparkml.base.validation.param_rules``, so a value is refused with the words its fit would refuse it with);
+    return converted values."""
+    from sparkml.base.validation import param_rules  # the estimators' floor: imported where an estimator is
+
+    cls = estimator_class(name)
+    known = estimator_params(cls)
     out = {}
     for key, value in params.items():
         dotted = f"model.params.{key}"
@@ -358,7 +364,19 @@ def validate_params(name, params):
         except (TypeError, ValueError) as e:  # a stock converter's text is generic; a custom one's is not
             problem = f"expected {wanted}, got {value!r}" if wanted != "a valid value" else str(e)
             raise ConfigError(dotted, problem) from None
+    found = first_problem(param_rules(cls), {**_param_defaults(cls), **out})
+    if found is not None:
+        raise ConfigError(f"model.params.{found[0]}", found[1])
     return out
+
+
+def _param_defaults(cls):
+    """Param name -> default of an estimator class (none for one that needs a SparkContext to be made)."""
+    try:
+        estimator = cls()
+    except Exception:  # e.g. AssertionError: no SparkContext for a JavaEstimator
+        return {}
+    return {p.name: v for p, v in estimator.extractParamMap().items()}
 
 
 def task_of(name):

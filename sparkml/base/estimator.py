@@ -12,7 +12,7 @@
     fitMultiple(df, maps)   the same, with one conversion shared by the maps that convert alike
                             (``base.fit_multiple``)
 
-An estimator supplies ``_train`` and, where it differs, ``_param_rules`` (more Param checks) and
+An estimator supplies ``_train`` and, where it differs, ``_param_rules`` (its own Params' rules) and
 ``_compute_dtype``. The linear models supply less still (``linear.estimator.LinearEstimator``).
 The fitted model keeps the estimator's uid and Params (``_fitted``), as MLlib's models do.
 
@@ -25,7 +25,7 @@ one saves and loads back with it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark import keyword_only
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
     from sparkml.base.params import HasTrainingParams
+    from sparkml.param_table import Rule
 
     class _WritableParams(MLWritable, HasLabelCol, HasFeaturesCol, HasTrainingParams):
         """``MLWritable`` and the Params of every estimator that mixes in ``TorchEstimator``."""
@@ -71,8 +72,8 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
     """
 
     _compute_dtype: ClassVar[str | None] = "float64"  # the linear models compute in float64 over float32 storage
-    # (Param, accepted, why not) beyond base.validation.COMMON_RULES
-    _param_rules: ClassVar[tuple[tuple[str, Callable[[Any], bool], str], ...]] = ()
+    # Param -> sparkml.param_table.Rule: this estimator's own, added to (or replacing) the table's
+    _param_rules: ClassVar[Mapping[str, Rule]] = {}
     _input_kwargs: dict[str, Any]  # the keyword arguments of a ``keyword_only`` method's call
 
     @keyword_only
@@ -81,7 +82,7 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         return self._set(**kwargs)
 
     def _check_params(self):
-        check_params(self, self._param_rules)
+        check_params(self)
         check_checkpoint_params(
             self._checkpoint_dir(),
             self.getOrDefault("checkpointInterval"),
@@ -173,19 +174,11 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
     def _make_strategy(self, data, loss):
         """The strategy over ``data`` for the ``sparkml.gpu`` loss ``loss``: the one ``data`` was converted for
         (``_conversion``)."""
-        from sparkml.strategies import StrategyOptions, make_strategy
+        from sparkml.strategies import StrategyOptions, make_strategy, table
 
-        name = data.strategy
-        settings = {
-            "device": "device",
-            "aggregation_depth": "aggregationDepth",
-            "num_workers": "numWorkers",
-            "local_iter": "localIter",
-            "staleness": "staleness",
-            "topology": "topology",
-        }
-        options = StrategyOptions(**{k: self.getOrDefault(p) for k, p in settings.items() if self.hasParam(p)})
-        return make_strategy(name, data, loss, options)
+        mapping = table.option_params()  # option -> Param; an option whose Param the estimator lacks keeps its default
+        options = StrategyOptions(**{k: self.getOrDefault(p) for k, p in mapping.items() if self.hasParam(p)})
+        return make_strategy(data.strategy, data, loss, options)
 
     def addIterationCallback(self, callback: Callable[[Iteration], None]) -> Self:
         """Call ``callback(event)`` on the driver at the end of every iteration of this estimator's fits, as it

@@ -6,12 +6,14 @@ pyspark.ml's own Param mixins, so names, defaults and documentation match MLlib 
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING
 
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasCheckpointInterval
 
 from sparkml.data.class_weight import to_class_weight
+from sparkml.param_table import DEFAULTS
 from sparkml.saved_classes import DEVICES, DTYPES, TOPOLOGIES, OneOf
 from sparkml.strategies import table as strategy_table
 
@@ -69,6 +71,18 @@ with_setters = _accessors(
 )
 
 
+def with_signature_defaults(cls):
+    """A class decorator: the keyword arguments of ``cls.__init__`` written ``...`` get their Params' defaults (None
+    for a Param without one), so ``help()``, ``inspect.signature`` and the API docs show the values a fit uses
+    while each default is written once, where its Param gets it (``_setDefault``; ``sparkml.param_table``)."""
+    init = inspect.unwrap(cls.__init__)  # beneath pyspark's keyword_only
+    defaults = {param.name: value for param, value in cls()._defaultParamMap.items()}
+    init.__kwdefaults__ = {
+        name: defaults.get(name) if value is ... else value for name, value in (init.__kwdefaults__ or {}).items()
+    }
+    return cls
+
+
 @with_getters("strategy")
 @with_setters("strategy")
 class HasStrategy(Params):
@@ -105,7 +119,7 @@ class HasStrategy(Params):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(strategy="auto")
+        self._setDefault(strategy=DEFAULTS["strategy"])
 
 
 @with_getters("device")
@@ -129,7 +143,7 @@ class HasDevice(Params):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(device="auto")
+        self._setDefault(device=DEFAULTS["device"])
 
 
 @with_getters("dtype")
@@ -156,7 +170,7 @@ class HasDtype(Params):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(dtype="float32")
+        self._setDefault(dtype=DEFAULTS["dtype"])
 
 
 @with_getters("numWorkers")
@@ -180,7 +194,7 @@ class HasNumWorkers(Params):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(numWorkers=0)
+        self._setDefault(numWorkers=DEFAULTS["numWorkers"])
 
 
 @with_getters("localIter")
@@ -203,7 +217,7 @@ class HasLocalIter(Params):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(localIter=10)
+        self._setDefault(localIter=DEFAULTS["localIter"])
 
 
 @with_getters("staleness")
@@ -227,7 +241,7 @@ class HasStaleness(Params):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(staleness=3)
+        self._setDefault(staleness=DEFAULTS["staleness"])
 
 
 @with_getters("topology")
@@ -251,7 +265,7 @@ class HasTopology(Params):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(topology="ring")
+        self._setDefault(topology=DEFAULTS["topology"])
 
 
 @with_getters("checkpointDir", "checkpointInterval")
@@ -281,7 +295,7 @@ class HasCheckpointDir(HasCheckpointInterval):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self._setDefault(checkpointInterval=10)
+        self._setDefault(checkpointInterval=DEFAULTS["checkpointInterval"])
 
 
 class HasTrainingParams(HasStrategy, HasDevice, HasDtype, HasNumWorkers, HasCheckpointDir):

@@ -1,6 +1,8 @@
 """The estimators' checks of their Params and labels, made before any iteration runs.
 
-* Params (``check_params``): values MLlib would reject, checked before any data is touched.
+* Params (``check_params``): values MLlib would reject, checked before any data is touched: each Param's rule
+  (``sparkml.param_table``, and the estimator's ``_param_rules``), then the checks across Params
+  (``check_bounds_params``, ``check_huber_params``).
 * The labels of each model (``classification_labels``, ``binary_labels``), from the conversion's
   statistics.
 
@@ -9,18 +11,8 @@ The checks of the data itself (schema, null, NaN or infinite values, ragged vect
 """
 
 from sparkml.data.statistics import MAX_CLASSES
+from sparkml.param_table import RULES, first_problem
 
-# (Param, accepted, why not): the rules every estimator shares, when it has the Param
-COMMON_RULES = (
-    ("maxIter", lambda v: v >= 0, "must be >= 0"),
-    ("tol", lambda v: v >= 0, "must be >= 0"),
-    ("regParam", lambda v: v >= 0, "must be >= 0"),
-    ("elasticNetParam", lambda v: 0 <= v <= 1, "must be in [0, 1]"),
-    ("aggregationDepth", lambda v: v >= 2, "must be >= 2"),
-    ("numWorkers", lambda v: v >= 0, "must be >= 0"),
-    ("localIter", lambda v: v >= 1, "must be >= 1"),
-    ("staleness", lambda v: v >= 0, "must be >= 0"),
-)
 BOUND_PARAMS = (
     "lowerBoundsOnCoefficients",
     "upperBoundsOnCoefficients",
@@ -29,11 +21,18 @@ BOUND_PARAMS = (
 )
 
 
-def check_params(est, rules=()):
-    """ValueError for the first Param of ``est`` that breaks ``COMMON_RULES`` or ``rules``."""
-    for name, ok, why in COMMON_RULES + tuple(rules):
-        if est.hasParam(name) and est.isDefined(name) and not ok(est.getOrDefault(name)):
-            raise ValueError(f"{name} {why}; got {est.getOrDefault(name)}")
+def param_rules(estimator):
+    """Param name -> ``param_table.Rule`` of an estimator (class or instance): the table's rules, its own
+    (``_param_rules``) replacing them for the same Param."""
+    return {**RULES, **getattr(estimator, "_param_rules", {})}
+
+
+def check_params(est):
+    """ValueError for the first Param of ``est`` that breaks its rule (``param_rules``)."""
+    values = {p.name: est.getOrDefault(p) for p in est.params if est.isDefined(p)}
+    found = first_problem(param_rules(est), values)
+    if found is not None:
+        raise ValueError(found[1])
 
 
 def check_bounds_params(est):
@@ -55,10 +54,8 @@ def check_bounds_params(est):
 
 
 def check_huber_params(est):
-    """MLlib's rules for LinearRegression's loss='huber': epsilon > 1, no normal solver, L2 only."""
-    check_choice("loss", est.getOrDefault("loss"), ("squaredError", "huber"))
-    if not est.getOrDefault("epsilon") > 1:
-        raise ValueError(f"epsilon must be > 1.0; got {est.getOrDefault('epsilon')}")
+    """MLlib's rules for LinearRegression's loss='huber' across Params: no normal solver, L2 only (``loss``'s and
+    ``epsilon``'s own are the estimator's ``_param_rules``)."""
     if est.getOrDefault("loss") != "huber":
         return
     if est.getOrDefault("solver") == "normal":
@@ -71,12 +68,6 @@ def check_huber_params(est):
             f"elasticNetParam must be 0 with loss='huber': LinearRegression with huber loss only "
             f"supports L2 regularization; got {est.getOrDefault('elasticNetParam')}"
         )
-
-
-def check_choice(name, value, allowed, why=""):
-    """ValueError unless ``value`` is one of ``allowed``."""
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(allowed)}{why}; got {value!r}")
 
 
 def classification_labels(summary, label_col, family="auto"):

@@ -58,13 +58,14 @@ from pyspark import keyword_only
 from pyspark.ml.classification import Classifier
 
 from sparkml.base.estimator import TorchEstimator
-from sparkml.base.params import with_setters
-from sparkml.base.validation import check_choice, classification_labels
+from sparkml.base.params import with_setters, with_signature_defaults
+from sparkml.base.validation import classification_labels
 from sparkml.gpu import OneVsOneProblems, OneVsRestProblems, PlattProblems, SmoothedHingeLoss, SquaredHingeLoss
 from sparkml.gpu.fourier import FOURIER_KERNELS
 from sparkml.kernel.feature_map import block_features, checkpointed_feature_map, fit_feature_map
 from sparkml.kernel.model import KernelSVCModel
 from sparkml.kernel.params import _KernelSVCParams, resolve_gamma
+from sparkml.param_table import Rule, at_least, choice_of
 from sparkml.strategies import table as strategy_table
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ _OVO_MAX_CLASSES = 10
     "multiClass",
     "probability",
 )
+@with_signature_defaults
 class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
     """Kernel SVM classifier (binary, and multi-class one-vs-one or one-vs-rest) on Spark with PyTorch kernels.
 
@@ -116,13 +118,18 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
     data and Params resumes from them.
     """
 
-    _param_rules = (
-        ("regParam", lambda v: v > 0, "must be > 0 for KernelSVC (1 / (n C))"),
-        ("numLandmarks", lambda v: v >= 1, "must be >= 1"),
-        ("degree", lambda v: v >= 1, "must be >= 1"),
-        ("maxLandmarks", lambda v: v >= 1, "must be >= 1"),
-        ("landmarkTol", lambda v: 0 < v < 1, "must be in (0, 1)"),
-    )
+    _param_rules = {
+        "regParam": Rule(lambda v: v > 0, "must be > 0 for KernelSVC (1 / (n C))"),
+        "numLandmarks": at_least(1),
+        "degree": at_least(1),
+        "maxLandmarks": at_least(1),
+        "landmarkTol": Rule(lambda v: 0 < v < 1, "must be in (0, 1)"),
+        "strategy": choice_of(
+            lambda: (strategy_table.AUTO, *strategy_table.names_where(kernel_svc=True)),
+            " (KernelSVC solves by Newton's method, whose passes are exact sums: no model averaging, parameter "
+            "server or gossip)",
+        ),
+    }
 
     _compute_dtype = None  # computes in ``dtype``: its features are derived in it
 
@@ -171,38 +178,38 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
     @keyword_only
     def __init__(
         self,
-        *,
-        featuresCol="features",
-        labelCol="label",
-        predictionCol="prediction",
-        rawPredictionCol="rawPrediction",
-        probabilityCol="probability",
-        kernel="rbf",
-        gamma="scale",
-        degree=3,
-        coef0=0.0,
-        regParam=1e-4,
-        method="nystroem",
+        *,  # ...: the Param's default (with_signature_defaults); None: the Param has none
+        featuresCol=...,
+        labelCol=...,
+        predictionCol=...,
+        rawPredictionCol=...,
+        probabilityCol=...,
+        kernel=...,
+        gamma=...,
+        degree=...,
+        coef0=...,
+        regParam=...,
+        method=...,
         numLandmarks=None,
-        maxLandmarks=4000,
-        landmarkTol=0.05,
-        landmarkSelection="kmeans",
-        loss="hinge",
-        multiClass="auto",
-        probability=False,
-        maxIter=100,
-        tol=1e-4,
-        seed=0,
-        fitIntercept=True,
-        threshold=0.0,
+        maxLandmarks=...,
+        landmarkTol=...,
+        landmarkSelection=...,
+        loss=...,
+        multiClass=...,
+        probability=...,
+        maxIter=...,
+        tol=...,
+        seed=...,
+        fitIntercept=...,
+        threshold=...,
         weightCol=None,
-        aggregationDepth=2,
-        strategy="auto",
-        device="auto",
-        dtype="float32",
-        numWorkers=0,
+        aggregationDepth=...,
+        strategy=...,
+        device=...,
+        dtype=...,
+        numWorkers=...,
         checkpointDir=None,
-        checkpointInterval=10,
+        checkpointInterval=...,
         classWeight=None,
     ) -> None:
         super().__init__()
@@ -215,13 +222,6 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
                 f"method='rff' needs a shift-invariant kernel ({', '.join(FOURIER_KERNELS)}); "
                 f"kernel is {self.getKernel()!r}: use method='nystroem'"
             )
-        check_choice(
-            "strategy",
-            self.getStrategy(),
-            (strategy_table.AUTO, *strategy_table.names_where(kernel_svc=True)),
-            " (KernelSVC solves by Newton's method, whose passes are exact sums: no model averaging, parameter "
-            "server or gossip)",
-        )
 
     def _checkpoint_refusal(self):
         return None  # the feature map and the Newton rounds (Platt scaling, a few cheap passes, is not kept)

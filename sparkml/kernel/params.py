@@ -184,7 +184,6 @@ class _KernelSVCParams(
             regParam=1e-4,
             fitIntercept=True,
             threshold=0.0,
-            aggregationDepth=2,
             kernel="rbf",
             gamma="scale",
             degree=3,

@@ -37,15 +37,16 @@ from pyspark.ml.regression import PredictionModel, Predictor, _LinearRegressionP
 from pyspark.sql.types import DoubleType, StructField, StructType
 
 from sparkml.base.model import ConvertsToStock, HasCoefficientVector, KeepsTrainingSummary, ModelIO
-from sparkml.base.params import HasTorchTrainingParams, with_setters
+from sparkml.base.params import HasTorchTrainingParams, with_setters, with_signature_defaults
 from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import LinearRegressionTrainingSummary, training_summary
-from sparkml.base.validation import check_choice, check_huber_params
+from sparkml.base.validation import check_huber_params
 from sparkml.gpu import HuberLoss, SquaredLoss
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
 from sparkml.linear.normal_equations import solve_normal_equations
 from sparkml.linear.scale_objective import WithScale
 from sparkml.optim.progress import TrainingSummary, logger
+from sparkml.param_table import Rule, choice_of
 
 if TYPE_CHECKING:
     from pyspark.ml.linalg import Vector
@@ -72,8 +73,15 @@ class _Params(_LinearRegressionParams, HasTorchTrainingParams):
     "epsilon",
     "maxBlockSizeInMB",
 )
+@with_signature_defaults
 class LinearRegression(LinearEstimator, Predictor, _Params):
     """pyspark.ml's LinearRegression (squaredError or huber), trained with PyTorch kernels on the executors."""
+
+    _param_rules = {  # MLlib's
+        "solver": choice_of(("auto", "normal", "l-bfgs")),
+        "loss": choice_of(("squaredError", "huber")),
+        "epsilon": Rule(lambda v: v > 1, "must be > 1.0"),
+    }
 
     if TYPE_CHECKING:  # made by with_setters
 
@@ -88,38 +96,37 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
     @keyword_only
     def __init__(
         self,
-        *,
-        featuresCol="features",
-        labelCol="label",
-        predictionCol="prediction",
-        maxIter=100,
-        regParam=0.0,
-        elasticNetParam=0.0,
-        tol=1e-6,
-        fitIntercept=True,
-        standardization=True,
-        solver="auto",
+        *,  # ...: the Param's default (with_signature_defaults); None: the Param has none
+        featuresCol=...,
+        labelCol=...,
+        predictionCol=...,
+        maxIter=...,
+        regParam=...,
+        elasticNetParam=...,
+        tol=...,
+        fitIntercept=...,
+        standardization=...,
+        solver=...,
         weightCol=None,
-        aggregationDepth=2,
-        loss="squaredError",
-        epsilon=1.35,
-        maxBlockSizeInMB=0.0,
-        strategy="auto",
-        device="auto",
-        dtype="float32",
-        numWorkers=0,
-        localIter=10,
-        staleness=3,
-        topology="ring",
+        aggregationDepth=...,
+        loss=...,
+        epsilon=...,
+        maxBlockSizeInMB=...,
+        strategy=...,
+        device=...,
+        dtype=...,
+        numWorkers=...,
+        localIter=...,
+        staleness=...,
+        topology=...,
         checkpointDir=None,
-        checkpointInterval=10,
+        checkpointInterval=...,
     ) -> None:
         super().__init__()
         self._set(**self._input_kwargs)
 
     def _check_params(self):
         super()._check_params()
-        check_choice("solver", self.getSolver(), ("auto", "normal", "l-bfgs"))
         check_huber_params(self)
 
     def _bounded_checkpoint_refusal(self):

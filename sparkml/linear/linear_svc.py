@@ -19,7 +19,7 @@ from pyspark.ml.linalg import DenseVector, Vectors, VectorUDT
 from pyspark.sql.types import DoubleType, StructField, StructType
 
 from sparkml.base.model import ConvertsToStock, HasCoefficientVector, KeepsTrainingSummary, ModelIO
-from sparkml.base.params import HasClassWeight, HasTorchTrainingParams, with_setters
+from sparkml.base.params import HasClassWeight, HasTorchTrainingParams, with_setters, with_signature_defaults
 from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import LinearSVCTrainingSummary, training_summary
 from sparkml.base.validation import binary_labels
@@ -46,6 +46,7 @@ class _Params(_LinearSVCParams, HasTorchTrainingParams, HasClassWeight):
     "aggregationDepth",
     "maxBlockSizeInMB",
 )
+@with_signature_defaults
 class LinearSVC(LinearEstimator, Classifier, _Params):
     """pyspark.ml's LinearSVC, trained with PyTorch kernels on the executors."""
 
@@ -56,29 +57,29 @@ class LinearSVC(LinearEstimator, Classifier, _Params):
     @keyword_only
     def __init__(
         self,
-        *,
-        featuresCol="features",
-        labelCol="label",
-        predictionCol="prediction",
-        maxIter=100,
-        regParam=0.0,
-        tol=1e-6,
-        rawPredictionCol="rawPrediction",
-        fitIntercept=True,
-        standardization=True,
-        threshold=0.0,
+        *,  # ...: the Param's default (with_signature_defaults); None: the Param has none
+        featuresCol=...,
+        labelCol=...,
+        predictionCol=...,
+        maxIter=...,
+        regParam=...,
+        tol=...,
+        rawPredictionCol=...,
+        fitIntercept=...,
+        standardization=...,
+        threshold=...,
         weightCol=None,
-        aggregationDepth=2,
-        maxBlockSizeInMB=0.0,
-        strategy="auto",
-        device="auto",
-        dtype="float32",
-        numWorkers=0,
-        localIter=10,
-        staleness=3,
-        topology="ring",
+        aggregationDepth=...,
+        maxBlockSizeInMB=...,
+        strategy=...,
+        device=...,
+        dtype=...,
+        numWorkers=...,
+        localIter=...,
+        staleness=...,
+        topology=...,
         checkpointDir=None,
-        checkpointInterval=10,
+        checkpointInterval=...,
         classWeight=None,
     ) -> None:
         super().__init__()

@@ -32,7 +32,7 @@ from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, Vectors, Vect
 from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
 
 from sparkml.base.model import ConvertsToStock, KeepsTrainingSummary, ModelIO
-from sparkml.base.params import HasClassWeight, HasTorchTrainingParams, with_setters
+from sparkml.base.params import HasClassWeight, HasTorchTrainingParams, with_setters, with_signature_defaults
 from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import (
     BinaryLogisticRegressionTrainingSummary,
@@ -51,20 +51,7 @@ if TYPE_CHECKING:
 
 
 class _Params(_LogisticRegressionParams, HasTorchTrainingParams, HasClassWeight):
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(
-            maxIter=100,
-            regParam=0.0,
-            tol=1e-6,
-            threshold=0.5,
-            family="auto",
-            maxBlockSizeInMB=0.0,
-            elasticNetParam=0.0,
-            fitIntercept=True,
-            standardization=True,
-            aggregationDepth=2,
-        )
+    pass
 
 
 @with_setters(
@@ -83,6 +70,7 @@ class _Params(_LogisticRegressionParams, HasTorchTrainingParams, HasClassWeight)
     "lowerBoundsOnIntercepts",
     "upperBoundsOnIntercepts",
 )
+@with_signature_defaults
 class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
     """pyspark.ml's LogisticRegression, trained with PyTorch kernels on the executors.
 
@@ -107,37 +95,37 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
     @keyword_only
     def __init__(
         self,
-        *,
-        featuresCol="features",
-        labelCol="label",
-        predictionCol="prediction",
-        maxIter=100,
-        regParam=0.0,
-        elasticNetParam=0.0,
-        tol=1e-6,
-        fitIntercept=True,
-        threshold=0.5,
+        *,  # ...: the Param's default (with_signature_defaults); None: the Param has none
+        featuresCol=...,
+        labelCol=...,
+        predictionCol=...,
+        maxIter=...,
+        regParam=...,
+        elasticNetParam=...,
+        tol=...,
+        fitIntercept=...,
+        threshold=...,
         thresholds=None,
-        probabilityCol="probability",
-        rawPredictionCol="rawPrediction",
-        standardization=True,
+        probabilityCol=...,
+        rawPredictionCol=...,
+        standardization=...,
         weightCol=None,
-        aggregationDepth=2,
-        family="auto",
+        aggregationDepth=...,
+        family=...,
         lowerBoundsOnCoefficients=None,
         upperBoundsOnCoefficients=None,
         lowerBoundsOnIntercepts=None,
         upperBoundsOnIntercepts=None,
-        maxBlockSizeInMB=0.0,
-        strategy="auto",
-        device="auto",
-        dtype="float32",
-        numWorkers=0,
-        localIter=10,
-        staleness=3,
-        topology="ring",
+        maxBlockSizeInMB=...,
+        strategy=...,
+        device=...,
+        dtype=...,
+        numWorkers=...,
+        localIter=...,
+        staleness=...,
+        topology=...,
         checkpointDir=None,
-        checkpointInterval=10,
+        checkpointInterval=...,
         classWeight=None,
     ) -> None:
         super().__init__()

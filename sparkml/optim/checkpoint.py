@@ -43,6 +43,8 @@ import uuid
 
 import numpy as np
 
+from sparkml.param_table import RULES, check
+
 logger = logging.getLogger("sparkml")
 
 FORMAT = 1
@@ -56,18 +58,14 @@ _RTOL = 1e-9
 
 def check_params(directory, interval, refusal):
     """ValueError when a fit with ``checkpointDir`` = ``directory`` (None: unset) cannot checkpoint (``refusal``: the
-    estimator's reason, or None), ``directory`` is not a path, or ``interval`` (``checkpointInterval``) is below 1."""
+    estimator's reason, or None), or ``directory`` or ``interval`` (``checkpointInterval``) breaks its Param's rule
+    (``sparkml.param_table``: a local or mounted path; at least 1)."""
     if directory is None:
         return
     if refusal:
         raise ValueError(f"checkpointDir is set but {refusal}: unset checkpointDir")
-    if "://" in directory and not directory.startswith("file:"):
-        raise ValueError(
-            f"checkpointDir must be a local or mounted path (shared by the driver and the executors "
-            f"with strategy 'allreduce'); got {directory!r}"
-        )
-    if interval < 1:
-        raise ValueError(f"checkpointInterval must be >= 1 when checkpointDir is set; got {interval}")
+    rules = {name: RULES[name] for name in ("checkpointDir", "checkpointInterval")}
+    check(rules, {"checkpointDir": directory, "checkpointInterval": interval})
 
 
 def _jsonable(value):

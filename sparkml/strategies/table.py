@@ -11,14 +11,18 @@ A strategy is a transport crossed with a solver:
 
 Each row says once what its pair supports. The transports are ``strategies.jobs`` and ``strategies.stage``;
 a solver is a plain function of the transport's communicator (``strategies.solvers``). Adding a strategy: its
-solver in its own module and one row here. This module imports nothing of the library and no pyspark or torch.
+solver in its own module and one row here. This module imports nothing of the library but the Params' table
+(``sparkml.param_table``: the options' defaults), and no pyspark or torch.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from sparkml.param_table import DEFAULTS
 
 
 @dataclass(frozen=True)
@@ -78,16 +82,30 @@ def _load(path: str) -> Callable:
     return getattr(importlib.import_module(module), attr)
 
 
+def _option(param: str) -> Any:
+    """A ``StrategyOptions`` field set from the Param ``param``, with that Param's default."""
+    return field(default=DEFAULTS[param], metadata={"param": param})
+
+
 @dataclass(frozen=True)
 class StrategyOptions:
-    """The estimator's settings a strategy is built with; each transport and solver reads the ones it uses."""
+    """The estimator's settings a strategy is built with; each transport and solver reads the ones it uses.
 
-    device: str = "auto"
-    aggregation_depth: int = 2
-    num_workers: int = 0
-    local_iter: int = 10
-    staleness: int = 3
-    topology: str = "ring"
+    Each field is one Param's value (``option_params``: the mapping ``TorchEstimator._make_strategy`` reads),
+    its default that Param's (``sparkml.param_table``).
+    """
+
+    device: str = _option("device")
+    aggregation_depth: int = _option("aggregationDepth")
+    num_workers: int = _option("numWorkers")
+    local_iter: int = _option("localIter")
+    staleness: int = _option("staleness")
+    topology: str = _option("topology")
+
+
+def option_params() -> dict[str, str]:
+    """``StrategyOptions`` field -> the Param it is set from."""
+    return {f.name: f.metadata["param"] for f in fields(StrategyOptions)}
 
 
 AUTO = "auto"
