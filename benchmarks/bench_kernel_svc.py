@@ -30,6 +30,15 @@ otherwise land on whichever fit comes first.
     .venv/bin/python benchmarks/bench_kernel_svc.py                        # 10k, 30k, 100k x 20 + bundled
     .venv/bin/python benchmarks/bench_kernel_svc.py --sizes 1000000 --no-bundled --sklearn-max-rows 0
 
+``--rows N``: the scale run, KernelSVC at its defaults (numLandmarks unset) on N synthetic rows only, no SVC, no
+LinearSVC, no other data set; each fit also records the peak memory of the local application (the JVM and its
+Python workers, ``memory.py``) and how many rows' kernel blocks the executors stored (the others' are computed
+by every pass), into ``benchmarks/results/kernel_svc_<N>.json``:
+
+    .venv/bin/python benchmarks/bench_kernel_svc.py --rows 1000000
+    .venv/bin/python benchmarks/bench_kernel_svc.py --rows 3000000
+    .venv/bin/python benchmarks/bench_kernel_svc.py --rows 10000000
+
 Prints a table and writes JSON (default ``benchmarks/results/kernel_svc.json``).
 """
 
@@ -44,6 +53,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report
+from memory import PeakMemory
 
 SVC_CACHE_MB = 2000
 
@@ -73,8 +83,15 @@ def parse_args(argv=None):
     p.add_argument("--public-rows", type=int, default=5000, help="rows of the generated public problems")
     p.add_argument("--no-linear-svc", action="store_true", help="skip MLlib's LinearSVC on binary problems")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="benchmarks/results/kernel_svc.json")
+    p.add_argument("--rows", type=int, default=None, help="the scale run on this many rows (module docstring)")
+    p.add_argument("--kernel-blocks", default=None, help="KernelSVC's kernelBlocks (default: its default)")
+    p.add_argument("--kernel-block-memory", default=None, help="KernelSVC's kernelBlockMemory (default: its default)")
+    p.add_argument("--out", default=None, help="default: benchmarks/results/kernel_svc.json (kernel_svc_<N>.json)")
     args = p.parse_args(argv)
+    if args.rows:
+        args.sizes, args.landmarks, args.sklearn_max_rows = str(args.rows), "auto", 0
+        args.no_bundled = args.no_public = args.no_linear_svc = True
+    args.out = args.out or f"benchmarks/results/kernel_svc{f'_{args.rows}' if args.rows else ''}.json"
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
     args.landmarks = [m if m == "auto" else int(m) for m in str(args.landmarks).split(",") if m]
     args.selection = [s for s in args.selection.split(",") if s]
@@ -147,14 +164,18 @@ def make_session(args):
 
 
 def frame(spark, x, y, partitions):
-    """A cached (label, features: VectorUDT) DataFrame of numpy rows, counted."""
-    import pandas as pd
+    """A cached (label, features: VectorUDT) DataFrame of numpy rows, counted. The rows go through one Arrow table
+    (no Python object per row: 10M rows would take minutes and gigabytes as a pandas column of arrays)."""
+    import pyarrow as pa
     from pyspark.ml.functions import array_to_vector
     from pyspark.sql import functions as F
 
-    pdf = pd.DataFrame({"label": y, "features": list(x)})
+    n, d = x.shape
+    offsets = pa.array(np.arange(0, n * d + 1, d, dtype=np.int64))
+    features = pa.LargeListArray.from_arrays(offsets, pa.array(np.ascontiguousarray(x, dtype=np.float64).ravel()))
+    table = pa.table({"label": pa.array(np.asarray(y, dtype=np.float64)), "features": features})
     df = (
-        spark.createDataFrame(pdf, "label double, features array<double>")
+        spark.createDataFrame(table)
         .repartition(partitions)
         .select("label", array_to_vector(F.col("features")).alias("features"))
         .cache()
@@ -179,6 +200,7 @@ def fit_sklearn(args, xtr, xte, ytr, yte):
 def fit_ours(args, train, test, n, m, selection, loss):
     from sparkml.classification import KernelSVC
 
+    blocks = {"kernelBlocks": args.kernel_blocks, "kernelBlockMemory": args.kernel_block_memory}
     est = KernelSVC(
         regParam=1.0 / (n * args.c),
         kernel=args.kernel,
@@ -189,6 +211,7 @@ def fit_ours(args, train, test, n, m, selection, loss):
         dtype=args.dtype,
         seed=args.seed,
         **({} if m == "auto" else {"numLandmarks": m}),
+        **{k: v for k, v in blocks.items() if v is not None},
     )
     search, logger = LandmarkSearch(), logging.getLogger("sparkml")
     level = logger.level
@@ -196,7 +219,8 @@ def fit_ours(args, train, test, n, m, selection, loss):
     logger.addHandler(search)
     try:
         t0 = time.perf_counter()
-        model = est.fit(train)
+        with PeakMemory() as peak:
+            model = est.fit(train)
         fit_s = time.perf_counter() - t0
     finally:
         logger.removeHandler(search)
@@ -211,6 +235,8 @@ def fit_ours(args, train, test, n, m, selection, loss):
         "gamma": model.gammaValue,
         "newton_rounds": [s.totalIterations for s in model.summaries],
         "landmark_search": search.lines,
+        "kernel_blocks_stored": search.stored,
+        "peak_memory": peak.result(),
     }
 
 
@@ -219,11 +245,13 @@ class LandmarkSearch(logging.Handler):
 
     def __init__(self):
         super().__init__(logging.INFO)
-        self.lines = []
+        self.lines, self.stored = [], None
 
     def emit(self, record):
         if "numLandmarks unset" in record.getMessage():
             self.lines.append(record.getMessage())
+        if "the kernel blocks of" in record.getMessage():  # rows stored (the others' computed per pass), of all
+            self.stored = list(record.args)
 
 
 def run(args, spark, name, xtr, xte, ytr, yte):
@@ -281,6 +309,8 @@ def table(rows):
         "Newton rounds",
         "LinearSVC fit s",
         "x LinearSVC",
+        "blocks stored",
+        "peak GB",
     ]
     lines = [head]
     for r in rows:
@@ -302,6 +332,8 @@ def table(rows):
                 ",".join(map(str, ours["newton_rounds"])),
                 f"{r['linear_svc_fit_s']:.2f}" if "linear_svc_fit_s" in r else "-",
                 f"{ours['fit_s'] / r['linear_svc_fit_s']:.2f}" if "linear_svc_fit_s" in r else "-",
+                "{:,} of {:,} rows".format(*ours["kernel_blocks_stored"]) if ours.get("kernel_blocks_stored") else "-",
+                f"{ours['peak_memory']['jvm_plus_workers_gb']:.1f}" if "peak_memory" in ours else "-",
             ]
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]

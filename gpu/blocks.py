@@ -48,6 +48,12 @@ class _Block:
         raise NotImplementedError
 
     @property
+    def computed_per_pass(self) -> bool:
+        """Whether the products compute the block's values from something smaller (``kernel_block.KernelBlock``):
+        copying rows out (``take``) then costs little next to a product, whatever their share."""
+        return False
+
+    @property
     def device(self) -> torch.device:
         """The device the block's tensors live on."""
         raise NotImplementedError

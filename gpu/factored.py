@@ -41,6 +41,10 @@ class FactoredBlock(_Block):
         self.n_rows, self.n_features = left.n_rows, int(right.shape[1])
 
     @property
+    def computed_per_pass(self) -> bool:
+        return self.left.computed_per_pass
+
+    @property
     def storage_dtype(self) -> torch.dtype:
         return self.left.storage_dtype
 

@@ -14,7 +14,7 @@ computes the kernel again, 2 n m d flops and n m exponentials (rbf), where a sto
 on a GPU a few milliseconds per million rows; on a CPU several times the stored read
 (``benchmarks/bench_kernel_torch.py``). ``take(index)`` (the active rows of a Newton round, which its
 conjugate-gradient products read again and again) materializes K(X[index], L) as a ``DenseBlock`` when that
-fits ``take_bytes``, else keeps the taken rows and goes on computing per product.
+fits ``take_bytes`` (as many of them as do, the others computed per product).
 
 Each chunk is computed as a stored block is (``kernel_matrix`` of the rows in their storage dtype against the
 landmarks cast to it) and multiplied as a ``DenseBlock`` of it, so the two give the same numbers up to the
@@ -27,6 +27,7 @@ import torch
 
 from .blocks import DenseBlock, _Block, _compute_dtype
 from .kernels import DEFAULT_BUDGET_BYTES, kernel_matrix
+from .stacked import RowStack
 
 __all__ = ["KernelBlock", "default_chunk_bytes"]
 
@@ -91,6 +92,10 @@ class KernelBlock(_Block):
         )
 
     @property
+    def computed_per_pass(self) -> bool:
+        return True
+
+    @property
     def storage_dtype(self) -> torch.dtype:
         return self.x.dtype
 
@@ -153,12 +158,14 @@ class KernelBlock(_Block):
         return self._kernel(self.x[start:stop]).to(self.dtype)
 
     def take(self, index) -> _Block:
-        """The rows ``index``: their kernel block as a ``DenseBlock`` when it fits ``take_bytes``, else a
-        ``KernelBlock`` of those rows."""
+        """The rows ``index``: the kernel block of as many of them as ``take_bytes`` holds, as a ``DenseBlock``
+        (computed once here), and a ``KernelBlock`` of the others (stacked after it)."""
         taken = self.x.index_select(0, self._index(index))
-        if len(taken) * self.n_features * self.x.element_size() <= self.take_bytes:
-            return DenseBlock(self._like(taken)._materialize(), self._compute)
-        return self._like(taken)
+        kept = min(len(taken), self.take_bytes // max(1, self.n_features * self.x.element_size()))
+        if kept == 0:
+            return self._like(taken)
+        stored = DenseBlock(self._like(taken[:kept])._materialize(), self._compute)
+        return stored if kept == len(taken) else RowStack([stored, self._like(taken[kept:])])
 
     def _materialize(self) -> torch.Tensor:
         out = torch.empty((self.n_rows, self.n_features), dtype=self.x.dtype, device=self.device)

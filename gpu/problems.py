@@ -152,11 +152,13 @@ class OneVsRestProblems:
 
         Only the rows with l''_ij != 0 for some problem enter a product (a squared hinge's active
         set). When they are at most 3/4 of the block they are copied out once here, so each product
-        reads those rows only: two passes over the active rows per v instead of three over all.
+        reads those rows only: two passes over the active rows per v instead of three over all. A block
+        computed per pass copies them whatever their share: its rows are narrow, and the copy keeps their kernel
+        where its budget allows (``kernel_block.KernelBlock.take``).
         """
         hw = self._hess_weights(*self._setup(coef, X, y, w)[1:])
         active = torch.nonzero(hw.ne(0).any(1), as_tuple=True)[0]
-        if len(active) <= X.n_rows * _ACTIVE_COPY_FRACTION:
+        if len(active) <= X.n_rows * _ACTIVE_COPY_FRACTION or X.computed_per_pass:
             X, hw = X.take(active), hw.index_select(0, active)
         binary = self.binary
 

@@ -40,6 +40,10 @@ class RowStack(_Block):
         self.n_rows = self._starts[-1]
 
     @property
+    def computed_per_pass(self) -> bool:
+        return any(b.computed_per_pass for b in self.blocks)
+
+    @property
     def storage_dtype(self) -> torch.dtype:
         return self.blocks[0].storage_dtype
 

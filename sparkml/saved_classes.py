@@ -24,6 +24,7 @@ KERNEL_METHODS = ("nystroem", "rff")
 KERNEL_LOSSES = ("hinge", "squared_hinge")
 MULTI_CLASS = ("auto", "ovo", "ovr")
 LANDMARK_SELECTIONS = ("kmeans", "random")
+KERNEL_BLOCK_MODES = ("auto", "stored", "per_pass")
 # the training Params' choices (sparkml.base.params imports them)
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
@@ -141,6 +142,29 @@ def to_gamma(value):
     value = to_float(value)
     if not value > 0:
         raise ValueError(f"gamma must be 'scale', 'auto' or a number > 0; got {value}")
+    return value
+
+
+_MEMORY_UNITS = {"": 1 << 20, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+
+
+def memory_bytes(text):
+    """Bytes of a memory size as Spark writes its memory settings: a number and a unit k, m, g, t or p, optionally
+    followed by b (``512m``, ``8g``, ``1.5gb``), or b alone for bytes; a bare number is MiB, as Spark reads
+    ``spark.executor.memory``."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bkmgtp]?)b?\s*", str(text), re.IGNORECASE)
+    if not match:
+        raise ValueError(f"not a memory size: {text!r} (write it as Spark's memory settings do: 512m, 8g)")
+    return int(float(match.group(1)) * _MEMORY_UNITS[match.group(2).lower()])
+
+
+def to_memory_size(value):
+    """KernelSVC's ``kernelBlockMemory``: 'auto' or a memory size (``memory_bytes``) of at least 1 byte."""
+    value = to_string(value)
+    if value != "auto" and memory_bytes(value) < 1:
+        raise ValueError(f"kernelBlockMemory must be 'auto' or a size of at least 1 byte; got {value!r}")
     return value
 
 
@@ -346,6 +370,8 @@ _KERNEL_SVC = SavedClass(
         "method": OneOf("method", KERNEL_METHODS),
         "numLandmarks": to_int,
         "maxLandmarks": to_int,
+        "kernelBlocks": OneOf("kernelBlocks", KERNEL_BLOCK_MODES),
+        "kernelBlockMemory": to_memory_size,
         "landmarkTol": to_float,
         "landmarkSelection": OneOf("landmarkSelection", LANDMARK_SELECTIONS),
         "loss": OneOf("loss", KERNEL_LOSSES),

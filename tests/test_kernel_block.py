@@ -80,10 +80,15 @@ def test_take_materializes_within_its_bytes(device):
     taken = lazy.take(index)
     assert isinstance(taken, DenseBlock)  # fits: the kernel of the taken rows, once
     _close(taken.to_dense(), stored.take(index).to_dense(), torch.float64)
-    small = kb.KernelBlock(lazy.x, lazy.landmarks, "rbf", **ARGS, take_bytes=len(index) * M * 8 - 1)
-    still = small.take(index)
-    assert isinstance(still, kb.KernelBlock) and still.n_rows == len(index)
-    _close(still.to_dense(), stored.take(index).to_dense(), torch.float64)
+    part = kb.KernelBlock(lazy.x, lazy.landmarks, "rbf", **ARGS, take_bytes=100 * M * 8 + 7)
+    split = part.take(index)  # 100 rows' kernel materialized, the others' computed per product
+    assert isinstance(split, RowStack) and [b.n_rows for b in split.blocks] == [100, len(index) - 100]
+    assert isinstance(split.blocks[0], DenseBlock) and isinstance(split.blocks[1], kb.KernelBlock)
+    assert split.computed_per_pass and not taken.computed_per_pass
+    _close(split.to_dense(), stored.take(index).to_dense(), torch.float64)
+    none = kb.KernelBlock(lazy.x, lazy.landmarks, "rbf", **ARGS).take(index)
+    assert isinstance(none, kb.KernelBlock) and none.n_rows == len(index)
+    _close(none.to_dense(), stored.take(index).to_dense(), torch.float64)
 
 
 def test_no_product_holds_more_than_a_chunk(monkeypatch):

@@ -10,10 +10,11 @@ A ``KernelPlan`` (Nystroem) bounds what a partition keeps. Its executor's budget
 stored, and the rest are kept as rows (``rows``, with ``landmarks`` and the kernel in ``attrs.json``) whose
 kernel every pass computes in chunks (``sparkml.gpu.kernel_block``): memory stays flat in n. On a GPU
 ``"auto"`` computes every row's kernel per pass: recomputing costs milliseconds per million rows there, less
-than moving stored blocks to the device (``benchmarks/bench_executor_path.py``). ``"stored"``: every row stored,
-whatever the budget; ``"per_pass"``: none. A Newton round's active rows are materialized within the share
-again (``KernelBlock.take``), so a partition holds at most twice its share. Rows as wide as the kernel block
-(d >= m, wide sparse data) are always stored: keeping them would save nothing.
+than moving stored blocks to the device (``benchmarks/bench_kernel_per_pass.py``). ``"stored"``: every row
+stored, whatever the budget; ``"per_pass"``: none. A Newton round materializes the kernel blocks of its active
+rows within what the share leaves (``KernelBlock.take``), and copies the stored ones it needs: a partition holds
+at most about twice its share. Rows as wide as the kernel block (d >= m, wide sparse data) are always stored:
+keeping them would save nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 from sparkml.data import block_store
 
 GPU_SHARE = 0.5  # of a GPU's memory, for the kernel blocks of the partitions its executor holds
+_ROW_RUN = 1 << 20  # rows copied at a time into the kept rows
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,9 +66,11 @@ class KernelPlan:
             return 0
         return int(min(rows, self.partition_budget(partition, device) // (m * itemsize)))
 
-    def attrs(self, partition, device) -> dict:
+    def attrs(self, partition, device, stored_bytes) -> dict:
+        """What the block store keeps beside the rows: the kernel, and the bytes a Newton round may materialize
+        of its active rows' kernel blocks (``KernelBlock.take``): the partition's budget less what it stores."""
         kernel = {"kind": self.kind, "gamma": self.gamma, "degree": self.degree, "coef0": self.coef0}
-        return {"kernel": kernel, "take_bytes": self.partition_budget(partition, device)}
+        return {"kernel": kernel, "take_bytes": max(0, self.partition_budget(partition, device) - stored_bytes)}
 
 
 def executor_shares(blocks) -> dict[int, float]:
@@ -95,11 +99,11 @@ def derive_partition(source, target, partition, device, dtype, features, right_f
         stored = n if plan is None else plan.stored_rows(partition, n, d, itemsize, device)
         for i in range(0, stored, chunk):
             writer.append("x", features(part.block.rows(i, min(i + chunk, stored))).cpu().numpy())
-        if stored < n:
-            for i in range(stored, n, chunk):
-                writer.append("rows", part.block.rows(i, min(i + chunk, n)).cpu().numpy())
+        if stored < n:  # the rows as they are: a copy, in long runs
+            for i in range(stored, n, _ROW_RUN):
+                writer.append("rows", part.block.rows(i, min(i + _ROW_RUN, n)).cpu().numpy())
             writer.append("landmarks", np.asarray(plan.landmarks, dtype=np.float64))
-            writer.attrs = plan.attrs(partition, device)
+            writer.attrs = plan.attrs(partition, device, stored * len(plan.landmarks) * itemsize)
         if right_factor is not None:
             writer.append("right", np.asarray(right_factor, dtype=dtype))
         writer.append("y", part.y.cpu().numpy())

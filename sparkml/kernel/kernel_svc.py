@@ -51,6 +51,7 @@ the K sigmoids normalized to sum to one. ``prediction`` stays the vote or the ar
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -61,15 +62,20 @@ from sparkml.base.estimator import TorchEstimator
 from sparkml.base.params import with_setters, with_signature_defaults
 from sparkml.base.validation import classification_labels
 from sparkml.gpu import OneVsOneProblems, OneVsRestProblems, PlattProblems, SmoothedHingeLoss, SquaredHingeLoss
+from sparkml.gpu.feature_maps import NystroemSpec
 from sparkml.gpu.fourier import FOURIER_KERNELS
+from sparkml.kernel.block_budget import kernel_plan
 from sparkml.kernel.feature_map import block_features, checkpointed_feature_map, fit_feature_map
 from sparkml.kernel.model import KernelSVCModel
 from sparkml.kernel.params import _KernelSVCParams, resolve_gamma
 from sparkml.param_table import Rule, at_least, choice_of
+from sparkml.session_kind import conf_value
 from sparkml.strategies import table as strategy_table
 
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+logger = logging.getLogger("sparkml")
 
 # loss="hinge": the hinge smoothed over |1 - t| <= this (sparkml.gpu.SmoothedHingeLoss: at most this / 4 above the
 # hinge per row), solved from this many Newton rounds of the squared hinge (its minimizer's
@@ -101,6 +107,8 @@ _OVO_MAX_CLASSES = 10
     "method",
     "numLandmarks",
     "maxLandmarks",
+    "kernelBlocks",
+    "kernelBlockMemory",
     "landmarkTol",
     "landmarkSelection",
     "loss",
@@ -165,6 +173,10 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
 
         def setMaxLandmarks(self, value: int) -> Self: ...
 
+        def setKernelBlocks(self, value: str) -> Self: ...
+
+        def setKernelBlockMemory(self, value: str) -> Self: ...
+
         def setLandmarkTol(self, value: float) -> Self: ...
 
         def setLandmarkSelection(self, value: str) -> Self: ...
@@ -192,6 +204,8 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         method=...,
         numLandmarks=None,
         maxLandmarks=...,
+        kernelBlocks=...,
+        kernelBlockMemory=...,
         landmarkTol=...,
         landmarkSelection=...,
         loss=...,
@@ -237,8 +251,20 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
             checkpoint, lambda: fit_feature_map(self, raw.source, s, gamma, raw.class_weights)
         )
         m = spec.make().n_components
-        # Nystroem: the blocks hold K(X, L); the projection is applied per product (sparkml.gpu.factored)
-        features = raw.derive(block_features(spec), self.getDevice(), right_factor=getattr(spec, "projection", None))
+        # Nystroem: the blocks hold K(X, L), or the rows whose K(X, L) every pass computes where it does not fit
+        # (sparkml.kernel.block_budget); the projection is applied per product (sparkml.gpu.factored)
+        features = raw.derive(
+            block_features(spec),
+            self.getDevice(),
+            right_factor=getattr(spec, "projection", None),
+            plan=self._kernel_plan(spec, raw.spark),
+        )
+        if isinstance(spec, NystroemSpec):
+            logger.info(
+                "KernelSVC: the kernel blocks of %d of %d rows stored, the others' computed by every pass",
+                features.stored_rows,
+                s.rows,
+            )
         try:
             if last_pass:
                 raw.release()  # the derived features are all the solver reads
@@ -252,6 +278,13 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         intercepts = theta[:, m] if self.getFitIntercept() else np.zeros(len(theta))
         model = KernelSVCModel(spec, theta[:, :m], intercepts, num_classes, gamma, platt, self._pairs(num_classes))
         return self._fitted(model, summaries, raw.source)
+
+    def _kernel_plan(self, spec, spark):
+        """How the partitions keep their kernel blocks (Nystroem; ``sparkml.kernel.block_budget``), else None."""
+        if not isinstance(spec, NystroemSpec):
+            return None
+        setting, mode = self.getKernelBlockMemory(), self.getKernelBlocks()
+        return kernel_plan(spec, mode, setting, lambda key: conf_value(spark, key))
 
     def _solve(self, strategy, num_classes, m, summary, gram=None, checkpoint=None):
         """All problems (one when binary: class 1 against 0; the pairs or the classes when multi-class) by

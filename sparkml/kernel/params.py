@@ -21,15 +21,15 @@ from pyspark.ml.param.shared import (
 
 from sparkml.base.params import HasClassWeight, HasTrainingParams, one_of, with_getters
 from sparkml.gpu import KERNELS
+from sparkml.saved_classes import KERNEL_BLOCK_MODES, LANDMARK_SELECTIONS, MULTI_CLASS
 from sparkml.saved_classes import KERNEL_LOSSES as LOSSES
 from sparkml.saved_classes import KERNEL_METHODS as METHODS
-from sparkml.saved_classes import LANDMARK_SELECTIONS, MULTI_CLASS
 from sparkml.saved_classes import to_gamma as _gamma
+from sparkml.saved_classes import to_memory_size as _memory_size
 
 # the choices and gamma's converter live with the saved classes' Param rules (``sparkml.saved_classes``), which
 # sparkml.serving checks saved models' Params with, without pyspark
 RFF_DEFAULT_FEATURES = 1000  # random Fourier features when numLandmarks is unset
-AUTO_BLOCK_BYTES = 8 << 30  # numLandmarks unset: the kernel blocks K(X, L) of all rows stay within this
 
 
 @with_getters(
@@ -40,6 +40,8 @@ AUTO_BLOCK_BYTES = 8 << 30  # numLandmarks unset: the kernel blocks K(X, L) of a
     "method",
     "numLandmarks",
     "maxLandmarks",
+    "kernelBlocks",
+    "kernelBlockMemory",
     "landmarkTol",
     "landmarkSelection",
     "loss",
@@ -104,10 +106,27 @@ class _KernelSVCParams(
     maxLandmarks = Param(
         Params._dummy(),
         "maxLandmarks",
-        "The most landmarks chosen when numLandmarks is unset (>= 1); also kept to at most "
-        f"{AUTO_BLOCK_BYTES >> 30} GiB of kernel blocks K(X, L) over all rows (rows x m x dtype's "
-        "bytes).",
+        "The most landmarks chosen when numLandmarks is unset (>= 1). Memory does not bound them: the kernel "
+        "blocks beyond an executor's kernelBlockMemory are computed by every pass.",
         typeConverter=TypeConverters.toInt,
+    )
+    kernelBlocks = Param(
+        Params._dummy(),
+        "kernelBlocks",
+        "Nystroem kernel blocks K(X, L) (rows x m x dtype's bytes): 'auto' (on a CPU stored up to each "
+        "executor's kernelBlockMemory and computed by every pass beyond it; on a GPU computed by every pass, "
+        "which costs less there than moving stored blocks), 'stored' (all stored, whatever the memory) or "
+        "'per_pass' (all computed by every pass: memory flat in the rows). The same model either way.",
+        typeConverter=one_of("kernelBlocks", KERNEL_BLOCK_MODES),
+    )
+    kernelBlockMemory = Param(
+        Params._dummy(),
+        "kernelBlockMemory",
+        "The memory of stored kernel blocks per executor (kernelBlocks='auto'), shared by its partitions in "
+        "proportion to their rows: 'auto' (half of spark.executor.pyspark.memory when set, else of "
+        "spark.executor.memory, or of spark.driver.memory under a local master; on a GPU half the device's "
+        "memory) or a size as Spark writes one ('512m', '8g').",
+        typeConverter=_memory_size,
     )
     landmarkTol = Param(
         Params._dummy(),
@@ -166,6 +185,10 @@ class _KernelSVCParams(
 
         def getMaxLandmarks(self) -> int: ...
 
+        def getKernelBlocks(self) -> str: ...
+
+        def getKernelBlockMemory(self) -> str: ...
+
         def getLandmarkTol(self) -> float: ...
 
         def getLandmarkSelection(self) -> str: ...
@@ -190,6 +213,8 @@ class _KernelSVCParams(
             coef0=0.0,
             method="nystroem",
             maxLandmarks=4000,
+            kernelBlocks="auto",
+            kernelBlockMemory="auto",
             landmarkTol=0.05,
             landmarkSelection="kmeans",
             loss="hinge",

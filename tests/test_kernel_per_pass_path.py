@@ -1,0 +1,46 @@
+"""KernelSVC's executor path without Spark (``benchmarks/bench_kernel_per_pass.py``): its kernel blocks computed per
+pass give the stored blocks' model (the Newton solve with Cholesky and with CG steps, several partitions in one
+task), on the CPU and on CUDA where torch sees a GPU; the per-pass fit learns the problem. Imports no pyspark.
+
+To 1e-6 in float64. In float32 a kernel row computed among other rows (a Newton round's active rows) can differ
+from the stored one in its last bit (the matrix product's path depends on the number of rows), and the solve
+amplifies that to about 1e-5: there the models agree to 1e-4 and predict alike."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+from support.devices import DEVICES
+from support.helpers import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import bench_kernel_per_pass as harness
+
+
+@pytest.fixture(autouse=True)
+def block_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path))
+
+
+@pytest.fixture(scope="module")
+def data():
+    return harness.synthetic(5000, 8, 0), harness.synthetic(2000, 8, 1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype, tol", [("float64", 1e-6), ("float32", 1e-4)])
+@pytest.mark.parametrize("landmarks", [120, 400], ids=["cholesky", "cg"])
+def test_per_pass_blocks_give_the_stored_blocks_model(data, device, dtype, tol, landmarks):
+    (x, y), (xt, yt) = data
+    fits = {
+        blocks: harness.fit(x, y, landmarks=landmarks, blocks=blocks, device=device, partition_rows=1800, dtype=dtype)
+        for blocks in ("stored", "per_pass")
+    }
+    stored, per_pass = fits["stored"], fits["per_pass"]
+    assert (stored["stored_rows"], per_pass["stored_rows"]) == (len(y), 0)
+    assert per_pass["device"].startswith(device) and stored["rounds"] == per_pass["rounds"]
+    np.testing.assert_allclose(per_pass["theta"], stored["theta"], rtol=0, atol=tol)
+    acc = harness.accuracy(per_pass, xt, yt, device)
+    assert abs(acc - harness.accuracy(stored, xt, yt, device)) <= (0 if dtype == "float64" else 1e-3)
+    assert acc > 0.75, acc  # 8 features, 5000 rows: a learnable problem, learned
