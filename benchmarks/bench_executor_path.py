@@ -9,7 +9,7 @@ Each step is the library's own task code, under a stand-in task context (``spark
    device, the process group (NCCL on CUDA, gloo on the CPU) adding the sums;
 3. KernelSVC's per-task phases: the Nystroem features of the rows computed on the device and stored as
    blocks, then the one-vs-rest Newton rounds (``strategies.exact.newton``) over them in a barrier task;
-4. scoring a batch (``sparkml.batch_scoring.scores``).
+4. scoring a batch (``sparkml.scoring.batch.score_batch``).
 
 ``tests/test_executor_path.py`` checks the results on the CPU (and on CUDA where a GPU is visible) against
 references computed here in numpy and scipy. Run as a script, it times the path on every device it finds
@@ -254,21 +254,14 @@ def squared_hinge_gradient(theta, phi, y, w, positive, reg):
 
 
 def score_logistic(x, theta, device="auto"):
-    """``batch_scoring.scores`` over one Arrow batch of ``x``: (raw, probability, prediction) as numpy."""
-    from sparkml import batch_scoring
+    """``score_batch`` over one Arrow batch of ``x``: (raw, probability, prediction) as numpy."""
+    from sparkml.scoring.batch import score_batch
+    from sparkml.scoring.kinds import KINDS
+    from sparkml.scoring.spec import ScoringSpec
 
     column = arrow_batches(x, np.zeros(len(x)), np.ones(len(x)), rows_per_batch=len(x))[0].column("x")
     with task_context.use(StandIn(0)):
-        out = batch_scoring.scores(
-            column,
-            "logistic",
-            np.ascontiguousarray(theta[None, :-1]),
-            np.array([theta[-1]]),
-            0.0,
-            None,
-            "features",
-            device=device,
-        )
+        out = score_batch(column, ScoringSpec(KINDS["logistic"], theta[None, :-1], [theta[-1]], device=device))
     raw, prob, pred = (out.field(i) for i in range(3))
     k = len(x)
     return (

@@ -1,23 +1,19 @@
 """Scoring a saved model without Spark: pandas rows in, MLlib's output columns out.
 
 A model saved by this library (``model.save(path)``: MLlib's layout, ``metadata/`` JSON and ``data/`` Parquet)
-is read here with pyarrow alone, and scored by the same function a Spark task runs (``batch_scoring.scores``:
-numpy and torch on the CPU), so the outputs are ``transform``'s. This is MLflow's ``python_function`` flavor
-of the models (``sparkml.mlflow.log_model``): MLflow loads it through ``_load_pyfunc``, the flavor's
-loader module, and no model object is pickled. pyspark is not needed.
+is read here with pyarrow alone into the ``ScoringSpec`` its model scores with (``sparkml.scoring.model_file``),
+and scored by the code a Spark task runs (``sparkml.scoring.batch``: numpy and torch on the CPU), so the outputs
+are ``transform``'s. This is MLflow's ``python_function`` flavor of the models (``sparkml.mlflow.log_model``):
+MLflow loads it through ``_load_pyfunc``, the flavor's loader module, and no model object is pickled. pyspark is
+not needed.
 
 ``load`` checks the files as ``Model.load`` does (``sparkml.model_files``, the same checks and messages): a
 damaged or foreign directory is a ``ModelFileError`` (a ValueError) naming the file and the problem, and
 nothing in the files is imported, evaluated or unpickled.
 
-What each saved class scores with (its ``_transform``'s arguments), read from its data row and Params:
-
-* ``LogisticRegressionModel``: margins x B^T + b; binary: raw [-m, m], probability, prediction at MLlib's
-  ``threshold`` (as a margin: log(t / (1 - t))); multinomial: MLlib's softmax, argmax (``thresholds`` scale it);
-* ``LinearSVCModel``: raw [-m, m], prediction m > ``threshold``;
-* ``LinearRegressionModel``: prediction x . beta + b;
-* ``KernelSVCModel``: the kernel features of x (Nystroem: K(x, L) with the projection folded into the
-  coefficients; random Fourier features), then as LinearSVC, Platt's probability when fitted with one.
+The outputs of each model kind are those of ``sparkml.scoring.kinds`` (``LogisticRegressionModel``:
+rawPrediction, probability, prediction; ``LinearSVCModel``: rawPrediction, prediction; ``LinearRegressionModel``:
+prediction; ``KernelSVCModel``: rawPrediction, probability when fitted with Platt scaling, prediction).
 
 The input rows: an (n, d) array, or a pandas ``features`` column of lists or arrays of d numbers. A row of
 another length, a null row or a value that is not a number is a ValueError naming the column and the row; no
@@ -27,17 +23,15 @@ rows give empty outputs of the model's columns and types.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
-from sparkml.mllib_structs import matrix_array as _matrix
-from sparkml.mllib_structs import vector_array as _vector
-from sparkml.model_files import LocalFiles, ModelFileError
-from sparkml.saved_classes import SAVED
+from sparkml.model_files import ModelFileError
+from sparkml.scoring.batch import score_rows
+from sparkml.scoring.kinds import OUTPUTS
+from sparkml.scoring.model_file import read_spec
+from sparkml.scoring.spec import ScoringSpec
 
-OUTPUTS = {"raw": "rawPrediction", "prob": "probability", "pred": "prediction"}
 FEATURES = "features"
 
 
@@ -92,136 +86,38 @@ def _is_number(v):
 
 @dataclass
 class Scorer:
-    """What ``batch_scoring.scores`` needs for one model, and the columns it outputs."""
+    """A model's ``ScoringSpec`` (``sparkml.scoring.spec``) and the class it was saved as: ``score`` runs
+    ``sparkml.scoring.batch``, what a Spark task runs, on the CPU."""
 
     model_class: str
-    kind: str
-    coef: np.ndarray
-    intercept: np.ndarray
-    outputs: tuple[str, ...]
-    raw_threshold: float = 0.0
-    thresholds: np.ndarray | None = None
-    feature_map: Any = None
-    platt: np.ndarray | None = None
-    kernel_block: bool = False
-    pairs: list | None = None  # one-vs-one KernelSVC: the class pairs of its problems
-    num_classes: int | None = None  # a classifier's: the width of rawPrediction and probability
-    _fingerprint: str | None = None  # of a kernel model's arrays: hashed once, not per request
+    spec: ScoringSpec
 
     @property
     def n_features(self) -> int:
-        from sparkml.gpu.feature_maps import input_features
+        return self.spec.n_features
 
-        return int(self.coef.shape[1]) if self.feature_map is None else input_features(self.feature_map)
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """The names of the model's output columns (MLlib's defaults), in column order."""
+        return tuple(OUTPUTS[k].column for k in self.spec.outputs)
 
     def score(self, x) -> dict[str, np.ndarray]:
         """{output name: array} for the rows of ``x`` ((n, d), or n rows of d numbers): ``prediction``
         (n,), ``rawPrediction`` and ``probability`` (n, k) where the model has them; n may be 0."""
-        from sparkml.batch_scoring import fingerprint, scores
-
         x = feature_rows(x, self.n_features)
-        n, d = x.shape
-        if n == 0:
-            return {name: np.zeros((0, self.num_classes or 0) if name != "prediction" else 0) for name in self.outputs}
-        features = pa.ListArray.from_arrays(pa.array(np.arange(0, n * d + 1, d, dtype=np.int32)), pa.array(x.ravel()))
-        if self.feature_map is not None and self._fingerprint is None:
-            self._fingerprint = fingerprint(self.feature_map, self.coef, self.intercept)
-        out = scores(
-            features,
-            self.kind,
-            self.coef,
-            self.intercept,
-            self.raw_threshold,
-            self.thresholds,
-            FEATURES,
-            self.feature_map,
-            self.platt,
-            self.kernel_block,
-            self._fingerprint,
-            "cpu",
-            self.pairs,
-            self.num_classes,
-        )
-        result = {}
-        for key in ("raw", "prob", "pred"):
-            if OUTPUTS[key] not in self.outputs:
-                continue
-            column = out.field(key)
-            result[OUTPUTS[key]] = (
-                column.to_numpy(zero_copy_only=False)
-                if key == "pred"
-                else np.asarray(column.flatten().to_numpy(zero_copy_only=False)).reshape(n, -1)
-            )
-        return result
-
-
-def _binary_logistic_threshold(params):
-    """MLlib's binary threshold (pyspark's ``getThreshold``): from ``thresholds`` (t0, t1) when set, as
-    1 / (1 + t0 / t1), else ``threshold``."""
-    thresholds = params.get("thresholds")
-    if thresholds is not None:
-        t0, t1 = thresholds
-        return 1.0 / (1.0 + t0 / t1) if t1 != 0 else 0.0  # t0 / 0 = inf in the JVM
-    return params.get("threshold", 0.5)
+        if len(x) == 0:
+            return {
+                OUTPUTS[k].column: np.zeros((0, self.spec.num_classes or 0) if OUTPUTS[k].vector else 0)
+                for k in self.spec.outputs
+            }
+        return {OUTPUTS[k].column: v for k, v in score_rows(x, self.spec).items()}
 
 
 def load(path) -> Scorer:
     """The ``Scorer`` of the model this library (or MLlib: LogisticRegression, LinearSVC, LinearRegression)
     saved at the local ``path``, after the checks ``Model.load`` makes: ``ModelFileError`` (a ValueError)
     naming the file and the problem when the directory is damaged or not such a model."""
-    from sparkml.batch_scoring import kernel_scoring_inputs, logistic_raw_threshold
-    from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
-
-    saved = LocalFiles(path).read({c.saved_class: c.sparkml_class for c in SAVED.values()}, SAVED.__getitem__)
-    row, params, cls = saved.row, saved.params, saved.spec.name
-    if cls == "LogisticRegressionModel":
-        multinomial = bool(row["isMultinomial"])
-        thresholds = params.get("thresholds") if multinomial else None
-        return Scorer(
-            cls,
-            "logistic",
-            _matrix(row["coefficientMatrix"]),
-            _vector(row["interceptVector"]),
-            ("rawPrediction", "probability", "prediction"),
-            raw_threshold=0.0 if multinomial else logistic_raw_threshold(_binary_logistic_threshold(params)),
-            thresholds=None if thresholds is None else np.asarray(thresholds, dtype=np.float64),
-            num_classes=int(row["numClasses"]),
-        )
-    if cls == "LinearSVCModel":
-        return Scorer(
-            cls,
-            "svc",
-            _vector(row["coefficients"])[None, :],
-            np.array([float(row["intercept"])]),
-            ("rawPrediction", "prediction"),
-            raw_threshold=float(params.get("threshold", 0.0)),
-            num_classes=2,
-        )
-    if cls == "LinearRegressionModel":
-        return Scorer(
-            cls,
-            "regression",
-            _vector(row["coefficients"])[None, :],
-            np.array([float(row["intercept"])]),
-            ("prediction",),
-        )
-    coef = _matrix(row["coefficientMatrix"])  # KernelSVCModel
-    platt = None if row["platt"] is None else _matrix(row["platt"])
-    outputs = ("rawPrediction", "probability", "prediction") if platt is not None else ("rawPrediction", "prediction")
-    spec: FourierSpec | NystroemSpec
-    if row["method"] == "rff":
-        spec = FourierSpec(row["kernel"], _matrix(row["basis"]).T, _vector(row["offsets"]))
-    else:
-        spec = NystroemSpec(
-            row["kernel"], _matrix(row["basis"]), _matrix(row["projection"]), row["gamma"], row["degree"], row["coef0"]
-        )
-    coef, spec, kernel_block = kernel_scoring_inputs(spec, coef)  # as KernelSVCModel.transform scores
-    threshold = float(params.get("threshold", 0.0))
-    intercepts = _vector(row["interceptVector"])
-    pairs = None if row.get("pairs") is None else [tuple(p) for p in _matrix(row["pairs"]).tolist()]
-    return Scorer(
-        cls, "svc", coef, intercepts, outputs, threshold, None, spec, platt, kernel_block, pairs, int(row["numClasses"])
-    )
+    return Scorer(*read_spec(path))
 
 
 class PandasModel:

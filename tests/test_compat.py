@@ -96,7 +96,7 @@ def test_an_unsupported_pyspark_is_refused_at_import_naming_the_range(tmp_path):
 def test_without_pyspark_the_code_a_task_runs_imports_and_runs_under_a_stand_in_context(tmp_path):
     out = _python(
         """
-        import sparkml.batch_scoring, sparkml.data.convert, sparkml.optim.newton
+        import sparkml.scoring.batch, sparkml.scoring.stack, sparkml.data.convert, sparkml.optim.newton
         import sparkml.strategies.composed, sparkml.strategies.gossip, sparkml.strategies.ssp
         from sparkml import task_context
         from sparkml.strategies.partition_sums import set_torch_threads

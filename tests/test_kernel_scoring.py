@@ -1,4 +1,4 @@
-"""KernelSVC's batch scoring (``sparkml.base.prediction``) against numpy: the tiled kernel product, the
+"""KernelSVC's batch scoring (``sparkml.scoring.batch``) against numpy: the tiled kernel product, the
 per-worker cache of the landmarks and coefficients, the device."""
 
 import numpy as np
@@ -7,8 +7,10 @@ import pytest
 from sklearn.metrics import pairwise
 from support.devices import DEVICES
 
-from sparkml import batch_scoring as prediction
 from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
+from sparkml.scoring import batch as prediction
+from sparkml.scoring.kinds import KINDS
+from sparkml.scoring.spec import ScoringSpec
 
 GAMMA = 0.07
 
@@ -25,6 +27,11 @@ def _model(rng, classes):
     return spec, np.ascontiguousarray(theta @ projection.T), intercept  # P folded in, as KernelSVCModel does
 
 
+def _folded(spec, coef, intercept, device="cpu"):
+    """The scoring spec of a Nystroem model whose projection is already folded into ``coef``."""
+    return ScoringSpec(KINDS["svc"], coef, intercept, feature_map=spec, kernel_block=True, device=device)
+
+
 def _outputs(struct):
     raw = np.array(struct.field("raw").to_pylist())
     return raw, struct.field("pred").to_numpy()
@@ -36,22 +43,7 @@ def test_nystroem_scores_are_the_kernel_rows_times_the_folded_coefficients(class
     rng = np.random.default_rng(0)
     spec, coef, intercept = _model(rng, classes)
     x = rng.normal(size=(2500, 5))  # several of the cache-sized tiles
-    key = prediction.fingerprint(spec, coef, intercept)
-    raw, pred = _outputs(
-        prediction.scores(
-            _batch(x),
-            "svc",
-            coef,
-            intercept,
-            0.0,
-            None,
-            "features",
-            spec,
-            kernel_block=True,
-            fingerprint=key,
-            device=device,
-        )
-    )
+    raw, pred = _outputs(prediction.score_batch(_batch(x), _folded(spec, coef, intercept, device)))
     margins = pairwise.rbf_kernel(x, spec.landmarks, gamma=GAMMA) @ coef.T + intercept
     if classes == 1:
         np.testing.assert_allclose(raw, np.stack([-margins[:, 0], margins[:, 0]], 1), rtol=1e-12, atol=1e-12)
@@ -66,19 +58,7 @@ def test_random_fourier_scores_are_the_features_times_the_coefficients():
     spec = FourierSpec("rbf", rng.normal(size=(5, 64)), rng.uniform(0, 2 * np.pi, 64))
     coef, intercept = rng.normal(size=(1, 64)), np.array([0.3])
     x = rng.normal(size=(100, 5))
-    raw, _ = _outputs(
-        prediction.scores(
-            _batch(x),
-            "svc",
-            coef,
-            intercept,
-            0.0,
-            None,
-            "features",
-            spec,
-            fingerprint=prediction.fingerprint(spec, coef, intercept),
-        )
-    )
+    raw, _ = _outputs(prediction.score_batch(_batch(x), ScoringSpec(KINDS["svc"], coef, intercept, feature_map=spec)))
     z = np.sqrt(2 / 64) * np.cos(x @ spec.frequencies + spec.offsets)
     np.testing.assert_allclose(raw[:, 1], z @ coef[0] + intercept[0], rtol=1e-12, atol=1e-12)
 
@@ -87,20 +67,21 @@ def test_each_worker_builds_a_models_tensors_once_and_keeps_a_few_models():
     rng = np.random.default_rng(2)
     prediction._DEVICE_MAPS.clear()
     spec, coef, intercept = _model(rng, 1)
-    key = prediction.fingerprint(spec, coef, intercept)
+    model = _folded(spec, coef, intercept)
+    key = model.fingerprint
     x = _batch(rng.normal(size=(10, 5)))
     for _ in range(3):  # three batches of one model: one entry, the same tensors
-        prediction.scores(x, "svc", coef, intercept, 0.0, None, "f", spec, kernel_block=True, fingerprint=key)
+        prediction.score_batch(x, model)
     assert list(prediction._DEVICE_MAPS) == [(key, "cpu")]
     first = prediction._DEVICE_MAPS[(key, "cpu")]
-    prediction.scores(x, "svc", coef, intercept, 0.0, None, "f", spec, kernel_block=True, fingerprint=key)
+    prediction.score_batch(x, _folded(spec, coef, intercept))  # the same model built again: the same key
     assert prediction._DEVICE_MAPS[(key, "cpu")] is first
     # another model's coefficients are another entry; the oldest entries go past the bound
     keys = []
     for j in range(prediction._DEVICE_MAPS_KEPT + 1):
-        other = coef + j + 1
-        keys.append(prediction.fingerprint(spec, other, intercept))
-        prediction.scores(x, "svc", other, intercept, 0.0, None, "f", spec, kernel_block=True, fingerprint=keys[-1])
+        other = _folded(spec, coef + j + 1, intercept)
+        keys.append(other.fingerprint)
+        prediction.score_batch(x, other)
     assert key not in {k for k, _ in prediction._DEVICE_MAPS}
     assert [k for k, _ in prediction._DEVICE_MAPS] == keys[-prediction._DEVICE_MAPS_KEPT :]
     prediction._DEVICE_MAPS.clear()

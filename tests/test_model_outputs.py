@@ -316,7 +316,7 @@ def test_transform_of_parquet_vectors_is_written_with_spark_43_defaults(spark, d
     Scoring in the JVM never meets it and leaves the setting alone; scoring in Python workers switches it
     off. Either way scoring a Parquet file and writing the result works and equals the in-memory
     transform."""
-    from sparkml.base.prediction import COLUMNAR_INPUT
+    from sparkml.scoring.dataframe import COLUMNAR_INPUT
 
     data.write.parquet(str(tmp_path / "in"))
     columns = KINDS["lr_multinomial"].columns

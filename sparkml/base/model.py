@@ -129,7 +129,7 @@ class ConvertsToStock:
     JVM for a Python worker. The stock model is built once per session and Param values and reused. In
     Spark Connect it reaches the server as files (``toSpark``); where the server cannot read them (a
     remote server and no ``$SPARKML_TEMP_DFS_PATH``) ``transform`` falls back to scoring Arrow batches
-    with torch in Python workers (``base.prediction``), logged once per model as a warning.
+    with torch in Python workers (``sparkml.scoring``), logged once per model as a warning.
     """
 
     # of the pyspark.ml model with ``ModelIO`` it is mixed into

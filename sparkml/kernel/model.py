@@ -19,11 +19,12 @@ from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, Vector, Vecto
 from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
 
 from sparkml.base.model import KeepsTrainingSummary, ModelIO
-from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import jvm_classification_summary
-from sparkml.batch_scoring import kernel_scoring_inputs
 from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec
 from sparkml.kernel.params import _KernelSVCParams
+from sparkml.scoring.dataframe import ScoresWithSpec
+from sparkml.scoring.kinds import KINDS
+from sparkml.scoring.spec import ScoringSpec, kernel_spec
 
 if TYPE_CHECKING:
     from pyspark.ml.wrapper import JavaWrapper
@@ -37,7 +38,7 @@ def _dense_matrix(x: np.ndarray) -> DenseMatrix:
     return DenseMatrix(rows, cols, x.ravel(), True)
 
 
-class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTrainingSummary):
+class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTrainingSummary, ScoresWithSpec):
     """A fitted KernelSVC: the feature map (``featureMap``: a ``sparkml.gpu.feature_maps`` spec, the
     landmarks and the Nystroem projection, or the random Fourier frequencies and phases) and one
     coefficient row per problem."""
@@ -196,31 +197,23 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
             return record
         return jvm_classification_summary(self, dataset, record)
 
-    def _transform(self, dataset):
-        outputs = {"raw": self.getRawPredictionCol(), "pred": self.getPredictionCol()}
-        if self._platt is not None:
-            outputs["prob"] = self.getProbabilityCol()
-        coef, feature_map, kernel_block = self._scoring_inputs()
-        return transform_linear(
-            dataset,
-            self.getFeaturesCol(),
-            outputs,
-            "svc",
-            coef,
+    def _build_scoring_spec(self) -> ScoringSpec:
+        """The feature map, with a Nystroem projection folded into the coefficients (``kernel_spec``), the
+        problems' coefficients and intercepts, the threshold, Platt's pairs and the one-vs-one pairs."""
+        return kernel_spec(
+            KINDS["svc" if self._pairs is None else "svc_one_vs_one"],
+            self._spec,
+            self._fitted_coef(),
             self._intercepts,
             raw_threshold=self.getThreshold(),
-            feature_map=feature_map,
             platt=self._platt,
-            kernel_block=kernel_block,
-            device=self.getDevice(),
             pairs=self._pairs,
             num_classes=self._num_classes,
+            device=self.getDevice(),
         )
 
-    def _scoring_inputs(self):
-        """(coefficients, feature map spec, whether they apply to the kernel block) for ``transform``
-        (``batch_scoring.kernel_scoring_inputs``)."""
-        return kernel_scoring_inputs(self._spec, self._coef)
+    def _transform(self, dataset):
+        return self._score_in_python(dataset)
 
     def _data_frame(self, spark):
         def matrix(x):

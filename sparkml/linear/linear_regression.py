@@ -38,7 +38,6 @@ from pyspark.sql.types import DoubleType, StructField, StructType
 
 from sparkml.base.model import ConvertsToStock, HasCoefficientVector, KeepsTrainingSummary, ModelIO
 from sparkml.base.params import HasTorchTrainingParams, with_setters, with_signature_defaults
-from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import LinearRegressionTrainingSummary, training_summary
 from sparkml.base.validation import check_huber_params
 from sparkml.gpu import HuberLoss, SquaredLoss
@@ -47,6 +46,9 @@ from sparkml.linear.normal_equations import solve_normal_equations
 from sparkml.linear.scale_objective import WithScale
 from sparkml.optim.progress import TrainingSummary, logger
 from sparkml.param_table import Rule, choice_of
+from sparkml.scoring.dataframe import ScoresWithSpec
+from sparkml.scoring.kinds import KINDS
+from sparkml.scoring.spec import ScoringSpec
 
 if TYPE_CHECKING:
     from pyspark.ml.linalg import Vector
@@ -296,7 +298,7 @@ class _ClosedFormIntercept:
 
 
 class LinearRegressionModel(
-    HasCoefficientVector, PredictionModel, _Params, ModelIO, KeepsTrainingSummary, ConvertsToStock
+    HasCoefficientVector, PredictionModel, _Params, ModelIO, KeepsTrainingSummary, ConvertsToStock, ScoresWithSpec
 ):
     """A fitted LinearRegression: ``coefficients``, ``intercept``, ``scale`` and the prediction column."""
 
@@ -314,18 +316,11 @@ class LinearRegressionModel(
     def predict(self, value: Vector) -> float:
         return self._margin(value)
 
+    def _build_scoring_spec(self) -> ScoringSpec:
+        return ScoringSpec(KINDS["regression"], self._coefficients.toArray(), np.array([self._intercept]))
+
     def _transform(self, dataset):
-        return self._stock_transform(
-            dataset,
-            lambda: transform_linear(
-                dataset,
-                self.getFeaturesCol(),
-                {"pred": self.getPredictionCol()},
-                "regression",
-                self._coefficients.toArray(),
-                [self._intercept],
-            ),
-        )
+        return self._stock_transform(dataset, lambda: self._score_in_python(dataset))
 
     _data_schema = StructType(
         [

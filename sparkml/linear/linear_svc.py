@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 from pyspark import keyword_only
 from pyspark.ml.classification import ClassificationModel, Classifier, _LinearSVCParams
 from pyspark.ml.classification import LinearSVCModel as _StockModel
@@ -20,11 +21,13 @@ from pyspark.sql.types import DoubleType, StructField, StructType
 
 from sparkml.base.model import ConvertsToStock, HasCoefficientVector, KeepsTrainingSummary, ModelIO
 from sparkml.base.params import HasClassWeight, HasTorchTrainingParams, with_setters, with_signature_defaults
-from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import LinearSVCTrainingSummary, training_summary
 from sparkml.base.validation import binary_labels
 from sparkml.gpu import HingeLoss
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
+from sparkml.scoring.dataframe import ScoresWithSpec
+from sparkml.scoring.kinds import KINDS
+from sparkml.scoring.spec import ScoringSpec
 
 if TYPE_CHECKING:
     from pyspark.ml.linalg import Vector
@@ -94,7 +97,7 @@ class LinearSVC(LinearEstimator, Classifier, _Params):
 
 
 class LinearSVCModel(
-    HasCoefficientVector, ClassificationModel, _Params, ModelIO, KeepsTrainingSummary, ConvertsToStock
+    HasCoefficientVector, ClassificationModel, _Params, ModelIO, KeepsTrainingSummary, ConvertsToStock, ScoresWithSpec
 ):
     """A fitted LinearSVC: ``coefficients``, ``intercept``, rawPrediction and prediction columns."""
 
@@ -119,20 +122,13 @@ class LinearSVCModel(
     def predict(self, value: Vector) -> float:
         return float(self._margin(value) > self.getThreshold())
 
-    def _transform(self, dataset):
-        outputs = {"raw": self.getRawPredictionCol(), "pred": self.getPredictionCol()}
-        return self._stock_transform(
-            dataset,
-            lambda: transform_linear(
-                dataset,
-                self.getFeaturesCol(),
-                outputs,
-                "svc",
-                self._coefficients.toArray(),
-                [self._intercept],
-                raw_threshold=self.getThreshold(),
-            ),
+    def _build_scoring_spec(self) -> ScoringSpec:
+        return ScoringSpec(
+            KINDS["svc"], self._coefficients.toArray(), np.array([self._intercept]), self.getThreshold(), num_classes=2
         )
+
+    def _transform(self, dataset):
+        return self._stock_transform(dataset, lambda: self._score_in_python(dataset))
 
     _data_schema = StructType([StructField("coefficients", VectorUDT()), StructField("intercept", DoubleType())])
 

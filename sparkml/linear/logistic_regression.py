@@ -33,17 +33,18 @@ from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
 
 from sparkml.base.model import ConvertsToStock, KeepsTrainingSummary, ModelIO
 from sparkml.base.params import HasClassWeight, HasTorchTrainingParams, with_setters, with_signature_defaults
-from sparkml.base.prediction import transform_linear
 from sparkml.base.summary import (
     BinaryLogisticRegressionTrainingSummary,
     LogisticRegressionTrainingSummary,
     training_summary,
 )
 from sparkml.base.validation import BOUND_PARAMS, check_bounds_params, classification_labels
-from sparkml.batch_scoring import logistic_raw_threshold
 from sparkml.gpu import LogisticLoss, SoftmaxLoss
 from sparkml.linear.bounds import coefficient_bounds
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
+from sparkml.scoring.dataframe import ScoresWithSpec
+from sparkml.scoring.kinds import KINDS
+from sparkml.scoring.spec import ScoringSpec, logistic_raw_threshold
 
 if TYPE_CHECKING:
     from pyspark.ml.linalg import Matrix, Vector
@@ -187,7 +188,7 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
 
 
 class LogisticRegressionModel(
-    ProbabilisticClassificationModel, _Params, ModelIO, KeepsTrainingSummary, ConvertsToStock
+    ProbabilisticClassificationModel, _Params, ModelIO, KeepsTrainingSummary, ConvertsToStock, ScoresWithSpec
 ):
     """A fitted LogisticRegression: MLlib's attributes, output columns and file layout."""
 
@@ -275,21 +276,19 @@ class LogisticRegressionModel(
     def _multinomial_thresholds(self):
         return np.asarray(self.getThresholds(), dtype=np.float64) if self.isSet(self.thresholds) else None
 
-    def _transform(self, dataset):
-        outputs = {"raw": self.getRawPredictionCol(), "prob": self.getProbabilityCol(), "pred": self.getPredictionCol()}
-        return self._stock_transform(
-            dataset,
-            lambda: transform_linear(
-                dataset,
-                self.getFeaturesCol(),
-                outputs,
-                "logistic",
-                self._coefficientMatrix.toArray(),
-                self._interceptVector.toArray(),
-                raw_threshold=self._raw_threshold() if not self._isMultinomial else 0.0,
-                thresholds=self._multinomial_thresholds() if self._isMultinomial else None,
-            ),
+    def _build_scoring_spec(self) -> ScoringSpec:
+        multinomial = self._isMultinomial
+        return ScoringSpec(
+            KINDS["logistic"],
+            self._coefficientMatrix.toArray(),
+            self._interceptVector.toArray(),
+            raw_threshold=0.0 if multinomial else self._raw_threshold(),
+            thresholds=self._multinomial_thresholds() if multinomial else None,
+            num_classes=self._numClasses,
         )
+
+    def _transform(self, dataset):
+        return self._stock_transform(dataset, lambda: self._score_in_python(dataset))
 
     _data_schema = StructType(
         [
