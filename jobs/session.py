@@ -45,8 +45,9 @@ def get_or_create(spark_cfg, spark=None):
 def package_zip(packages=SHIPPED_PACKAGES, directory=None):
     """Zip the importable `packages` (dotted names, sources only) into `directory`; return the path or None.
 
-    Each lands at its dotted name's path in the zip (``sparkml.gpu`` under ``sparkml/gpu/``) wherever
-    its sources are: a source checkout keeps gpu/ beside sparkml/.
+    Each lands at its dotted name's path in the zip (``sparkml.gpu`` under ``sparkml/gpu/``), once: a
+    package's folder is walked without the subpackages zipped on their own, and without following links (in a
+    source checkout sparkml/gpu and sparkml/jobs link to gpu/ and jobs/).
 
     The file name carries a hash of the contents, so shipping unchanged code twice in one
     application adds the same file again (a no-op) instead of a conflicting one.

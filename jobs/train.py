@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 if __package__ in (None, ""):  # run as a file (spark-submit jobs/train.py) from a source checkout
     _checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if os.path.isfile(os.path.join(_checkout, "sparkml", "__init__.py")):
-        sys.path.insert(0, _checkout)  # sparkml resolves sparkml.jobs to this folder
+        sys.path.insert(0, _checkout)  # sparkml.jobs: this folder, through the link sparkml/jobs
 
 from sparkml import progress
 from sparkml.cancellation import FitCancelled

@@ -1,9 +1,11 @@
-"""The installed names: the wheel claims one top-level package, ``sparkml`` (gpu/ and jobs/ install as
-``sparkml.gpu`` and ``sparkml.jobs``), and the zip shipped to executors imports the same way."""
+"""The installed names: the wheel claims one top-level package, ``sparkml`` (gpu/ and jobs/, linked in as
+sparkml/gpu and sparkml/jobs, install as ``sparkml.gpu`` and ``sparkml.jobs``), and the zip shipped to executors
+and a source checkout import the same way."""
 
 import os
 import subprocess
 import sys
+import tarfile
 import zipfile
 
 from support.helpers import ROOT
@@ -67,6 +69,26 @@ def test_the_wheel_claims_only_sparkml(tmp_path):
     assert estimator_file == str(target / "sparkml" / "base" / "estimator.py")
 
 
+def test_the_sdist_holds_the_linked_folders_as_files(tmp_path):
+    """The links sparkml/gpu and sparkml/jobs are copied through: the sdist (which `make dist` builds the wheel
+    from) holds their files as plain members, and no link."""
+    build = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(tmp_path), ROOT],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert build.returncode == 0, build.stderr[-2000:]
+    (sdist,) = [f for f in os.listdir(tmp_path) if f.endswith(".tar.gz")]
+    with tarfile.open(tmp_path / sdist) as tar:
+        members = {m.name.split("/", 1)[1]: m for m in tar.getmembers() if "/" in m.name}
+    assert not [name for name, m in members.items() if m.issym() or m.islnk()]
+    for name in ("gpu", "jobs"):
+        files = sorted(f for f in os.listdir(os.path.join(ROOT, name)) if f.endswith(".py"))
+        assert members[f"sparkml/{name}"].isdir()
+        assert all(members[f"sparkml/{name}/{f}"].isfile() for f in files), name
+
+
 def test_the_executor_zip_imports_sparkml_gpu_from_itself(tmp_path):
     path = session.package_zip(session.SHIPPED_PACKAGES, str(tmp_path))
     names = zipfile.ZipFile(path).namelist()
@@ -78,9 +100,20 @@ def test_the_executor_zip_imports_sparkml_gpu_from_itself(tmp_path):
     assert estimator_file == os.path.join(path, "sparkml", "base", "estimator.py")
 
 
-def test_a_source_checkout_resolves_the_same_names():
-    import sparkml.gpu
-    import sparkml.jobs
-
-    assert sparkml.gpu.__file__ == os.path.join(ROOT, "gpu", "__init__.py")
-    assert sparkml.jobs.__file__ == os.path.join(ROOT, "jobs", "__init__.py")
+def test_a_source_checkout_resolves_the_same_names(tmp_path):
+    """sparkml/gpu and sparkml/jobs link to the top-level folders: from a checkout on sys.path, with no finder of
+    the project's own, the same two names import the files under gpu/ and jobs/."""
+    assert os.readlink(os.path.join(ROOT, "sparkml", "gpu")) == os.path.join("..", "gpu")
+    assert os.readlink(os.path.join(ROOT, "sparkml", "jobs")) == os.path.join("..", "jobs")
+    code = (
+        f"import sys; sys.path.insert(0, {ROOT!r}); import sparkml.gpu.losses, sparkml.jobs.train; "
+        "print(sparkml.gpu.losses.__file__); print(sparkml.jobs.train.__file__); "
+        "print(sum(type(f).__module__.startswith('sparkml') for f in sys.meta_path))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    losses, train, finders = out.stdout.split()
+    assert losses == os.path.join(ROOT, "sparkml", "gpu", "losses.py")
+    assert os.path.realpath(losses) == os.path.join(os.path.realpath(ROOT), "gpu", "losses.py")
+    assert os.path.realpath(train) == os.path.join(os.path.realpath(ROOT), "jobs", "train.py")
+    assert finders == "0"
