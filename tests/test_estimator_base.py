@@ -55,8 +55,7 @@ class DummyLeastSquares(TorchEstimator, Predictor, _DummyParams):
         self.strategies.append((strategy.name, strategy.row.transport, strategy.row.solver))
         if self.fail_in_train:
             raise RuntimeError("training failed")
-        objective = LinearObjective(
-            strategy.loss_gradient,
+        objective = LinearObjective(  # no data sum: the strategy's solver plugs in its transport's
             n_features=s.n_features,
             n_outputs=1,
             fit_intercept=True,

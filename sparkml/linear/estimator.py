@@ -90,9 +90,10 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
         model, summary = self._solve(strategy, data.summary, problem, last_pass)
         return self._fitted(model, [summary], data.source)
 
-    def _objective(self, strategy, s, problem):
+    def _objective(self, s, problem):
+        """MLlib's objective for ``problem`` over the data summarized by ``s``; its data term is the strategy's
+        (``LinearObjective``: the solver plugs in its transport's sums)."""
         return LinearObjective(
-            strategy.loss_gradient,
             n_features=s.n_features,
             n_outputs=problem.n_outputs,
             fit_intercept=self.getFitIntercept(),
@@ -121,7 +122,7 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
     def _minimize(self, strategy, s, problem, last_pass):
         """(objective, theta, TrainingSummary): the optimizer's run from the start, which is clipped into
         the problem's box first (in the user's space, as MLlib clips its start) when it has one."""
-        objective = self._objective(strategy, s, problem)
+        objective = self._objective(s, problem)
         start = self._start(s, problem)
         if problem.bounds is not None:
             start = problem.bounds.clip(*start)

@@ -31,12 +31,15 @@ class LinearObjective:
     """Smooth part f(theta) and the L1 weights of MLlib's objective, over a distributed data sum.
 
     ``data_sum(coef) -> (loss_sum, grad_sum)`` evaluates the ``sparkml.gpu`` loss sums at coefficients in
-    the original space, shaped (n_outputs, d + fit_intercept) (squeezed for one output).
+    the original space, shaped (n_outputs, d + fit_intercept) (squeezed for one output). An estimator builds
+    the objective without one (None): the strategy's solver plugs in the sums its transport computes
+    (``with_data_sum``; ``strategies.exact.distributed``), so the objective a barrier stage ships holds no
+    driver-side state.
     """
 
     def __init__(
         self,
-        data_sum,
+        data_sum=None,
         *,
         n_features,
         n_outputs,

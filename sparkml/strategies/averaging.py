@@ -76,7 +76,7 @@ def dane(comm, objective, theta0, *, options, max_iter, tol, name, owlqn, bounds
     round's weighted local solutions summed over the workers (the partitions on ``jobs``, the barrier tasks on
     ``barrier``), the global objective and gradient an exact sum."""
     method = "owlqn" if owlqn else "auto"
-    share = functools.partial(_local_round, objective.with_data_sum(None), int(options.local_iter), method, bounds)
+    share = functools.partial(_local_round, objective, int(options.local_iter), method, bounds)
 
     def average_round(theta, global_grad):
         weighted, w_sum = comm.sum_of(share, [theta.shape, ()], theta, global_grad)

@@ -57,15 +57,14 @@ class ComposedStrategy:
         bounds=None,
         checkpoint=None,
     ) -> tuple[np.ndarray, Any]:
-        """(theta, TrainingSummary): the row's solver over ``objective`` from ``theta0``, L-BFGS-B-style box
+        """(theta, TrainingSummary): the row's solver over ``objective`` (a ``linear.objective`` without a data
+        sum: the solver plugs in its transport's) from ``theta0``, L-BFGS-B-style box
         ``bounds = (lower, upper)`` over theta or None, each iteration reported to ``progress``, its state
         saved to and resumed from ``checkpoint``. ``last_pass``: no later pass reads the blocks (a barrier
         stage's tasks then delete their own)."""
         require_smooth(f"strategy {self.name!r}", objective, owlqn, bounds)
         settings = dict(options=self.options, max_iter=max_iter, tol=tol, name=name, owlqn=owlqn, bounds=bounds)
-        solve = functools.partial(
-            _minimize, self.row.minimizer(), objective.with_data_sum(None), np.asarray(theta0, np.float64), settings
-        )
+        solve = functools.partial(_minimize, self.row.minimizer(), objective, np.asarray(theta0, np.float64), settings)
         return self.transport.run(solve, last_pass=last_pass, progress=progress, checkpoint=checkpoint)
 
     def newton(self, make_problems, theta0, *, last_pass=False, progress=None, checkpoint=None, **options):
