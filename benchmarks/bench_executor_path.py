@@ -36,9 +36,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sparkml import task_context
 from sparkml.data import block_store
 from sparkml.data.convert import convert_partition, handle_rows
-from sparkml.optim.progress import Progress
+from sparkml.optim.iterations import Progress
 from sparkml.strategies import rendezvous
-from sparkml.strategies.barrier import BarrierTask, Meeting
+from sparkml.strategies.barrier_task import BarrierTask, Meeting
 from sparkml.strategies.exact import newton, quasi_newton
 from sparkml.strategies.table import StrategyOptions
 

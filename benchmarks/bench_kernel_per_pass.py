@@ -37,7 +37,7 @@ from bench_executor_path import StandIn, barrier_task
 from sparkml import task_context
 from sparkml.data import block_store
 from sparkml.data.derive import KernelPlan, derive_partition, executor_shares
-from sparkml.optim.progress import Progress
+from sparkml.optim.iterations import Progress
 from sparkml.saved_classes import memory_bytes
 from sparkml.strategies.exact import newton
 

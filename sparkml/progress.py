@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from sparkml.optim.progress import Iteration
+from sparkml.optim.iterations import Iteration
 
 __all__ = ["Iteration", "ProgressBar", "every", "show_progress"]
 

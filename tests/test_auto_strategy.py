@@ -16,7 +16,7 @@ from support.helpers import coefficient_vector
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression
 from sparkml.strategies import auto_strategy
-from sparkml.strategies.barrier import ExecutorLost
+from sparkml.strategies.barrier_task import ExecutorLost
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_auto_strategy_falls_back_to_sync_where_a_barrier_stage_cannot_run(spark
 def lost_executor(monkeypatch):
     """Every allreduce stage of the test raises ExecutorLost, as run_barrier_stage does when blocks are gone;
     yields the number of stages it stopped."""
-    from sparkml.strategies import stage
+    from sparkml.strategies import barrier_transport
 
     stopped = []
 
@@ -96,7 +96,7 @@ def lost_executor(monkeypatch):
         stopped.append(1)
         raise ExecutorLost("strategy='allreduce': an executor was lost with the training blocks its tasks held")
 
-    monkeypatch.setattr(stage, "run_barrier_stage", lose)
+    monkeypatch.setattr(barrier_transport, "run_barrier_stage", lose)
     return stopped
 
 

@@ -34,7 +34,7 @@ from support.helpers import coefficient_vector
 
 from sparkml.optim import minimize_lbfgs
 from sparkml.optim.checkpoint import Checkpoint, differences
-from sparkml.optim.progress import run_optimizer
+from sparkml.optim.minimize import run_optimizer
 
 KILL_AT = 6  # the killed fit dies once the checkpoint of this iteration (or a later one) exists
 _SCRATCH = {}
@@ -150,7 +150,7 @@ def test_run_optimizer_reports_the_resume(tmp_path):
     fun_grad, d = _logistic(seed=1)
     full_x, full = run_optimizer(_Objective(fun_grad), np.zeros(d), max_iter=100, tol=1e-12, name="t")
     checkpoint = Checkpoint(str(tmp_path), 4, {}, "t")
-    from sparkml.optim.progress import Progress
+    from sparkml.optim.iterations import Progress
 
     def stop(event):
         if event.iteration == 6:

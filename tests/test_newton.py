@@ -333,8 +333,8 @@ def test_resumed_newton_takes_the_uninterrupted_rounds(tmp_path, solver, kill_at
     problems' rows in one product where the killed run summed them in the products of its last round."""
     from sparkml.gpu import SmoothedHingeLoss
     from sparkml.optim.checkpoint import Checkpoint
+    from sparkml.optim.iterations import Progress
     from sparkml.optim.newton import newton_warm_started
-    from sparkml.optim.progress import Progress
 
     x, y = linear_problem(seed=4, n=400, d=12, classes=3)
     w, classes = np.ones(len(y)), [0.0, 1.0, 2.0]

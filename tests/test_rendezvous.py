@@ -170,7 +170,7 @@ def test_the_process_group_keeps_its_sealed_store_alive():
     import torch
     import torch.distributed as dist
 
-    from sparkml.strategies.barrier import _ProcessGroup
+    from sparkml.strategies.barrier_task import _ProcessGroup
 
     server = rendezvous.tcp_store("127.0.0.1", 0, 1, TIMEOUT, rendezvous.listen("127.0.0.1"))
     group = _ProcessGroup(torch.device("cpu"), 0, 1, rendezvous.sealed(server, rendezvous.new_secret(), "fit"))

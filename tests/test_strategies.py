@@ -12,7 +12,7 @@ from support.helpers import coefficient_vector, training_summary
 from support.model_kinds import STRATEGY_CASES, compat_cases
 
 from sparkml.classification import LogisticRegression
-from sparkml.strategies.barrier import assign_blocks, plan_workers
+from sparkml.strategies.barrier_task import assign_blocks, plan_workers
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@
               conversion an earlier fit kept for the same cached df (``data.reuse``)
               train: the estimator's ``_train(data, last_pass)`` picks the strategy
                      (``_make_strategy``), runs its solver with the fit's ``Progress`` (one event
-                     per iteration: ``optim.progress``) and builds the model
+                     per iteration: ``optim.iterations``) and builds the model
               release the blocks, also when training fails
               (``strategy="auto"``: a barrier stage that lost an executor is fitted again with
               ``sync``, from a new conversion)
@@ -41,7 +41,7 @@ from sparkml.data import class_weight as class_weights
 from sparkml.data.training_data import TrainingData
 from sparkml.optim.checkpoint import Checkpoint, fingerprint
 from sparkml.optim.checkpoint import check_params as check_checkpoint_params
-from sparkml.optim.progress import Iteration, Progress
+from sparkml.optim.iterations import Iteration, Progress
 from sparkml.progress import ProgressBar, progress_shown
 
 logger = logging.getLogger("sparkml")
@@ -195,7 +195,7 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         return self
 
     def _add_iteration_callback(self, callback):
-        """Call ``callback(iteration)`` (an ``optim.progress.Iteration``) at the end of every iteration of
+        """Call ``callback(iteration)`` (an ``optim.iterations.Iteration``) at the end of every iteration of
         this estimator's fits, in the optimizer's loop, where the optimizer runs (an executor for a barrier
         stage): the library's own seam, which can slow or hold a fit."""
         self._callbacks = [*getattr(self, "_callbacks", ()), callback]
@@ -222,7 +222,7 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         ``dataset`` by an earlier fit when there is one (``data.reuse``), converted again when its blocks
         turned out to be gone; else a fresh conversion, released when the fit ends."""
         from sparkml.data import reuse
-        from sparkml.strategies.barrier import blocks_lost
+        from sparkml.strategies.barrier_task import blocks_lost
 
         data, entry, reused = reuse.acquire(dataset, conversion, lambda: TrainingData.prepare(dataset, **conversion))
         if entry is None:
@@ -252,7 +252,7 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         try:
             return fit(conversion)
         except Exception as e:
-            from sparkml.strategies.barrier import ExecutorLost
+            from sparkml.strategies.barrier_task import ExecutorLost
 
             if not isinstance(e, ExecutorLost) or self.getStrategy() != "auto":
                 raise

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
     from typing_extensions import Self
 
-    from sparkml.optim.progress import TrainingSummary
+    from sparkml.optim.iterations import TrainingSummary
 
     class _StockModelClass(Protocol):
         """A pyspark.ml model class over a JVM model (``pyspark.ml.classification.LogisticRegressionModel``, ...)."""
@@ -68,7 +68,7 @@ class ModelIO(MLWritable, MLReadable):
 class KeepsTrainingSummary:
     """``summary`` and ``hasSummary`` of a fitted model, kept in Python (pyspark's ``HasTrainingSummary`` reads
     them from a JVM model, which ours are not). ``_summaries`` holds the optimizer's record
-    (``optim.progress.TrainingSummary``) of each problem (KernelSVC: one per one-vs-rest class);
+    (``optim.iterations.TrainingSummary``) of each problem (KernelSVC: one per one-vs-rest class);
     ``summary`` is built from the first on first use by the model's ``_training_summary(record,
     dataset)`` (the linear models: pyspark.ml's own summary class, ``base.summary``)."""
 

@@ -40,7 +40,7 @@ from pyspark.ml.classification import _BinaryClassificationSummary, _Classificat
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from sparkml.optim.progress import TrainingSummary
+    from sparkml.optim.iterations import TrainingSummary
 
 
 class _OptimizerRecord:

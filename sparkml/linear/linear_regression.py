@@ -44,7 +44,7 @@ from sparkml.gpu import HuberLoss, SquaredLoss
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
 from sparkml.linear.normal_equations import solve_normal_equations
 from sparkml.linear.scale_objective import WithScale
-from sparkml.optim.progress import TrainingSummary, logger
+from sparkml.optim.iterations import TrainingSummary, logger
 from sparkml.param_table import Rule, choice_of
 from sparkml.scoring.dataframe import ScoresWithSpec
 from sparkml.scoring.kinds import KINDS

@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from sparkml.optim.iterations import Iteration, Progress, TrainingSummary, logger
 from sparkml.optim.preconditioner import check_shape, precondition
-from sparkml.optim.progress import Iteration, Progress, TrainingSummary, logger
 
 if TYPE_CHECKING:
     from sparkml.gpu.loss_protocol import BlockLoss
@@ -216,7 +216,7 @@ def newton(
     'loss_gradient_diagonal' (and their diagonals (len, p)), 'hessp' (theta stacked with v,
     (2, len, p): the Hessians at theta times v, a 1-tuple). ``preconditioner``: (V, s) for
     ``solver="cg"``, the shape of the features' Gram matrix (module docstring); None: Jacobi.
-    ``progress``: told of every problem's every round (``optim.progress``). ``resume``: a state
+    ``progress``: told of every problem's every round (``optim.iterations``). ``resume``: a state
     ``on_round`` was given (a checkpoint's), from which the rounds go on as they would have;
     ``on_round(rounds, export, done)``: called after every round (``done`` False) and once at the end
     (``done`` True) with the rounds taken so far and a function returning the state to resume from.

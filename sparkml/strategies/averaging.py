@@ -33,7 +33,7 @@ import numpy as np
 
 from sparkml.optim import minimize_lbfgs
 from sparkml.optim.bounded import minimize_bounded
-from sparkml.optim.progress import Iteration, Progress, TrainingSummary
+from sparkml.optim.iterations import Iteration, Progress, TrainingSummary
 from sparkml.strategies.exact import distributed
 
 
@@ -66,7 +66,7 @@ def local_solve(sums, objective, theta, global_grad, local_iter, method, bounds=
 
 
 def _local_round(objective, local_iter, method, bounds, sums, theta, global_grad):
-    """A worker's share of a round: ``local_solve`` over its rows from ``theta`` (``strategies.jobs``'s and
+    """A worker's share of a round: ``local_solve`` over its rows from ``theta`` (``strategies.job_transport``'s and
     ``BarrierTask``'s ``sum_of`` call it with the round's values)."""
     return local_solve(sums, objective, theta, global_grad, local_iter, method, bounds)
 

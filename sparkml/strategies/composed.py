@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from sparkml.optim.bounded import require_smooth
-from sparkml.strategies.jobs import SparkJobs
-from sparkml.strategies.stage import BarrierStage
+from sparkml.strategies.barrier_transport import BarrierStage
+from sparkml.strategies.job_transport import SparkJobs
 
 
 def _minimize(solver, objective, theta0, settings, comm, progress, checkpoint):

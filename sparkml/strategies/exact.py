@@ -1,7 +1,7 @@
 """The exact solvers: every pass an exact sum over all the fit's rows, whichever transport carries it.
 
 * ``quasi_newton``: L-BFGS, OWL-QN (an L1 term) or L-BFGS-B (a box) on the linear models' objective
-  (``optim.progress.run_optimizer``), the data term's (loss, gradient) summed by the communicator;
+  (``optim.minimize.run_optimizer``), the data term's (loss, gradient) summed by the communicator;
 * ``newton``: KernelSVC's one-vs-rest Newton problems (``optim.newton.newton_warm_started``), each pass's
   (loss, gradient, Hessian block or curvature) summed by the communicator.
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sparkml.optim.minimize import run_optimizer
 from sparkml.optim.newton import newton_warm_started
-from sparkml.optim.progress import run_optimizer
 
 # what each PartitionSums pass returns, for k problems of p coefficients
 NEWTON_SHAPES = {

@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from sparkml.optim.progress import Iteration, Progress, TrainingSummary
+from sparkml.optim.iterations import Iteration, Progress, TrainingSummary
 from sparkml.strategies.first_order import (
     composite_value,
     local_lipschitz,

@@ -1,7 +1,7 @@
 """What a solver is: a plain function of a communicator, which the transport provides.
 
-A strategy (``strategies.table``) is a transport crossed with a solver. The transport (``strategies.jobs``:
-a Spark job per sum, the solver on the driver; ``strategies.stage``: one barrier stage, the solver on every
+A strategy (``strategies.table``) is a transport crossed with a solver. The transport (``strategies.job_transport``:
+a Spark job per sum, the solver on the driver; ``strategies.barrier_transport``: one barrier stage, the solver on every
 task) calls the solver with a ``Communicator``, through which it sums what every worker computes over its
 rows; the solver never sees Spark. Solvers that talk to single ranks (``piag``, ``gossip``) need the
 barrier task's process group too (``BarrierTask``), and run on the ``barrier`` transport only.

@@ -9,10 +9,11 @@ A strategy is a transport crossed with a solver:
   parameter server's proximal incremental aggregated gradient; ``gossip``: gradient tracking between
   neighbours.
 
-Each row says once what its pair supports. The transports are ``strategies.jobs`` and ``strategies.stage``;
-a solver is a plain function of the transport's communicator (``strategies.solvers``). Adding a strategy: its
-solver in its own module and one row here. This module imports nothing of the library but the Params' table
-(``sparkml.param_table``: the options' defaults), and no pyspark or torch.
+Each row says once what its pair supports. The transports are ``strategies.job_transport`` and
+``strategies.barrier_transport``; a solver is a plain function of the transport's communicator
+(``strategies.solvers``). Adding a strategy: its solver in its own module and one row here. This module
+imports nothing of the library but the Params' table (``sparkml.param_table``: the options' defaults), and no
+pyspark or torch.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What a fit reports as it runs: one event per iteration, and the record it ends with.
 
-Every optimizer loop of the library (L-BFGS / OWL-QN / L-BFGS-B in ``run_optimizer``, the model-averaging
+Every optimizer loop of the library (L-BFGS / OWL-QN / L-BFGS-B in ``optim.minimize.run_optimizer``, the model-averaging
 rounds of ``strategies.averaging``, the Newton rounds of ``optim.newton``) ends each iteration by
 calling its ``Progress`` with an ``Iteration``: that call is the one place where a per-iteration
 hook runs. ``Progress`` logs one INFO line on the ``sparkml`` logger and then calls two kinds of hooks:
@@ -8,7 +8,7 @@ hook runs. ``Progress`` logs one INFO line on the ``sparkml`` logger and then ca
 * ``callbacks`` run in the optimizer's loop, where it runs: on the driver with ``sync`` and ``averaging``,
   inside rank 0's barrier task with ``allreduce`` (the library's own seams: tests slow or hold a fit there);
 * ``listeners`` run on the driver, the user's process: directly where the optimizer runs there, and for a
-  barrier stage as rank 0 relays each event to the driver (``strategies.stage``), within about a second.
+  barrier stage as rank 0 relays each event to the driver (``strategies.barrier_transport``), within about a second.
   ``TorchEstimator.addIterationCallback`` adds one; the progress bar (``sparkml.progress``) is one.
 
 After it the L-BFGS / OWL-QN loop hands its state to the fit's checkpoint, when ``checkpointDir`` is set
@@ -16,13 +16,9 @@ After it the L-BFGS / OWL-QN loop hands its state to the fit's checkpoint, when 
 """
 
 import logging
-import time
 from dataclasses import dataclass
 
 import numpy as np
-
-from sparkml.optim import minimize_lbfgs
-from sparkml.optim.bounded import minimize_bounded, require_smooth
 
 logger = logging.getLogger("sparkml")
 
@@ -138,54 +134,3 @@ class TrainingSummary:
             f"TrainingSummary(totalIterations={self.totalIterations}, "
             f"objective={self.objectiveHistory[-1] if self.objectiveHistory else None})"
         )
-
-
-def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False, bounds=None, progress=None, checkpoint=None):
-    """Minimize ``objective`` from ``theta0`` by L-BFGS (OWL-QN when ``owlqn`` or the objective has an
-    L1 term), or by L-BFGS-B over the box ``bounds = (lower, upper)`` (``optim.bounded``; a smooth
-    objective only), reporting each iteration to ``progress``. ``checkpoint``: an ``optim.checkpoint.Checkpoint``
-    that saves the L-BFGS / OWL-QN state every interval, and whose loaded state (``resume``) the run continues
-    from. Returns (x, TrainingSummary)."""
-    progress = progress or Progress()
-    resume = checkpoint.resume if checkpoint is not None else None
-    elapsed = list(resume["iteration_seconds"]) if resume is not None else []
-    start = time.perf_counter() - (elapsed[-1] if elapsed else 0.0)  # a resumed run's clock goes on
-    last = [time.perf_counter()]
-    measure = "gradient norm" if bounds is None else "projected gradient norm"
-
-    def on_iteration(iteration, x, f, grad_norm):
-        now = time.perf_counter()
-        elapsed.append(now - start)
-        progress(Iteration(name, "iteration", iteration, f, x, now - last[0], f"{measure} {grad_norm:.3e}"))
-        last[0] = now
-
-    require_smooth(name, objective, owlqn, bounds)
-    if bounds is not None:
-        if checkpoint is not None:
-            raise ValueError(f"{name}: bound-constrained fits (L-BFGS-B) write no checkpoints: unset checkpointDir")
-        result = minimize_bounded(objective.fun_grad, theta0, bounds, max_iter=max_iter, tol=tol, callback=on_iteration)
-    else:
-
-        def snapshot(iteration, export):
-            checkpoint.snapshot(iteration, lambda: {**export(), "iteration_seconds": list(elapsed)})
-
-        result = minimize_lbfgs(
-            objective.fun_grad,
-            theta0,
-            max_iter=max_iter,
-            tol=tol,
-            l1=objective.l1_weights(),
-            callback=on_iteration,
-            method="owlqn" if owlqn else "auto",
-            snapshot=snapshot if checkpoint is not None else None,
-            resume=resume,
-        )
-    seconds = time.perf_counter() - start
-    message = result.message
-    if resume is not None:
-        message += f" (resumed from the checkpoint of iteration {resume['iteration']})"
-    progress.note(
-        f"{name} finished: {result.n_iter} iterations, objective {result.fun:.10g}, {seconds:.2f} s ({message})"
-    )
-    summary = TrainingSummary(result.objective_history, result.n_iter, result.converged, message, seconds, elapsed)
-    return result.x, summary

@@ -1,7 +1,7 @@
 """Progress events from rank 0 of a barrier stage to the driver, as they happen.
 
 A barrier stage's optimizer runs on its executors, and its result reaches the driver when the stage ends.
-So that a fit's iteration callbacks (``optim.progress``'s listeners: a notebook's progress bar, the user's
+So that a fit's iteration callbacks (``optim.iterations``'s listeners: a notebook's progress bar, the user's
 own) see each iteration as it ends, rank 0 writes every line and event it reports to the driver's
 rendezvous store (``TaskRelay``: one small ``set`` per iteration, sealed with the stage's secret like the
 rendezvous itself), and a thread on the driver (``DriverListener``) reads them in order every
@@ -16,7 +16,7 @@ import json
 import logging
 import threading
 
-from sparkml.optim.progress import from_record
+from sparkml.optim.iterations import from_record
 
 logger = logging.getLogger("sparkml")
 

@@ -1,6 +1,6 @@
 """The ``barrier`` transport: the whole solve inside one barrier stage.
 
-Each task of the stage (``strategies.barrier``: rendezvous, blocks, process group) runs the same solver
+Each task of the stage (``strategies.barrier_task``: rendezvous, blocks, process group) runs the same solver
 (``strategies.table``'s row: L-BFGS / OWL-QN, Newton, the rounds of model averaging, a parameter server,
 gossip), its ``BarrierTask`` the communicator the solver sums through: every pass's partial sums are added
 across the tasks by the process group. The conversion coalesced the input to one block per task slot (or per
@@ -10,7 +10,7 @@ one task per block, each on the executor that holds its block.
 Every sum is a reduce to rank 0 followed by a broadcast from it, so every rank sees bit-identical values,
 takes identical steps and stops at the same iteration: no rank can wait on a collective the others never
 enter. Rank 0 reports the iterations (``Progress``), relayed to the driver as they end
-(``strategies.progress_relay``), and returns the result. One Spark job for the whole fit
+(``strategies.iteration_relay``), and returns the result. One Spark job for the whole fit
 instead of one per evaluation.
 """
 
@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from sparkml.optim.progress import Progress, TrainingSummary, from_record
+from sparkml.optim.iterations import Progress, TrainingSummary, from_record
 from sparkml.session_kind import task_slots
-from sparkml.strategies.barrier import BarrierTask, plan_workers, run_barrier_stage
-from sparkml.strategies.progress_relay import DriverListener, TaskRelay
+from sparkml.strategies.barrier_task import BarrierTask, plan_workers, run_barrier_stage
+from sparkml.strategies.iteration_relay import DriverListener, TaskRelay
 
 logger = logging.getLogger("sparkml")
 _RESULT_SCHEMA = "theta binary, summary string"

@@ -301,7 +301,7 @@ def run_barrier_stage(data, n_workers, on_handles, task, schema, strategy="allre
     task closure). ``on_handles``: one task per block, on the cached handles; else over
     ``spark.range(n_workers)``. ``listen(store_for)``: called as the stage starts (a classic session only) with
     ``store_for(attempt)``, the driver's store as rank 0 of that attempt relays to; returns an object whose
-    ``stop(drain=True)`` ends it (``strategies.progress_relay``).
+    ``stop(drain=True)`` ends it (``strategies.iteration_relay``).
 
     A failed task fails the whole stage; it runs again (a fresh rendezvous, the blocks still in
     place, the same deterministic result) up to ``STAGE_ATTEMPTS`` times in all. A cancelled stage
