@@ -109,5 +109,6 @@ class RowFeatures:
                 self._made[key] = torch.as_tensor(landmarks).to(device=rows.device, dtype=rows.dtype)
             return kernel_matrix(kind, rows, self._made[key], **args)
         if rows.device not in self._made:  # one map per device, its casts cached
+            assert self.fourier is not None
             self._made[rows.device] = self.fourier.make().to(rows.device)
         return self._made[rows.device].transform(rows)

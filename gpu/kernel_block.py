@@ -120,9 +120,10 @@ class KernelBlock(_Block):
 
     def _sum(self, parts) -> torch.Tensor:
         """The chunks' products added: one chunk's as it is (a stored block's own), several in float64."""
-        total = None
+        parts = iter(parts)
+        total = next(parts)  # a block of rows has at least one chunk
         for part in parts:
-            total = part if total is None else total.to(_F64) + part.to(_F64)
+            total = total.to(_F64) + part.to(_F64)
         return total
 
     def matmul(self, v: torch.Tensor) -> torch.Tensor:

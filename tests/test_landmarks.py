@@ -130,7 +130,7 @@ def test_the_landmark_target_is_every_row_to_2000_then_1_5_sqrt_n_ln_n_within_th
     assert landmark_target(1257, 4000) == 1257  # every row: the exact kernel machine
     assert landmark_target(5000, 4000) == 2000  # 1.5 sqrt(5000) ln(5000) = 903: the floor
     assert landmark_target(100_000, 10_000) == 5462  # ceil(1.5 * 316.23 * 11.513)
-    assert landmark_target(100_000, 4000) == 4000  # maxLandmarks (or the memory bound)
+    assert landmark_target(100_000, 4000) == 4000  # maxLandmarks
     assert landmark_target(5000, 300) == 300
 
 

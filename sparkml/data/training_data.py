@@ -199,15 +199,18 @@ class TrainingData:
         if plan is not None and not plan.shares:
             plan = dataclasses.replace(plan, shares=executor_shares(self.blocks))
         # Spark Connect has no broadcast: there they travel in the tasks' closure
-        broadcast = None if self.connect else self.sc.broadcast((features, right_factor, plan))
-        inline = (features, right_factor, plan) if broadcast is None else None
+        shipped = (features, right_factor, plan)
+        broadcast = None if self.sc is None else self.sc.broadcast(shipped)
+        inline = shipped if broadcast is None else None
 
         def run(pairs):
             import torch
 
             from sparkml import task_context
 
-            feats, right, kernel_plan = inline if broadcast is None else broadcast.value
+            payload = broadcast.value if broadcast is not None else inline
+            assert payload is not None
+            feats, right, kernel_plan = payload
             dev = torch.device(task_context.device(device).device)
             out = []
             for partition, rows in pairs:
