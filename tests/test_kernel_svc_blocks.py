@@ -79,16 +79,17 @@ def test_blocks_computed_per_pass_give_the_stored_blocks_model(spark, caplog, cl
 
 
 def test_a_partition_larger_than_its_budget_trains_within_it(spark, caplog):
-    """kernelBlocks='auto' with a budget that holds a few hundred rows' kernel blocks: those rows are stored, the
-    others' kernel is computed per pass, and the model is the stored one's."""
+    """kernelBlocks='auto' with a budget that holds a few hundred rows' kernel blocks: half of it stores rows (the
+    other half keeps the Newton rounds' active rows), the others' kernel is computed per pass, and the model is
+    the stored one's."""
     x, y = _data(2, n=3000, seed=1)
     frame = labeled_frame(spark, x, y, partitions=2).cache()
-    budget = "512k"  # bytes per executor: of 2 x 1500 rows x 120 float64 (2.9 MB), 546 rows' blocks
+    budget = "512k"  # bytes per executor: of 2 x 1500 rows x 120 float64 (2.9 MB), 546 rows' blocks, 273 stored
     stored, _ = _fit(frame, caplog, kernelBlocks="stored")
     tight, stored_rows = _fit(frame, caplog, kernelBlockMemory=budget)
     itemsize = 8
-    assert 0 < stored_rows <= memory_bytes(budget) // (M * itemsize) < len(y)
-    assert stored_rows >= memory_bytes(budget) // (M * itemsize) - 2  # each partition fills its share, to a row
+    half = memory_bytes(budget) // 2 // (M * itemsize)
+    assert 0 < stored_rows <= half and stored_rows >= half - 2  # each partition fills half its share, to a row
     _same_model(tight, stored, frame)
     frame.unpersist()
 
@@ -124,10 +125,12 @@ def test_the_budget_is_shared_by_each_executors_partitions_in_proportion_to_rows
     shares = executor_shares(blocks)
     assert shares == {0: 0.75, 1: 0.25, 2: 1.0}
     plan = KernelPlan("rbf", np.zeros((100, 2)), 1.0, 3, 0.0, cpu_budget_bytes=40_000, shares=shares)
-    # 100 landmarks x 4 bytes: 400 bytes a row; partition 0 may hold 30000 bytes, 75 rows
-    assert plan.stored_rows(0, 300, 2, 4, "cpu") == 75
-    assert plan.stored_rows(1, 100, 2, 4, "cpu") == 25
-    assert plan.stored_rows(2, 50, 2, 4, "cpu") == 50  # fits whole
+    # 100 landmarks x 4 bytes: 400 bytes a row; partition 0 may hold 30000 bytes (75 rows): it stores 37 rows
+    # within half of that, the other half left to the Newton rounds' active rows
+    assert plan.stored_rows(0, 300, 2, 4, "cpu") == 37
+    assert plan.stored_rows(1, 100, 2, 4, "cpu") == 12
+    assert plan.stored_rows(2, 50, 2, 4, "cpu") == 50  # fits whole: stored whole
+    assert plan.attrs(0, "cpu", 37 * 400)["take_bytes"] == 30000 - 37 * 400
     assert plan.stored_rows(0, 300, 100, 4, "cpu") == 300  # rows as wide as the kernel block: stored
     for mode, rows in (("stored", 300), ("per_pass", 0)):
         assert KernelPlan("rbf", np.zeros((100, 2)), 1.0, 3, 0.0, mode=mode).stored_rows(0, 300, 2, 4, "cpu") == rows

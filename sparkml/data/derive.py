@@ -6,9 +6,11 @@ Fourier features), written as the dense block ``x`` of a new dataset; labels and
 
 A ``KernelPlan`` (Nystroem) bounds what a partition keeps. Its executor's budget (``budget_bytes``, or on a GPU
 ``GPU_SHARE`` of the device's memory) is shared by the partitions there in proportion to their rows
-(``shares``). With ``mode="auto"`` on a CPU the first rows whose K(rows, L) fits the partition's share are
-stored, and the rest are kept as rows (``rows``, with ``landmarks`` and the kernel in ``attrs.json``) whose
-kernel every pass computes in chunks (``sparkml.gpu.kernel_block``): memory stays flat in n. On a GPU
+(``shares``). With ``mode="auto"`` on a CPU a partition whose K(rows, L) fits its share is stored; else the first
+rows within ``STORED_SHARE`` of it are (measured: the rest of the share, holding a Newton round's active rows,
+saves more than storing more rows would), and the rest are kept as rows (``rows``, with ``landmarks`` and the
+kernel in ``attrs.json``) whose kernel every pass computes in chunks (``sparkml.gpu.kernel_block``): memory stays
+flat in n. On a GPU
 ``"auto"`` computes every row's kernel per pass: recomputing costs milliseconds per million rows there, less
 than moving stored blocks to the device (``benchmarks/bench_kernel_per_pass.py``). ``"stored"``: every row
 stored, whatever the budget; ``"per_pass"``: none. A Newton round materializes the kernel blocks of its active
@@ -27,6 +29,9 @@ from sparkml.data import block_store
 
 GPU_SHARE = 0.5  # of a GPU's memory, for the kernel blocks of the partitions its executor holds
 _ROW_RUN = 1 << 20  # rows copied at a time into the kept rows
+# a partition whose kernel blocks exceed its budget stores rows within this share of it, and leaves the rest to the
+# Newton rounds' active rows (the hinge's band), which each of a round's conjugate-gradient products reads again
+STORED_SHARE = 0.5
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,7 +69,8 @@ class KernelPlan:
             return rows
         if self.mode == "per_pass" or torch.device(device).type != "cpu":
             return 0
-        return int(min(rows, self.partition_budget(partition, device) // (m * itemsize)))
+        budget, per_row = self.partition_budget(partition, device), m * itemsize
+        return rows if rows * per_row <= budget else int(STORED_SHARE * budget // per_row)
 
     def attrs(self, partition, device, stored_bytes) -> dict:
         """What the block store keeps beside the rows: the kernel, and the bytes a Newton round may materialize
