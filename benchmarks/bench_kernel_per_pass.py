@@ -47,7 +47,7 @@ CG_FROM = 257  # features from which KernelSVC's Newton rounds use CG inside a b
 
 
 def synthetic(n, d, seed):
-    """``bench_kernel_svc.synthetic`` in float32 rows: x ~ N(0, I_d), y from a sphere, a product and a sine."""
+    """``datasets.synthetic`` in float32 rows: x ~ N(0, I_d), y from a sphere, a product and a sine."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, d), dtype=np.float32)
     score = x[:, 0] ** 2 + x[:, 1] ** 2 - 2 * x[:, 2] * x[:, 3] + 2 * np.sin(2 * x[:, 4])

@@ -53,6 +53,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report
+from datasets import bundled, public, synthetic
 from memory import PeakMemory
 
 SVC_CACHE_MB = 2000
@@ -97,44 +98,6 @@ def parse_args(argv=None):
     args.selection = [s for s in args.selection.split(",") if s]
     args.loss = [s for s in args.loss.split(",") if s]
     return args
-
-
-def synthetic(n, d, seed):
-    """(x, y): x ~ N(0, I_d); y = 1[x1^2 + x2^2 - 2 x3 x4 + 2 sin(2 x5) + 0.3 N(0, 1) > 1.5]."""
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, d))
-    score = x[:, 0] ** 2 + x[:, 1] ** 2 - 2 * x[:, 2] * x[:, 3] + 2 * np.sin(2 * x[:, 4])
-    y = (score + 0.3 * rng.standard_normal(n) > 1.5).astype(np.float64)
-    return x, y
-
-
-def split(name, x, y):
-    """(name, x_train, x_test, y_train, y_test): a 70/30 stratified split, standardized on the training rows."""
-    from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import StandardScaler
-
-    xtr, xte, ytr, yte = train_test_split(x, y.astype(np.float64), test_size=0.3, random_state=0, stratify=y)
-    scaler = StandardScaler().fit(xtr)
-    return name, scaler.transform(xtr), scaler.transform(xte), ytr, yte
-
-
-def bundled():
-    from sklearn import datasets
-
-    for name in ("breast_cancer", "digits", "wine", "iris"):
-        yield split(name, *getattr(datasets, f"load_{name}")(return_X_y=True))
-
-
-def public(rows, seed):
-    import datasets
-
-    problems = [(name, getattr(datasets, name)(rows, seed)) for name in ("twonorm", "ringnorm", "waveform")]
-    problems.append(("segment", datasets.segment()))
-    for name, data in problems:
-        if data is None:
-            print(f"  {name}: skipped (pip install river to add it)", flush=True)
-            continue
-        yield split(name, *data)
 
 
 def fit_linear_svc(train):

@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import report  # noqa: E402
 from bench_blocks import best_ms  # noqa: E402
-from bench_kernel_svc import synthetic  # noqa: E402
+from datasets import synthetic  # noqa: E402
 
 from sparkml.gpu import DenseBlock, OneVsRestProblems, SmoothedHingeLoss, SquaredHingeLoss, resolve_device  # noqa: E402
 from sparkml.gpu.factored import FactoredBlock  # noqa: E402

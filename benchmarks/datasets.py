@@ -1,4 +1,4 @@
-"""Public classification problems for the KernelSVC benchmarks and accuracy tests, reproducible offline.
+"""Classification problems for the KernelSVC benchmarks and accuracy tests, reproducible offline.
 
 * Breiman's generated problems (L. Breiman, "Bias, variance and arcing classifiers", 1996; the UCI and
   DELVE "twonorm", "ringnorm" and "waveform" sets are draws from these definitions):
@@ -11,7 +11,10 @@
 * ``segment``: the UCI image segmentation set (2310 rows, 19 features, 7 classes), as the ``river`` package
   ships it (``pip install river``; None without it).
 
-Each generator returns (x, y) as float64 arrays, labels 0..K-1.
+* ``synthetic``: the KernelSVC benchmarks' own nonlinear binary problem, any size and width.
+
+Each generator returns (x, y) as float64 arrays, labels 0..K-1; ``split`` makes a standardized 70/30 split of
+one, ``public`` and ``bundled`` yield the public problems and scikit-learn's bundled ones split so.
 """
 
 import numpy as np
@@ -57,3 +60,40 @@ def segment():
     )
     y = pd.factorize(frame["category"], sort=True)[0].astype(np.float64)
     return frame.drop(columns="category").to_numpy(np.float64), y
+
+
+def synthetic(n, d, seed):
+    """(x, y): x ~ N(0, I_d); y = 1[x1^2 + x2^2 - 2 x3 x4 + 2 sin(2 x5) + 0.3 N(0, 1) > 1.5]."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d))
+    score = x[:, 0] ** 2 + x[:, 1] ** 2 - 2 * x[:, 2] * x[:, 3] + 2 * np.sin(2 * x[:, 4])
+    y = (score + 0.3 * rng.standard_normal(n) > 1.5).astype(np.float64)
+    return x, y
+
+
+def split(name, x, y):
+    """(name, x_train, x_test, y_train, y_test): a 70/30 stratified split, standardized on the training rows."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    xtr, xte, ytr, yte = train_test_split(x, y.astype(np.float64), test_size=0.3, random_state=0, stratify=y)
+    scaler = StandardScaler().fit(xtr)
+    return name, scaler.transform(xtr), scaler.transform(xte), ytr, yte
+
+
+def bundled():
+    from sklearn import datasets
+
+    for name in ("breast_cancer", "digits", "wine", "iris"):
+        yield split(name, *getattr(datasets, f"load_{name}")(return_X_y=True))
+
+
+def public(rows, seed):
+    """(name, x_train, x_test, y_train, y_test) of each public problem above (``split``), ``rows`` rows each."""
+    problems = [(f.__name__, f(rows, seed)) for f in (twonorm, ringnorm, waveform)]
+    problems.append(("segment", segment()))
+    for name, data in problems:
+        if data is None:
+            print(f"  {name}: skipped (pip install river to add it)", flush=True)
+            continue
+        yield split(name, *data)

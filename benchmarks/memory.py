@@ -61,12 +61,13 @@ def _pss_bytes(pid):
     return 0
 
 
-_BLOCK_ROOTS = []
+_BLOCK_ROOTS: set[str] = set()
 
 
 def _blocks_bytes():
-    if not _BLOCK_ROOTS:  # found once (Spark's local dirs live for the whole application)
-        _BLOCK_ROOTS.extend(glob.glob(os.path.join(tempfile.gettempdir(), "**", "sparkml-blocks"), recursive=True))
+    if not _BLOCK_ROOTS:  # searched until found: the directories appear with the first conversion, then stay
+        # (Spark's local dirs live for the whole application)
+        _BLOCK_ROOTS.update(glob.glob(os.path.join(tempfile.gettempdir(), "**", "sparkml-blocks"), recursive=True))
     total = 0
     for root in _BLOCK_ROOTS:
         for directory, _, files in os.walk(root):
