@@ -15,6 +15,8 @@ comparing version strings; only the supported range itself is a version check:
   (``require_connect_ml``).
 - ``pyspark.ml.util._remove_dfs_dir`` is new in 4.1; 4.0's Connect server takes the same request through
   its ML helper object (``remove_dfs_dir``).
+- ``inheritable_thread_target`` takes the session (to carry its tags into the thread) since 4.0; 3.5's takes
+  the function only (``thread_target``).
 
 Nothing here imports pyspark at module level, so ``sparkml.gpu`` and the executors' torch code stay
 importable where pyspark is not installed.
@@ -162,3 +164,16 @@ def remove_dfs_dir(path, spark):
 
     JavaWrapper(java_obj=ml_util.ML_CONNECT_HELPER_ID)._call_java("handleOverwrite", path, True)
     return None
+
+
+def thread_target(spark, f):
+    """``f`` wrapped to run in another thread with the caller's Spark local properties (job group, scheduler
+    pool) and, from 4.0, the session's tags: pyspark's ``inheritable_thread_target``, given the session where it
+    takes one."""
+    import inspect
+
+    from pyspark import inheritable_thread_target
+
+    if "SparkSession" in str(inspect.signature(inheritable_thread_target)):
+        return inheritable_thread_target(spark)(f)
+    return inheritable_thread_target(f)

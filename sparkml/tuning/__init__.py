@@ -1,0 +1,26 @@
+"""Model selection: ``CrossValidator`` and ``TrainValidationSplit``, pyspark.ml's with each validation split
+scored for the whole param grid in one pass, and pyspark's ``ParamGridBuilder``.
+
+    from sparkml.tuning import CrossValidator, ParamGridBuilder
+
+* ``cross_validator``, ``train_validation_split``: the drop-ins (pyspark's Params, folds and fitted models);
+* ``validator``: what both run per split (the grid fitted through ``fitMultiple``, then scored);
+* ``scores``: the one scoring pass of a split (driver side) and when it applies;
+* ``batches``: what its Spark tasks run (no pyspark);
+* ``metrics``: the evaluators' metrics from the pass's sufficient statistics, with Spark's formulas;
+* ``grid``: the checks of a param grid; ``persistence``: saving as pyspark's classes; ``threads``: the
+  ``parallelism`` threads.
+"""
+
+from pyspark.ml.tuning import CrossValidatorModel, ParamGridBuilder, TrainValidationSplitModel
+
+from sparkml.tuning.cross_validator import CrossValidator
+from sparkml.tuning.train_validation_split import TrainValidationSplit
+
+__all__ = [
+    "CrossValidator",
+    "TrainValidationSplit",
+    "ParamGridBuilder",
+    "CrossValidatorModel",
+    "TrainValidationSplitModel",
+]

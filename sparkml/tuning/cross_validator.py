@@ -1,0 +1,70 @@
+"""``CrossValidator``: pyspark's, with each validation fold scored for the whole grid in one pass."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pyspark.ml import tuning as stock
+
+from sparkml.tuning import persistence
+from sparkml.tuning.grid import check_param_maps
+from sparkml.tuning.validator import best_index, cached, fit_and_score, one_pass_applies
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+class CrossValidator(stock.CrossValidator):
+    """pyspark.ml's ``CrossValidator`` (same Params, defaults, folds and fitted ``CrossValidatorModel``) that
+    scores each validation fold once for the whole grid.
+
+    pyspark scores a fold with one Spark job per param map (``evaluator.evaluate(model.transform(fold))``).
+    When the estimator is one of this library's linear models (``LogisticRegression``, ``LinearSVC``,
+    ``LinearRegression``) and the evaluator is exactly pyspark's ``RegressionEvaluator``,
+    ``MulticlassClassificationEvaluator`` or ``BinaryClassificationEvaluator``, the k models of a fold are
+    fitted with one ``estimator.fitMultiple`` (pulled from ``parallelism`` threads, as pyspark does), then
+    scored together: one pass over the fold's features, label and weight computes every model's margins in
+    one product, and each model's metric comes from sufficient statistics summed in that pass with Spark's own
+    formulas (regression and multiclass metrics) or from Spark's evaluator on a cached frame of the k scores
+    (areas under the ROC and PR curves). The metrics are pyspark's on ``model.transform(fold)``, to the
+    rounding of the sums.
+
+    The folds are pyspark's (``_kFold``: ``foldCol``, or ``rand(seed)``). Any other estimator (``KernelSVC``,
+    a ``Pipeline``, pyspark.ml's), evaluator (a subclass of these three included) or a Spark Connect session
+    runs pyspark's own ``_fit``. A grid that sets a Param the estimator does not have is a ``ValueError``
+    before any Spark job.
+
+    Saved as pyspark's ``CrossValidator`` (the files name pyspark's class, so pyspark loads them); ``load``
+    returns this class.
+    """
+
+    def _fit(self, dataset: DataFrame) -> stock.CrossValidatorModel:
+        est = self.getOrDefault(self.estimator)
+        epm = self.getOrDefault(self.estimatorParamMaps)
+        eva = self.getOrDefault(self.evaluator)
+        check_param_maps(est, epm, type(self).__name__)
+        if not epm or not one_pass_applies(est, eva, dataset):
+            return super()._fit(dataset)
+        n_folds = self.getOrDefault(self.numFolds)
+        collect = self.getCollectSubModels()
+        metrics_all: list[list[float]] = []
+        sub_models: list[list[Any]] | None = [] if collect else None
+        for train, validation in self._kFold(dataset):
+            with cached(train) as train, cached(validation) as validation:
+                metrics, models = fit_and_score(est, epm, eva, train, validation, self.getParallelism())
+            metrics_all.append(metrics)
+            if sub_models is not None:
+                sub_models.append(models)
+        assert len(metrics_all) == n_folds
+        avg, std = stock.CrossValidator._gen_avg_and_std_metrics(metrics_all)
+        best = est.fit(dataset, epm[best_index(avg, eva)])
+        return self._copyValues(stock.CrossValidatorModel(best, avg, sub_models, std))
+
+    def write(self) -> Any:
+        """pyspark's writer; its Python writer records pyspark's class (``sparkml.tuning.persistence``)."""
+        return persistence.writer(self, super().write())
+
+    @classmethod
+    def read(cls) -> Any:
+        """pyspark's reader, returning this class."""
+        return persistence.reader(cls, super().read())

@@ -1,0 +1,50 @@
+"""The checks of a param grid, made before any Spark job.
+
+pyspark copies each param map onto the estimator with ``Params.copy``, which skips a Param the estimator does
+not have: a grid built from another estimator's Params (``addGrid(other.regParam, ...)``) fits the same model
+k times and reports k equal metrics. Here such a map is a ``ValueError`` naming the Param. A Param belongs to
+the estimator when its ``parent`` is the uid of the estimator or of one of its nested stages (a ``Pipeline``'s
+stages, ``OneVsRest``'s classifier: pyspark's ``MetaAlgorithmReadWrite.getUidMap``) that has a Param of that
+name. The estimators of this library also check each map's values (``_check_params``), so a value the fit
+would refuse is refused before the first fold is cached.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _stages(estimator) -> dict[str, Any]:
+    """{uid: stage} of the estimator and its nested stages."""
+    from pyspark.ml.util import MetaAlgorithmReadWrite
+
+    try:
+        return MetaAlgorithmReadWrite.getUidMap(estimator)
+    except (ValueError, RuntimeError):  # a nested validator, stages sharing a uid: only the estimator itself
+        return {estimator.uid: estimator}
+
+
+def check_param_maps(estimator, param_maps, owner: str) -> None:
+    """ValueError for the first Param of ``param_maps`` that ``estimator`` (and its nested stages) does not
+    have, or, for this library's estimators, the first map whose values a fit would refuse. ``owner``: the
+    tuning class, named in the message."""
+    stages = _stages(estimator)
+    for index, param_map in enumerate(param_maps):
+        for param in param_map:
+            parent = getattr(param, "parent", None)
+            stage = stages.get(parent) if isinstance(parent, str) else None
+            if stage is None or not stage.hasParam(param.name):
+                raise ValueError(
+                    f"{owner}: estimatorParamMaps[{index}] sets {param.name} of another stage (uid "
+                    f"{parent}); the estimator is {type(estimator).__name__} (uid "
+                    f"{estimator.uid}), which would ignore it: build the grid from the estimator's own Params, "
+                    f"e.g. ParamGridBuilder().addGrid(estimator.{param.name}, [...])"
+                )
+    check = getattr(estimator, "_check_params", None)
+    if not callable(check):
+        return
+    for index, param_map in enumerate(param_maps):
+        try:
+            estimator.copy(param_map)._check_params()
+        except ValueError as e:
+            raise ValueError(f"{owner}: estimatorParamMaps[{index}]: {e}") from None

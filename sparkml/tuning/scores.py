@@ -1,0 +1,257 @@
+"""The one scoring pass of a validation fold: every model of a param grid scored together, each model's metric
+computed as ``evaluator.evaluate(model.transform(validation, paramMap))`` would.
+
+pyspark's ``CrossValidator`` runs one Spark job per model to score the fold (its ``transform``) and one or more
+per metric. When every model of the fold is a linear model of this library (its ``ScoringSpec`` has no feature
+map) and the evaluator is exactly one of pyspark's ``RegressionEvaluator``, ``MulticlassClassificationEvaluator``
+or ``BinaryClassificationEvaluator`` (a subclass may compute anything, so it is not), one ``mapInArrow`` over
+the fold's features, label and weight scores all k models in one product per batch
+(``sparkml.tuning.batches``):
+
+* regression and multiclass: each task returns the sufficient statistics of its rows (label moments and error
+  sums; weighted confusion entries and log-loss sums), the driver adds them and computes every metric with
+  Spark's formulas (``sparkml.tuning.metrics``): one job for the whole grid;
+* binary: the area under the ROC or PR curve with ``numBins`` is down-sampled by Spark per partition of its
+  sorted scores, and that sort's range boundaries come from a sample seeded by the RDD's id, so the down-sampled
+  curve is not even reproducible between two runs of the stock evaluator once a fold has more than
+  2 numBins distinct scores. So the pass writes a cached frame of (label, weight, score_1..score_k), partitioned
+  as the fold, and the stock evaluator runs on each model's score column: exactly its computation on the same
+  scores, k jobs on a narrow cached frame instead of k scorings of the fold.
+
+Anything else (another evaluator, a metric it does not know, a kernel model, columns that do not line up with
+the models' outputs, a Spark Connect session) returns None and the caller evaluates model by model, as pyspark
+does; so does a fold whose rows the stock path would treat otherwise (``batches``: null labels, refused
+weights, irregular feature vectors), so that fold's result or error is the stock one.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pyspark.ml.evaluation import BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator
+from pyspark.ml.functions import vector_to_array
+from pyspark.ml.linalg import SparseVector, VectorUDT
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, DoubleType, NumericType, StructField, StructType
+
+from sparkml.scoring.kinds import OUTPUTS
+from sparkml.scoring.stack import ModelStack
+from sparkml.session_kind import is_connect
+from sparkml.tuning.batches import BAD_COLUMN, SCORE_PREFIX, STATS_SCHEMA, PassPlan, scores_partition, stats_partition
+from sparkml.tuning.metrics import (
+    MULTICLASS_METRICS,
+    REGRESSION_METRICS,
+    REGRESSION_SUMS,
+    Confusion,
+    LabelMoments,
+    MetricUndefined,
+    multiclass_metric,
+    regression_metric,
+)
+from sparkml.tuning.threads import in_threads
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from pyspark.ml.evaluation import Evaluator
+    from pyspark.sql import DataFrame
+
+logger = logging.getLogger("sparkml")
+SPARSE_DENSITY = 0.5  # a first vector sparser than this: the pass reads the vector struct
+
+KINDS = {RegressionEvaluator: "regression", MulticlassClassificationEvaluator: "multiclass"}
+KINDS[BinaryClassificationEvaluator] = "binary"
+BINARY_METRICS = ("areaUnderROC", "areaUnderPR")
+
+
+class NotOnePass(Exception):
+    """Why the one pass does not apply (the caller evaluates model by model)."""
+
+
+def _optional_column(evaluator, name):
+    """The evaluator's optional column Param ``name`` (weightCol), or None when unset or empty."""
+    if not evaluator.hasParam(name) or not evaluator.isDefined(name):
+        return None
+    return evaluator.getOrDefault(name) or None
+
+
+def _output_columns(model, spec) -> dict[str, str]:
+    """{column name: output key} of what ``model.transform`` adds (an output named "" is not added)."""
+    columns = {}
+    for key in spec.outputs:
+        param = OUTPUTS[key].param
+        name = model.getOrDefault(param) if model.hasParam(param) else OUTPUTS[key].column
+        if name:
+            columns[name] = key
+    return columns
+
+
+def _scored(model, param_map):
+    """The model ``transform(dataset, param_map)`` scores with: a copy carrying the map's values."""
+    return model.copy(param_map) if param_map else model
+
+
+def plan_pass(models: Sequence[Any], param_maps: Sequence[dict], evaluator: Evaluator, validation: DataFrame):
+    """(``PassPlan``, features column, label column, weight column) of the one pass over ``validation`` for
+    ``models`` (fitted with ``param_maps``); ``NotOnePass`` naming why it does not apply."""
+    kind = KINDS.get(type(evaluator))
+    if kind is None:
+        raise NotOnePass(f"the evaluator is a {type(evaluator).__name__}")
+    if is_connect(validation):
+        raise NotOnePass("a Spark Connect session")
+    metric = evaluator.getOrDefault("metricName")
+    known = {"regression": REGRESSION_METRICS, "multiclass": MULTICLASS_METRICS, "binary": BINARY_METRICS}[kind]
+    if metric not in known:
+        raise NotOnePass(f"metric {metric!r}")
+    scored = [_scored(m, p) for m, p in zip(models, param_maps)]
+    if not scored or not all(callable(getattr(m, "_scoring_spec", None)) for m in scored):
+        raise NotOnePass("a model that is not one of this library's")
+    specs = [m._scoring_spec() for m in scored]
+    if any(s.feature_map is not None for s in specs):
+        raise NotOnePass("a kernel model")
+    if len({s.n_features for s in specs}) != 1 or len({m.getFeaturesCol() for m in scored}) != 1:
+        raise NotOnePass("models of different features")
+    outputs = [_output_columns(m, s) for m, s in zip(scored, specs)]
+    if any(o != outputs[0] for o in outputs):
+        raise NotOnePass("models whose output columns differ")
+    columns, schema = outputs[0], validation.schema
+    features, label = scored[0].getFeaturesCol(), evaluator.getOrDefault("labelCol")
+    weight = _optional_column(evaluator, "weightCol")
+    present = set(validation.columns)
+    if present & set(columns):
+        raise NotOnePass("an output column the validation data already has")
+    if features not in present or not isinstance(schema[features].dataType, VectorUDT):
+        raise NotOnePass(f"features column {features!r}")
+    for name in (label, weight):
+        if name is not None and (name not in present or not isinstance(schema[name].dataType, NumericType)):
+            raise NotOnePass(f"column {name!r}")
+
+    def output_key(param, vector):
+        key = columns.get(evaluator.getOrDefault(param))
+        if key is None or (vector is not None and OUTPUTS[key].vector != vector):
+            raise NotOnePass(f"the evaluator's {param} is not a model output it can read")
+        return key
+
+    fields: dict[str, Any] = {}
+    if kind == "binary":
+        key = output_key("rawPredictionCol", None)
+        if OUTPUTS[key].vector and any(len(s.intercepts) > 2 for s in specs):
+            raise NotOnePass("score vectors of more than 2 classes")  # Spark 4 refuses them, 3.5 reads entry 1
+        fields = {"score": key, "score_vector": OUTPUTS[key].vector, "label_name": label, "weight_name": weight}
+        reserved = {BAD_COLUMN, *(f"{SCORE_PREFIX}{j}" for j in range(len(specs)))}
+        if label in reserved or weight in reserved or label == weight:
+            raise NotOnePass("the label and weight columns' names")
+    else:
+        fields = {"prediction": output_key("predictionCol", False)}
+        if metric == "logLoss":
+            eps = evaluator.getOrDefault("eps")
+            if not 0 < eps < 0.5:
+                raise NotOnePass(f"eps {eps}")
+            fields.update(probability=output_key("probabilityCol", True), log_loss=True, eps=float(eps))
+    read = (fields.get("prediction"), fields.get("probability"), fields.get("score"))
+    keys = tuple(dict.fromkeys(k for k in read if k))
+    return PassPlan(ModelStack(tuple(specs)), kind, keys, **fields), features, label, weight
+
+
+def fold_metrics(models, param_maps, evaluator, validation, parallelism: int = 1) -> list[float] | None:
+    """Each model's metric on ``validation`` from one pass (module docstring); None where the pass does not
+    apply, or the fold holds rows the stock path treats otherwise: the caller evaluates model by model.
+    ``parallelism``: the threads that run the binary evaluator's k jobs."""
+    try:
+        plan, features, label, weight = plan_pass(models, param_maps, evaluator, validation)
+    except NotOnePass as why:
+        logger.info("the validation fold is scored model by model: %s", why)
+        return None
+    try:
+        if plan.kind == "binary":
+            return _binary_metrics(plan, evaluator, validation, features, label, weight, parallelism)
+        return _metrics_from_stats(plan, evaluator, validation, features, label, weight)
+    except NotOnePass as why:
+        logger.info("the validation fold is scored model by model: %s", why)
+    except Exception as e:  # a vector the JVM refuses to convert, ...: the stock path meets it as it would
+        if "cancel" in str(e).lower():
+            raise
+        logger.warning(
+            "the one scoring pass failed (%s); the validation fold is scored model by model",
+            str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__,
+        )
+    return None
+
+
+def _features(validation, features):
+    """The pass's features column ``x``: the vectors as arrays of doubles (``vector_to_array``: converted in the
+    JVM, they reach Arrow about twice as fast as the vector struct), unless the first vector is sparse (then
+    the struct, which keeps sparse rows sparse); a null vector stays null (the batch is irregular)."""
+    column = F.col(features)
+    try:
+        first = validation.select(column).where(column.isNotNull()).head()
+    except Exception:  # a vector pyspark refuses to read: the struct, and the pass finds it irregular
+        first = None
+    v = first[0] if first else None
+    if first is None or (isinstance(v, SparseVector) and len(v.indices) < SPARSE_DENSITY * v.size):
+        return column.alias("x")
+    return F.when(column.isNotNull(), vector_to_array(column, "float64")).alias("x")
+
+
+def _metrics_from_stats(plan, evaluator, validation, features, label, weight):
+    w = F.col(weight).cast("double") if weight else F.lit(1.0)
+    selected = validation.select(_features(validation, features), F.col(label).cast("double").alias("y"), w.alias("w"))
+    rows = selected.mapInArrow(lambda batches: stats_partition(batches, plan), STATS_SCHEMA).collect()
+    k = len(plan.stack.specs)
+    if any(r["part"] == "irregular" for r in rows):
+        raise NotOnePass("rows the evaluator refuses or vectors the models cannot score")
+    metric = evaluator.getOrDefault("metricName")
+    if plan.kind == "regression":
+        labels, sums = LabelMoments(), np.zeros((k, REGRESSION_SUMS))
+        for r in rows:
+            values = np.frombuffer(r["stats"], dtype=np.float64)
+            if r["part"] == "label":
+                labels = labels.merge(LabelMoments(*values.tolist()))
+            else:
+                sums[r["model"]] += values
+        through_origin = bool(evaluator.getOrDefault("throughOrigin"))
+        return [regression_metric(metric, through_origin, labels, sums[j]) for j in range(k)]
+    confusions = [Confusion({}) for _ in range(k)]
+    for r in rows:
+        values = np.frombuffer(r["stats"], dtype=np.float64)
+        c = confusions[r["model"]]
+        c.log_loss_sum += float(values[0])
+        c.log_loss_weight += float(values[1])
+        for y, p, v in values[2:].reshape(-1, 3).tolist():
+            c.entries[(y, p)] = c.entries.get((y, p), 0.0) + v
+    try:
+        return [
+            multiclass_metric(metric, c, evaluator.getOrDefault("metricLabel"), evaluator.getOrDefault("beta"))
+            for c in confusions
+        ]
+    except MetricUndefined as e:
+        raise NotOnePass(str(e)) from None
+
+
+def _binary_metrics(plan, evaluator, validation, features, label, weight, parallelism):
+    schema = validation.schema
+    carried = [F.col(label).alias("y")] + ([F.col(weight).alias("w")] if weight else [])
+    selected = validation.select(_features(validation, features), *carried)
+    fields = [StructField(BAD_COLUMN, BooleanType()), StructField(label, schema[label].dataType)]
+    if weight:
+        fields.append(StructField(weight, schema[weight].dataType))
+    fields += [StructField(f"{SCORE_PREFIX}{j}", DoubleType()) for j in range(len(plan.stack.specs))]
+    frame = selected.mapInArrow(lambda batches: scores_partition(batches, plan), StructType(fields)).cache()
+    try:
+        if frame.agg(F.max(BAD_COLUMN)).first()[0]:  # also fills the cache
+            raise NotOnePass("vectors the models cannot score")
+        raw = evaluator.getParam("rawPredictionCol")
+        remaining = iter(range(len(plan.stack.specs)))
+
+        def one():
+            j = next(remaining)
+            return j, evaluator.copy({raw: f"{SCORE_PREFIX}{j}"}).evaluate(frame)
+
+        metrics = [0.0] * len(plan.stack.specs)
+        for j, metric in in_threads(validation.sparkSession, one, len(metrics), parallelism):
+            metrics[j] = metric
+        return metrics
+    finally:
+        frame.unpersist()

@@ -1,0 +1,59 @@
+"""``TrainValidationSplit``: pyspark's, with the validation split scored for the whole grid in one pass."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pyspark.ml import tuning as stock
+from pyspark.sql import functions as F
+
+from sparkml.tuning import persistence
+from sparkml.tuning.grid import check_param_maps
+from sparkml.tuning.validator import best_index, cached, fit_and_score, one_pass_applies
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+class TrainValidationSplit(stock.TrainValidationSplit):
+    """pyspark.ml's ``TrainValidationSplit`` (same Params, defaults, split and fitted
+    ``TrainValidationSplitModel``) that scores the validation split once for the whole grid.
+
+    As ``sparkml.tuning.CrossValidator`` does for each fold: with one of this library's linear estimators and
+    exactly pyspark's ``RegressionEvaluator``, ``MulticlassClassificationEvaluator`` or
+    ``BinaryClassificationEvaluator``, the grid is fitted with one ``estimator.fitMultiple`` and its k models
+    scored in one pass over the validation rows, each metric pyspark's on ``model.transform(validation)``
+    (``validationMetrics``). Anything else runs pyspark's own ``_fit``. Saved as pyspark's
+    ``TrainValidationSplit``; ``load`` returns this class.
+    """
+
+    def _split(self, dataset: DataFrame) -> tuple[DataFrame, DataFrame]:
+        """(train, validation): pyspark's split, a row in validation when its ``rand(seed)`` is at least
+        ``trainRatio`` (the lines of pyspark's ``TrainValidationSplit._fit``, which keeps them inline)."""
+        rand_col = self.uid + "_rand"
+        df = dataset.select("*", F.rand(self.getOrDefault(self.seed)).alias(rand_col))
+        condition = df[rand_col] >= self.getOrDefault(self.trainRatio)
+        return df.filter(~condition), df.filter(condition)
+
+    def _fit(self, dataset: DataFrame) -> stock.TrainValidationSplitModel:
+        est = self.getOrDefault(self.estimator)
+        epm = self.getOrDefault(self.estimatorParamMaps)
+        eva = self.getOrDefault(self.evaluator)
+        check_param_maps(est, epm, type(self).__name__)
+        if not epm or not one_pass_applies(est, eva, dataset):
+            return super()._fit(dataset)
+        train, validation = self._split(dataset)
+        with cached(train) as train, cached(validation) as validation:
+            metrics, models = fit_and_score(est, epm, eva, train, validation, self.getParallelism())
+        best = est.fit(dataset, epm[best_index(metrics, eva)])
+        sub_models = models if self.getCollectSubModels() else None
+        return self._copyValues(stock.TrainValidationSplitModel(best, metrics, sub_models))
+
+    def write(self) -> Any:
+        """pyspark's writer; its Python writer records pyspark's class (``sparkml.tuning.persistence``)."""
+        return persistence.writer(self, super().write())
+
+    @classmethod
+    def read(cls) -> Any:
+        """pyspark's reader, returning this class."""
+        return persistence.reader(cls, super().read())
