@@ -1,0 +1,460 @@
+"""``sparkml.tuning``: the validators give pyspark's results (same folds, metrics, best map, fitted model), each
+metric of the one scoring pass equals pyspark's evaluator on ``model.transform``, the pass replaces the models'
+``transform``, everything else runs pyspark's own path, the validators save and load as pyspark's, and a grid
+from another estimator is refused before any Spark job."""
+
+import numpy as np
+import pytest
+from pyspark.ml.evaluation import (
+    BinaryClassificationEvaluator,
+    Evaluator,
+    MulticlassClassificationEvaluator,
+    RegressionEvaluator,
+)
+from pyspark.ml.linalg import Vectors, VectorUDT
+from pyspark.ml.tuning import CrossValidator as StockCrossValidator
+from pyspark.ml.tuning import CrossValidatorModel as StockCrossValidatorModel
+from pyspark.ml.tuning import TrainValidationSplit as StockTrainValidationSplit
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, IntegerType, LongType, StructField, StructType
+from support.helpers import coefficient_vector
+
+from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
+from sparkml.classification import LogisticRegressionModel as OurLogisticRegressionModel
+from sparkml.regression import LinearRegression
+from sparkml.tuning import CrossValidator, ParamGridBuilder, TrainValidationSplit, scores, validator
+
+N, D, FOLDS = 3000, 5, 3
+
+
+@pytest.fixture(scope="module")
+def data(spark):
+    """id, features (5 dense, different scales), label (binary), label3 (3 classes), y (real), w (weights in
+    [0.2, 3]), fold (0, 1, 2); 4 partitions, cached."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(N, D)) * [1.0, 2.0, 0.5, 3.0, 1.0] + [0.0, 1.0, -1.0, 0.5, 2.0]
+    m = x @ [0.8, -0.4, 1.2, 0.2, -0.5] + 0.3
+    label = (m + rng.logistic(size=N) > 0).astype(float)
+    label3 = np.digitize(m + rng.normal(scale=0.8, size=N), [-0.8, 0.8]).astype(float)
+    y = m + rng.normal(scale=0.5, size=N)
+    w = rng.uniform(0.2, 3.0, N)
+    fold = rng.integers(0, FOLDS, N)
+    rows = [
+        (i, Vectors.dense(x[i]), float(label[i]), float(label3[i]), float(y[i]), float(w[i]), int(fold[i]))
+        for i in range(N)
+    ]
+    schema = StructType(
+        [StructField("id", LongType()), StructField("features", VectorUDT())]
+        + [StructField(c, DoubleType()) for c in ("label", "label3", "y", "w")]
+        + [StructField("fold", IntegerType())]
+    )
+    df = spark.createDataFrame(spark.sparkContext.parallelize(rows, 4), schema).cache()
+    df.count()
+    yield df
+    df.unpersist()
+
+
+def _grid(estimator, values=(0.001, 0.05, 0.3)):
+    return ParamGridBuilder().addGrid(estimator.regParam, list(values)).build()
+
+
+CASES = {
+    "logistic-binomial": (lambda: LogisticRegression(), lambda: BinaryClassificationEvaluator()),
+    "logistic-multinomial": (
+        lambda: LogisticRegression(labelCol="label3"),
+        lambda: MulticlassClassificationEvaluator(labelCol="label3", metricName="logLoss", weightCol="w"),
+    ),
+    "svc": (lambda: LinearSVC(), lambda: BinaryClassificationEvaluator(metricName="areaUnderPR", weightCol="w")),
+    "linear-regression": (lambda: LinearRegression(labelCol="y"), lambda: RegressionEvaluator(labelCol="y")),
+}
+
+
+@pytest.fixture
+def transforms(monkeypatch):
+    """How many times a fitted LogisticRegressionModel of this library scored a DataFrame (``_transform``)."""
+    calls = []
+    original = OurLogisticRegressionModel._transform
+
+    def counted(self, dataset):
+        calls.append(self.uid)
+        return original(self, dataset)
+
+    monkeypatch.setattr(OurLogisticRegressionModel, "_transform", counted)
+    return calls
+
+
+@pytest.fixture
+def one_pass_only(monkeypatch):
+    """Scoring a fold model by model (the path where the one pass does not apply) fails the test."""
+
+    def refused(*args):
+        raise AssertionError("a fold was scored model by model")
+
+    monkeypatch.setattr(validator, "evaluate_each", refused)
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cross_validator_matches_pyspark(data, case, one_pass_only):
+    make, make_evaluator = CASES[case]
+    estimator = make()
+    grid = _grid(estimator)
+    results = {}
+    for cls in (CrossValidator, StockCrossValidator):
+        cv = cls(estimator=estimator, estimatorParamMaps=grid, evaluator=make_evaluator(), foldCol="fold")
+        results[cls] = cv.setNumFolds(FOLDS).fit(data)
+    ours, theirs = results[CrossValidator], results[StockCrossValidator]
+    assert type(ours) is StockCrossValidatorModel
+    np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-6)
+    np.testing.assert_allclose(ours.stdMetrics, theirs.stdMetrics, rtol=1e-6, atol=1e-12)
+    assert len(set(np.round(ours.avgMetrics, 9))) == len(grid)  # the maps' models differ
+    better = np.argmax if make_evaluator().isLargerBetter() else np.argmin
+    assert better(ours.avgMetrics) == better(theirs.avgMetrics)
+    np.testing.assert_allclose(coefficient_vector(ours.bestModel), coefficient_vector(theirs.bestModel), rtol=1e-9)
+    assert ours.getFoldCol() == "fold" and ours.getNumFolds() == FOLDS
+
+
+def test_random_folds_parallelism_and_sub_models(data, one_pass_only):
+    """``rand(seed)`` folds, two threads and collectSubModels: pyspark's folds, metrics and sub-models."""
+    estimator = LogisticRegression()
+    grid = _grid(estimator, (0.01, 0.2))
+    kwargs = dict(estimatorParamMaps=grid, evaluator=MulticlassClassificationEvaluator(), seed=11)
+    ours = CrossValidator(estimator=estimator, parallelism=2, collectSubModels=True, numFolds=2, **kwargs).fit(data)
+    theirs = StockCrossValidator(estimator=estimator, collectSubModels=True, numFolds=2, **kwargs).fit(data)
+    np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-6)
+    assert len(ours.subModels) == 2 and all(len(fold) == len(grid) for fold in ours.subModels)
+    for fold_ours, fold_theirs in zip(ours.subModels, theirs.subModels):
+        for a, b in zip(fold_ours, fold_theirs):
+            np.testing.assert_allclose(coefficient_vector(a), coefficient_vector(b), rtol=1e-9)
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize(
+    "make, make_evaluator",
+    [
+        (lambda: LogisticRegression(), lambda: MulticlassClassificationEvaluator(metricName="accuracy")),
+        (lambda: LinearRegression(labelCol="y"), lambda: RegressionEvaluator(labelCol="y", metricName="r2")),
+    ],
+    ids=["logistic-accuracy", "linear-regression-r2"],
+)
+def test_train_validation_split_matches_pyspark(data, make, make_evaluator, one_pass_only):
+    estimator = make()
+    grid = _grid(estimator)
+    results = [
+        cls(estimator=estimator, estimatorParamMaps=grid, evaluator=make_evaluator(), seed=5, trainRatio=0.7).fit(data)
+        for cls in (TrainValidationSplit, StockTrainValidationSplit)
+    ]
+    np.testing.assert_allclose(results[0].validationMetrics, results[1].validationMetrics, rtol=1e-6)
+    np.testing.assert_allclose(coefficient_vector(results[0].bestModel), coefficient_vector(results[1].bestModel))
+
+
+# ---- each metric of the one pass against pyspark's evaluator on the same models' transform -----------------
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    """``fitted(kind)``: (models, param maps, validation fold) of a small grid fitted on folds 1 and 2."""
+    train = data.where("fold != 0").cache()
+    validation = data.where("fold = 0").cache()
+    makers = {
+        "binomial": lambda: LogisticRegression(),
+        "multinomial": lambda: LogisticRegression(labelCol="label3"),
+        "svc": lambda: LinearSVC(),
+        "regression": lambda: LinearRegression(labelCol="y"),
+    }
+    cache = {}
+
+    def get(kind):
+        if kind not in cache:
+            estimator = makers[kind]()
+            maps = _grid(estimator, (0.001, 0.2))
+            models = [None] * len(maps)
+            for index, model in estimator.fitMultiple(train, maps):
+                models[index] = model
+            cache[kind] = (models, maps, validation)
+        return cache[kind]
+
+    yield get
+    train.unpersist()
+    validation.unpersist()
+
+
+def _compare(fitted_models, evaluator, rtol=1e-9):
+    models, maps, validation = fitted_models
+    ours = scores.fold_metrics(models, maps, evaluator, validation)
+    assert ours is not None, "the one pass did not apply"
+    theirs = [evaluator.evaluate(m.transform(validation, p)) for m, p in zip(models, maps)]
+    np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=1e-12)
+    return ours
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("metric", ["rmse", "mse", "r2", "r2-through-origin", "mae", "var"])
+def test_regression_metrics(fitted, metric, weighted):
+    evaluator = RegressionEvaluator(labelCol="y", metricName=metric.split("-")[0])
+    if metric == "r2-through-origin":
+        evaluator.setThroughOrigin(True)
+    if weighted:
+        evaluator.setWeightCol("w")
+    _compare(fitted("regression"), evaluator)
+
+
+MULTICLASS = [
+    "f1",
+    "accuracy",
+    "weightedPrecision",
+    "weightedRecall",
+    "weightedTruePositiveRate",
+    "weightedFalsePositiveRate",
+    "weightedFMeasure",
+    "truePositiveRateByLabel",
+    "falsePositiveRateByLabel",
+    "precisionByLabel",
+    "recallByLabel",
+    "fMeasureByLabel",
+    "hammingLoss",
+    "logLoss",
+]
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("metric", MULTICLASS)
+def test_multiclass_metrics(fitted, metric, weighted):
+    evaluator = MulticlassClassificationEvaluator(labelCol="label3", metricName=metric, metricLabel=2.0, beta=0.5)
+    if weighted:
+        evaluator.setWeightCol("w")
+    _compare(fitted("multinomial"), evaluator)
+
+
+@pytest.mark.parametrize(
+    "kind, params",
+    [
+        ("binomial", dict(metricName="f1")),
+        ("binomial", dict(metricName="logLoss", eps=0.05, weightCol="w")),
+        ("binomial", dict(metricName="precisionByLabel", metricLabel=1.0)),
+        ("svc", dict(metricName="weightedFalsePositiveRate", weightCol="w")),
+        ("svc", dict(metricName="fMeasureByLabel", metricLabel=0.0, beta=2.0)),
+    ],
+)
+def test_multiclass_metrics_of_binary_models(fitted, kind, params):
+    _compare(fitted(kind), MulticlassClassificationEvaluator(**params))
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize(
+    "kind, params",
+    [
+        ("binomial", dict(metricName="areaUnderROC")),
+        ("binomial", dict(metricName="areaUnderPR")),
+        ("binomial", dict(metricName="areaUnderROC", rawPredictionCol="probability")),
+        ("svc", dict(metricName="areaUnderROC")),
+        ("svc", dict(metricName="areaUnderPR", rawPredictionCol="prediction")),
+    ],
+)
+def test_binary_metrics(fitted, kind, params, weighted):
+    evaluator = BinaryClassificationEvaluator(**params)
+    if weighted:
+        evaluator.setWeightCol("w")
+    _compare(fitted(kind), evaluator)
+
+
+@pytest.mark.compat
+def test_binary_metrics_of_three_classes_are_pysparks(fitted):
+    """rawPrediction vectors of 3 classes: Spark 4 refuses them, 3.5 reads entry 1; the stock path says which."""
+    models, maps, validation = fitted("multinomial")
+    assert scores.fold_metrics(models, maps, BinaryClassificationEvaluator(labelCol="label3"), validation) is None
+
+
+def test_binary_metrics_down_sampled_curve(fitted):
+    """numBins below half the fold's distinct scores: Spark down-samples the curve per partition of its sort,
+    whose range boundaries come from a sample seeded by the RDD's id, so two runs of the stock evaluator on the
+    same scores differ in the fourth digit; the pass feeds it the same scores, partitioned as the fold."""
+    models, maps, validation = fitted("binomial")
+    evaluator = BinaryClassificationEvaluator(numBins=50)
+    ours = scores.fold_metrics(models, maps, evaluator, validation)
+    theirs = [evaluator.evaluate(m.transform(validation, p)) for m, p in zip(models, maps)]
+    np.testing.assert_allclose(ours, theirs, atol=5e-3)
+    exact = scores.fold_metrics(models, maps, BinaryClassificationEvaluator(numBins=0), validation)
+    assert np.abs(np.subtract(ours, exact)).max() > 1e-5  # the curve was down-sampled
+
+
+@pytest.mark.parametrize("every", [1, 3], ids=["all-sparse", "every-third-sparse"])
+def test_sparse_rows(fitted, every):
+    """Rows stored as sparse vectors (feature 2 left out) score as MLlib scores them: read as the vector struct
+    when the first row is sparse, as arrays otherwise."""
+    models, maps, validation = fitted("multinomial")
+    to_sparse = F.udf(lambda v: Vectors.sparse(len(v), {i: x for i, x in enumerate(v) if i != 2}), VectorUDT())
+    mixed = validation.withColumn(
+        "features", F.when(F.col("id") % every == 0, to_sparse("features")).otherwise(F.col("features"))
+    )
+    evaluator = MulticlassClassificationEvaluator(labelCol="label3", metricName="logLoss")
+    _compare((models, maps, mixed), evaluator)
+
+
+def test_feature_rows_of_the_vector_struct():
+    """Dense and sparse rows of one batch of the VectorUDT struct make one CSR matrix; a row of another size, an
+    index out of range or a non-finite value make the batch irregular (None)."""
+    import pyarrow as pa
+
+    from sparkml.tuning.batches import feature_rows
+
+    doubles = pa.list_(pa.float64())
+    fields = [("type", pa.int8()), ("size", pa.int32()), ("indices", pa.list_(pa.int32())), ("values", doubles)]
+    struct = pa.struct(fields)
+
+    def batch(*rows):
+        return pa.array([dict(zip(("type", "size", "indices", "values"), r)) for r in rows], type=struct)
+
+    x = feature_rows(batch((1, None, None, [1.0, 2.0, 3.0]), (0, 3, [2], [5.0]), (0, 3, [], [])), 3)
+    np.testing.assert_array_equal(x.toarray(), [[1, 2, 3], [0, 0, 5], [0, 0, 0]])
+    dense = feature_rows(batch((1, None, None, [1.0, 2.0]), (1, None, None, [3.0, 4.0])).slice(1), 2)
+    np.testing.assert_array_equal(dense, [[3, 4]])  # a sliced batch: the struct's offset is applied
+    assert feature_rows(batch((1, None, None, [1.0, 2.0]), (0, 3, [0], [1.0])), 3) is None  # size 2 != 3
+    assert feature_rows(batch((0, 3, [3], [1.0])), 3) is None
+    assert feature_rows(batch((1, None, None, [np.nan, 1.0, 2.0])), 3) is None
+    assert feature_rows(pa.array([[1.0, 2.0], [3.0]], type=doubles), 2) is None
+    np.testing.assert_array_equal(feature_rows(pa.array([[1.0, 2.0]], type=doubles), 2), [[1, 2]])
+
+
+# ---- the one pass really replaces the models' transform; everything else is pyspark's path -----------------
+
+
+def test_one_pass_scores_without_transform(data, transforms, monkeypatch):
+    passes = []
+    original = scores._metrics_from_stats
+
+    def counted(*args):
+        passes.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(scores, "_metrics_from_stats", counted)
+    estimator = LogisticRegression()
+    grid = _grid(estimator)
+    kwargs = dict(estimator=estimator, estimatorParamMaps=grid, evaluator=MulticlassClassificationEvaluator())
+    CrossValidator(foldCol="fold", **kwargs).fit(data)
+    assert transforms == [] and len(passes) == FOLDS
+    StockCrossValidator(foldCol="fold", **kwargs).fit(data)  # the counter counts: one transform per map and fold
+    assert len(transforms) == FOLDS * len(grid)
+
+
+def test_binary_pass_scores_without_transform(data, transforms):
+    estimator = LogisticRegression()
+    grid = _grid(estimator, (0.01, 0.2))
+    cv = CrossValidator(estimator=estimator, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator())
+    cv.setFoldCol("fold").fit(data)
+    assert transforms == []
+
+
+class MeanAbsoluteLabelGap(Evaluator):
+    """A user's evaluator: mean |label - prediction|, smaller is better."""
+
+    def _evaluate(self, dataset):
+        return dataset.select(F.avg(F.abs(F.col("label") - F.col("prediction")))).first()[0]
+
+    def isLargerBetter(self):
+        return False
+
+
+class MyRegressionEvaluator(RegressionEvaluator):
+    """A subclass of pyspark's evaluator: it may compute anything, so the pass does not stand in for it."""
+
+
+@pytest.mark.parametrize(
+    "make_evaluator",
+    [lambda: MeanAbsoluteLabelGap(), lambda: MyRegressionEvaluator(metricName="mae")],
+    ids=["own-evaluator", "subclass"],
+)
+def test_other_evaluators_run_pysparks_path(data, transforms, make_evaluator):
+    estimator = LogisticRegression()
+    grid = _grid(estimator, (0.01, 0.5))
+    results = [
+        cls(estimator=estimator, estimatorParamMaps=grid, evaluator=make_evaluator(), foldCol="fold").fit(data)
+        for cls in (CrossValidator, StockCrossValidator)
+    ]
+    np.testing.assert_allclose(results[0].avgMetrics, results[1].avgMetrics, rtol=1e-9)
+    assert len(transforms) == 2 * FOLDS * len(grid)  # both scored model by model
+
+
+def test_kernel_svc_grid_runs_pysparks_path(data):
+    small = data.where("id < 400")
+    estimator = KernelSVC(maxIter=20)
+    grid = _grid(estimator, (0.01, 0.1))
+    kwargs = dict(estimator=estimator, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator())
+    ours = CrossValidator(numFolds=2, seed=3, **kwargs).fit(small)
+    theirs = StockCrossValidator(numFolds=2, seed=3, **kwargs).fit(small)
+    np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-9)
+
+
+def test_refused_weights_give_pysparks_error(data):
+    """A negative weight: the pass hands the fold to pyspark's path, whose evaluator raises its own error."""
+    bad = data.withColumn("w", F.when(F.col("id") == 7, -1.0).otherwise(F.col("w")))
+    estimator = LinearRegression(labelCol="y")
+    evaluator = RegressionEvaluator(labelCol="y", weightCol="w")
+    errors = []
+    for cls in (CrossValidator, StockCrossValidator):
+        with pytest.raises(Exception) as raised:
+            cls(estimator=estimator, estimatorParamMaps=_grid(estimator, (0.1,)), evaluator=evaluator).fit(bad)
+        errors.append(raised.value)
+    assert type(errors[0]) is type(errors[1]) and "Weights MUST NOT be Negative" in str(errors[0])
+
+
+# ---- persistence ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.compat
+def test_fitted_model_loads_in_pyspark(data, tmp_path):
+    estimator = LogisticRegression()
+    cv = CrossValidator(estimator=estimator, estimatorParamMaps=_grid(estimator, (0.01, 0.2)), foldCol="fold")
+    model = cv.setEvaluator(BinaryClassificationEvaluator()).fit(data)
+    model.save(str(tmp_path / "cv"))
+    loaded = StockCrossValidatorModel.load(str(tmp_path / "cv"))
+    np.testing.assert_allclose(loaded.avgMetrics, model.avgMetrics, rtol=1e-15)
+    np.testing.assert_allclose(loaded.stdMetrics, model.stdMetrics, rtol=1e-15)
+    np.testing.assert_allclose(loaded.bestModel.coefficients.toArray(), model.bestModel.coefficients.toArray())
+    assert type(loaded.getEstimator()) is LogisticRegression
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize("cls, stock", [(CrossValidator, StockCrossValidator), (TrainValidationSplit, None)])
+def test_validators_save_and_load(tmp_path, cls, stock):
+    estimator = LinearSVC(maxIter=7)
+    grid = _grid(estimator, (0.01, 0.2))
+    evaluator = BinaryClassificationEvaluator(metricName="areaUnderPR")
+    saved = cls(estimator=estimator, estimatorParamMaps=grid, evaluator=evaluator, seed=9, parallelism=2)
+    saved.save(str(tmp_path / "v"))
+    stock = stock or StockTrainValidationSplit
+    for reader, expected in ((cls, cls), (stock, stock)):
+        loaded = reader.load(str(tmp_path / "v"))
+        assert type(loaded) is expected and loaded.uid == saved.uid
+        assert loaded.getSeed() == 9 and loaded.getParallelism() == 2
+        assert type(loaded.getEstimator()) is LinearSVC and loaded.getEstimator().getMaxIter() == 7
+        assert loaded.getEvaluator().getMetricName() == "areaUnderPR"
+        assert [m[loaded.getEstimator().regParam] for m in loaded.getEstimatorParamMaps()] == [0.01, 0.2]
+
+
+# ---- a grid from another estimator ---------------------------------------------------------------------------
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize(
+    "bad_grid, match",
+    [
+        (lambda: ParamGridBuilder().addGrid(LinearSVC().regParam, [0.1, 1.0]).build(), r"sets regParam of another"),
+        (lambda: [{LogisticRegression.regParam: 0.1}], r"sets regParam of another"),
+        (None, r"estimatorParamMaps\[1\]: regParam must be >= 0"),
+    ],
+    ids=["another-estimator", "class-param", "bad-value"],
+)
+@pytest.mark.parametrize("cls", [CrossValidator, TrainValidationSplit])
+def test_bad_grid_is_refused_before_any_job(spark, data, cls, bad_grid, match):
+    estimator = LogisticRegression()
+    grid = bad_grid() if bad_grid else [{estimator.regParam: 0.1}, {estimator.regParam: -1.0}]
+    validator = cls(estimator=estimator, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator())
+    tracker = spark.sparkContext.statusTracker()
+    spark.sparkContext.setJobGroup("bad-grid", "bad-grid")
+    try:
+        with pytest.raises(ValueError, match=match):
+            validator.fit(data)
+        assert tracker.getJobIdsForGroup("bad-grid") == []
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
