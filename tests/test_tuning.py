@@ -279,9 +279,11 @@ def test_binary_metrics_down_sampled_curve(fitted):
 
 
 @pytest.mark.parametrize("every", [1, 3], ids=["all-sparse", "every-third-sparse"])
-def test_sparse_rows(fitted, every):
-    """Rows stored as sparse vectors (feature 2 left out) score as MLlib scores them: read as the vector struct
-    when the first row is sparse, as arrays otherwise."""
+@pytest.mark.parametrize("dense_features", [1024, 0], ids=["as-arrays", "as-vector-struct"])
+def test_sparse_rows(fitted, every, dense_features, monkeypatch):
+    """Rows stored as sparse vectors (feature 2 left out) score as MLlib scores them: read as arrays (up to
+    ``DENSE_FEATURES`` features), or as the vector struct (more, when the first row is sparse)."""
+    monkeypatch.setattr(scores, "DENSE_FEATURES", dense_features)
     models, maps, validation = fitted("multinomial")
     to_sparse = F.udf(lambda v: Vectors.sparse(len(v), {i: x for i, x in enumerate(v) if i != 2}), VectorUDT())
     mixed = validation.withColumn(

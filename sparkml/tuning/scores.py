@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("sparkml")
 SPARSE_DENSITY = 0.5  # a first vector sparser than this: the pass reads the vector struct
+DENSE_FEATURES = 1024  # up to this many features, every batch is read dense (a row costs at most 8 KiB)
 
 KINDS = {RegressionEvaluator: "regression", MulticlassClassificationEvaluator: "multiclass"}
 KINDS[BinaryClassificationEvaluator] = "binary"
@@ -180,11 +181,14 @@ def fold_metrics(models, param_maps, evaluator, validation, parallelism: int = 1
     return None
 
 
-def _features(validation, features):
+def _features(validation, features, n_features):
     """The pass's features column ``x``: the vectors as arrays of doubles (``vector_to_array``: converted in the
-    JVM, they reach Arrow about twice as fast as the vector struct), unless the first vector is sparse (then
-    the struct, which keeps sparse rows sparse); a null vector stays null (the batch is irregular)."""
+    JVM, they reach Arrow about twice as fast as the vector struct), unless there are more than
+    ``DENSE_FEATURES`` of them and the first vector is sparse (then the struct, which keeps sparse rows sparse);
+    a null vector stays null (the batch is irregular)."""
     column = F.col(features)
+    if n_features <= DENSE_FEATURES:
+        return F.when(column.isNotNull(), vector_to_array(column, "float64")).alias("x")
     try:
         first = validation.select(column).where(column.isNotNull()).head()
     except Exception:  # a vector pyspark refuses to read: the struct, and the pass finds it irregular
@@ -197,7 +201,8 @@ def _features(validation, features):
 
 def _metrics_from_stats(plan, evaluator, validation, features, label, weight):
     w = F.col(weight).cast("double") if weight else F.lit(1.0)
-    selected = validation.select(_features(validation, features), F.col(label).cast("double").alias("y"), w.alias("w"))
+    y = F.col(label).cast("double")
+    selected = validation.select(_features(validation, features, plan.n_features), y.alias("y"), w.alias("w"))
     rows = selected.mapInArrow(lambda batches: stats_partition(batches, plan), STATS_SCHEMA).collect()
     k = len(plan.stack.specs)
     if any(r["part"] == "irregular" for r in rows):
@@ -219,8 +224,9 @@ def _metrics_from_stats(plan, evaluator, validation, features, label, weight):
         c = confusions[r["model"]]
         c.log_loss_sum += float(values[0])
         c.log_loss_weight += float(values[1])
-        for y, p, v in values[2:].reshape(-1, 3).tolist():
-            c.entries[(y, p)] = c.entries.get((y, p), 0.0) + v
+        for label_value, prediction, v in values[2:].reshape(-1, 3).tolist():
+            key = (label_value, prediction)
+            c.entries[key] = c.entries.get(key, 0.0) + v
     try:
         return [
             multiclass_metric(metric, c, evaluator.getOrDefault("metricLabel"), evaluator.getOrDefault("beta"))
@@ -233,7 +239,7 @@ def _metrics_from_stats(plan, evaluator, validation, features, label, weight):
 def _binary_metrics(plan, evaluator, validation, features, label, weight, parallelism):
     schema = validation.schema
     carried = [F.col(label).alias("y")] + ([F.col(weight).alias("w")] if weight else [])
-    selected = validation.select(_features(validation, features), *carried)
+    selected = validation.select(_features(validation, features, plan.n_features), *carried)
     fields = [StructField(BAD_COLUMN, BooleanType()), StructField(label, schema[label].dataType)]
     if weight:
         fields.append(StructField(weight, schema[weight].dataType))
