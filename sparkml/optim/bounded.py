@@ -38,7 +38,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .convergence import BreezeConvergence
+from .convergence import MAX_ITERATIONS, BreezeConvergence
 from .result import OptimResult
 
 PROJECTED_GRADIENT = "projected gradient converged"
@@ -74,12 +74,15 @@ def minimize_bounded(
     max_iter: int = 100,
     tol: float = 1e-6,
     callback: Callable | None = None,
+    min_iter: int = 0,
 ) -> OptimResult:
     """Minimize ``fun_grad``'s function over the box ``bounds = (lower, upper)`` from ``x0`` (clipped
     into the box first) by scipy's L-BFGS-B with Breeze's stopping rules (module docstring).
 
     ``callback(iteration, x, f, projected_gradient_norm)`` after every iteration. ``max_iter`` < 0:
-    no cap. Returns an ``OptimResult`` (history: f at x0, then after every iteration).
+    no cap. ``min_iter``: the convergence rules (1 and 3) stop the run only after this many iterations, unless
+    the projected gradient norm is at most 1e-8 (a warm start: ``optim.minimize.run_optimizer``). Returns an
+    ``OptimResult`` (history: f at x0, then after every iteration).
     """
     from scipy.optimize import minimize
 
@@ -113,9 +116,11 @@ def minimize_bounded(
 
     def reason(x, f, g):
         pg = float(np.linalg.norm(projected_gradient(x, g, lower, upper)))
-        if pg <= max(tol * abs(f), GRAD_FLOOR):
+        held = state["n"] < min_iter and pg > GRAD_FLOOR  # a warm start: no convergence before its own steps
+        if pg <= max(tol * abs(f), GRAD_FLOOR) and not held:
             return PROJECTED_GRADIENT, pg
-        return check.reason(state["n"], f, math.inf), pg  # max iterations, function values
+        why = check.reason(state["n"], f, math.inf)  # max iterations, function values
+        return (None if held and why != MAX_ITERATIONS else why), pg
 
     why, _ = reason(x0, f0, g0)
     if why is not None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .convergence import BreezeConvergence
+from .convergence import GRAD_FLOOR, MAX_ITERATIONS, BreezeConvergence
 from .history import CurvatureError, InverseHessian
 from .line_search import LineSearchError, backtracking, strong_wolfe
 from .owlqn import constrain_direction, l1_value, orthant, project, pseudo_gradient
@@ -126,6 +126,7 @@ def minimize_lbfgs(
     method: str = "auto",
     snapshot: Snapshot | None = None,
     resume: dict | None = None,
+    min_iter: int = 0,
 ) -> OptimResult:
     """Minimise ``fun_grad``'s function (+ ``sum(l1 * |x|)``) like Breeze's LBFGS / OWLQN.
 
@@ -149,6 +150,9 @@ def minimize_lbfgs(
         ``optim.checkpoint``).
     resume : a state ``export`` returned: the run continues from it (``x0`` only gives the shape) and
         takes exactly the steps the run that exported it would have taken.
+    min_iter : the convergence rules stop the run only after this many accepted steps, unless the
+        (pseudo-)gradient norm is at most Breeze's floor 1e-8 (a warm start at another objective's
+        solution: ``optim.minimize.run_optimizer``); the iteration cap and failed searches still stop it.
     """
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
@@ -223,8 +227,14 @@ def minimize_lbfgs(
             "y": y,
         }
 
+    def stop(point):
+        why = check.reason(accepted, point.F, point.pg_norm)
+        if why is not None and why != MAX_ITERATIONS and accepted < min_iter and point.pg_norm > GRAD_FLOOR:
+            return None  # a warm start: no stop before its own steps
+        return why
+
     step = _owlqn_step if use_owlqn else _lbfgs_step
-    reason = check.reason(accepted, cur.F, cur.pg_norm)
+    reason = stop(cur)
     while reason is None:
         failure = None
         try:
@@ -252,7 +262,7 @@ def minimize_lbfgs(
         else:
             # Breeze's iteration cap counts accepted steps (state.iter), not emitted states:
             # a history reset after a failed search is emitted but does not count.
-            reason = check.reason(accepted, cur.F, cur.pg_norm)
+            reason = stop(cur)
         if reason is None and snapshot is not None:
             snapshot(n_iter, export)
 

@@ -8,18 +8,38 @@ from sparkml.optim.bounded import minimize_bounded, require_smooth
 from sparkml.optim.iterations import Iteration, Progress, TrainingSummary
 
 
-def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False, bounds=None, progress=None, checkpoint=None):
+def run_optimizer(
+    objective,
+    theta0,
+    *,
+    max_iter,
+    tol,
+    name,
+    owlqn=False,
+    bounds=None,
+    progress=None,
+    checkpoint=None,
+    warm_start=False,
+):
     """Minimize ``objective`` from ``theta0`` by L-BFGS (OWL-QN when ``owlqn`` or the objective has an
     L1 term), or by L-BFGS-B over the box ``bounds = (lower, upper)`` (``optim.bounded``; a smooth
     objective only), reporting each iteration to ``progress``. ``checkpoint``: an ``optim.checkpoint.Checkpoint``
     that saves the L-BFGS / OWL-QN state every interval, and whose loaded state (``resume``) the run continues
-    from. Returns (x, TrainingSummary)."""
+    from. Returns (x, TrainingSummary).
+
+    ``warm_start``: ``theta0`` is the solution of a nearby objective (a regularization path's previous
+    map). Breeze's gradient rule ``||g|| <= tol |f|`` may already hold there, and would end the run at
+    iteration 0 at a point a fit from the usual start passes and improves on (that fit stops only after
+    its last step, whose gradient is usually well under the bound). So a warm start takes at least one
+    step (``min_iter=1``) unless its gradient norm is at Breeze's floor 1e-8: its result is then a point
+    one quasi-Newton step past a point that already met the fit's own stopping rule."""
     progress = progress or Progress()
     resume = checkpoint.resume if checkpoint is not None else None
     elapsed = list(resume["iteration_seconds"]) if resume is not None else []
     start = time.perf_counter() - (elapsed[-1] if elapsed else 0.0)  # a resumed run's clock goes on
     last = [time.perf_counter()]
     measure = "gradient norm" if bounds is None else "projected gradient norm"
+    min_iter = 1 if warm_start else 0
 
     def on_iteration(iteration, x, f, grad_norm):
         now = time.perf_counter()
@@ -31,7 +51,9 @@ def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False, bounds
     if bounds is not None:
         if checkpoint is not None:
             raise ValueError(f"{name}: bound-constrained fits (L-BFGS-B) write no checkpoints: unset checkpointDir")
-        result = minimize_bounded(objective.fun_grad, theta0, bounds, max_iter=max_iter, tol=tol, callback=on_iteration)
+        result = minimize_bounded(
+            objective.fun_grad, theta0, bounds, max_iter=max_iter, tol=tol, callback=on_iteration, min_iter=min_iter
+        )
     else:
 
         def snapshot(iteration, export):
@@ -47,6 +69,7 @@ def run_optimizer(objective, theta0, *, max_iter, tol, name, owlqn=False, bounds
             method="owlqn" if owlqn else "auto",
             snapshot=snapshot if checkpoint is not None else None,
             resume=resume,
+            min_iter=min_iter,
         )
     seconds = time.perf_counter() - start
     message = result.message
