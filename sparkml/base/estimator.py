@@ -9,8 +9,9 @@
               release the blocks, also when training fails
               (``strategy="auto"``: a barrier stage that lost an executor is fitted again with
               ``sync``, from a new conversion)
-    fitMultiple(df, maps)   the same, with one conversion shared by the maps that convert alike
-                            (``base.fit_multiple``)
+    fitMultiple(df, maps)   the same, with one conversion shared by the maps that convert alike, and
+                            the maps that differ only in the penalty and the stopping rule solved on one
+                            warm-started regularization path (``base.fit_multiple``, ``base.path``)
 
 An estimator supplies ``_train`` and, where it differs, ``_param_rules`` (its own Params' rules) and
 ``_compute_dtype``. The linear models supply less still (``linear.estimator.LinearEstimator``).
@@ -116,6 +117,16 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         strategy may delete them as it finishes."""
         raise NotImplementedError
 
+    def _path_params(self, strategy):
+        """The Params a regularization path over this estimator's maps may vary when ``strategy`` runs it
+        (``base.path``), or None: every map is fitted alone (the default)."""
+        return None
+
+    def _train_path(self, estimators, data, last_pass):
+        """The fitted models of ``estimators`` (this one first: copies of one estimator that differ only in
+        ``_path_params``), in their order, solved on one regularization path over ``data`` (``base.path``)."""
+        raise NotImplementedError
+
     def write(self) -> EstimatorWriter:
         return EstimatorWriter(self, public_class_name(type(self)))
 
@@ -217,21 +228,23 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
                 dataset, lambda conversion: self._fit_converted(dataset, conversion), self._conversion(dataset)
             )
 
-    def _fit_converted(self, dataset, conversion):
+    def _fit_converted(self, dataset, conversion, train=None):
         """The model trained on ``dataset`` converted with ``conversion``: a conversion kept for the cached
         ``dataset`` by an earlier fit when there is one (``data.reuse``), converted again when its blocks
-        turned out to be gone; else a fresh conversion, released when the fit ends."""
+        turned out to be gone; else a fresh conversion, released when the fit ends. ``train(data, last_pass)``:
+        what trains (default ``_train``; a regularization path's models, ``base.fit_multiple``)."""
         from sparkml.data import reuse
         from sparkml.strategies.barrier_task import blocks_lost
 
+        train = train or self._train
         data, entry, reused = reuse.acquire(dataset, conversion, lambda: TrainingData.prepare(dataset, **conversion))
         if entry is None:
             try:
-                return self._train(data, last_pass=True)
+                return train(data, last_pass=True)
             finally:
                 data.release()
         try:
-            model = self._train(data, last_pass=False)
+            model = train(data, last_pass=False)
         except Exception as e:
             lost = blocks_lost(e)
             reuse.done(entry, broken=lost)
@@ -242,7 +255,7 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
                 type(self).__name__,
                 str(e).strip().splitlines()[0][:300],
             )
-            return self._fit_converted(dataset, conversion)
+            return self._fit_converted(dataset, conversion, train)
         reuse.done(entry)
         return model
 
@@ -265,5 +278,6 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
 
     def fitMultiple(self, dataset: DataFrame, paramMaps: Sequence[ParamMap]) -> SharedConversionFits:
         """A thread-safe iterator of (index, model), one per param map, as pyspark's; the maps that
-        convert the data alike share one conversion (``base.fit_multiple``)."""
+        convert the data alike share one conversion, and those that differ only in the penalty and the
+        stopping rule are solved on one regularization path (``base.fit_multiple``)."""
         return SharedConversionFits(self, dataset, paramMaps)

@@ -11,10 +11,17 @@
     model     = the model's ``_model(beta, b, problem)`` with the optimizer's summary
 
 ``LinearRegression`` reuses it for its ``l-bfgs`` solver and adds the normal equations.
+
+A grid of maps that differ only in the penalty and the stopping rule (``fitMultiple``) runs as one
+regularization path (``base.path``): every map's objective, in the path's order, minimized in one strategy
+run (``ComposedStrategy.minimize_path``), each from the previous map's theta. The maps share the data, the
+loss and the parametrization (the scaling, centering and label scale of ``linear.objective`` depend on the
+data and on Params the path does not vary), so a solution in theta is a start for the next map as it is.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,6 +29,7 @@ import numpy as np
 
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.model import HasInitialModel
+from sparkml.base.path import PATH_PARAMS, path_label, path_steps
 from sparkml.linear.objective import LinearObjective
 from sparkml.strategies import table
 
@@ -116,12 +124,17 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
     def _solve(self, strategy, s, problem, last_pass):
         """(model, TrainingSummary) by L-BFGS / OWL-QN (L-BFGS-B under bounds) over MLlib's objective."""
         objective, theta, summary = self._minimize(strategy, s, problem, last_pass)
-        beta, b = objective.to_original(theta)
-        return self._model(beta, b, problem), summary
+        return self._finish(objective, theta, problem), summary
 
-    def _minimize(self, strategy, s, problem, last_pass):
-        """(objective, theta, TrainingSummary): the optimizer's run from the start, which is clipped into
-        the problem's box first (in the user's space, as MLlib clips its start) when it has one."""
+    def _finish(self, objective, theta, problem):
+        """The (unfitted-Params) model at the optimizer's ``theta`` of ``objective``."""
+        beta, b = objective.to_original(theta)
+        return self._model(beta, b, problem)
+
+    def _setup(self, s, problem):
+        """(objective, theta0, bounds): the objective the optimizer sees, its start, clipped into the problem's
+        box first (in the user's space, as MLlib clips its start) when it has one, and that box over theta
+        (None without one)."""
         objective = self._objective(s, problem)
         start = self._start(s, problem)
         if problem.bounds is not None:
@@ -131,6 +144,11 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
         bounds = objective.theta_bounds(problem.bounds)  # (lower, upper) over theta, or None
         if bounds is not None:
             theta0 = np.clip(theta0, *bounds)  # the scaling's rounding
+        return objective, theta0, bounds
+
+    def _minimize(self, strategy, s, problem, last_pass):
+        """(objective, theta, TrainingSummary): the optimizer's run from the start (``_setup``)."""
+        objective, theta0, bounds = self._setup(s, problem)
         checkpoint = self._checkpoint(s, theta0)
         theta, summary = strategy.minimize(
             objective,
@@ -147,6 +165,46 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
         if checkpoint is not None:
             checkpoint.remove()  # the fit succeeded, as MLlib removes its checkpoint files
         return objective, theta, summary
+
+    def _path_params(self, strategy):
+        """The exact strategies run a path (one quasi-Newton run after another over the same sums); the
+        first-order and model-averaging ones fit each map alone: their solvers keep state per fit (rounds,
+        a parameter server, gossip) that a warm start would not carry over as the path needs."""
+        return PATH_PARAMS if table.get(strategy).solver == "quasi-newton" else None
+
+    def _train_path(self, estimators, data, last_pass):
+        s = data.summary
+        problems = [e._problem(s) for e in estimators]
+        strategy = self._make_strategy(data, problems[0].loss)
+        solved = self._solve_path(strategy, s, estimators, problems, last_pass)
+        return [e._fitted(model, [summary], data.source) for e, (model, summary) in zip(estimators, solved)]
+
+    def _solve_path(self, strategy, s, estimators, problems, last_pass):
+        """[(model, TrainingSummary)] of ``estimators`` (with their ``problems``), in their order: their
+        objectives minimized along ``base.path.path_steps`` in one run of the strategy, the first from
+        ``fit``'s start, each later one from the solution it follows (or ``fit``'s start, where lower)."""
+        steps = path_steps(estimators)
+        setups = [estimators[ii[0]]._setup(s, problems[ii[0]]) for ii, _ in steps]  # (objective, theta0, bounds)
+        path = [
+            (
+                objective,
+                starts,
+                dict(
+                    max_iter=estimators[ii[0]].getMaxIter(),
+                    tol=estimators[ii[0]].getTol(),
+                    name=path_label(estimators[ii[0]]),
+                    owlqn=problems[ii[0]].owlqn,
+                    bounds=bounds,
+                ),
+            )
+            for (ii, starts), (objective, _, bounds) in zip(steps, setups)
+        ]
+        runs = strategy.minimize_path(path, setups[0][1], last_pass=last_pass, progress=self._progress())
+        solved: list = [None] * len(estimators)
+        for (ii, _), (objective, _, _), (theta, summary) in zip(steps, setups, runs):
+            for i in ii:  # maps that differ only in Params no fit reads: one solve, a model (and summary) each
+                solved[i] = (estimators[i]._finish(objective, theta, problems[i]), copy.deepcopy(summary))
+        return solved
 
     def _check_params(self):
         super()._check_params()

@@ -201,11 +201,27 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
                     f"solver='l-bfgs' or unset checkpointDir"
                 )
             return self._normal(strategy, s, problem)
-        if self._huber():
-            objective, theta, summary = self._minimize(strategy, s, problem, last_pass)
-            beta, b = objective.to_original(theta)
-            return self._model(beta, b, problem, objective.scale(theta)), summary
         return super()._solve(strategy, s, problem, last_pass)
+
+    def _finish(self, objective, theta, problem):
+        if self._huber():  # theta ends with the scale sigma (``linear.scale_objective``)
+            beta, b = objective.to_original(theta)
+            return self._model(beta, b, problem, objective.scale(theta))
+        return super()._finish(objective, theta, problem)
+
+    def _solve_path(self, strategy, s, estimators, problems, last_pass):
+        """The normal equations' maps share one Gram pass, each then solved on the driver as its own fit
+        solves it (Cholesky, or OWL-QN from MLlib's start for an elastic net: no data pass left for a warm
+        start to save); a constant label's maps are fitted one by one (closed form, or their own error);
+        else the quasi-Newton path (``LinearEstimator._solve_path``)."""
+        solver = problems[0].context
+        var = s.label_var_population if solver == "normal" else s.label_var_unbiased
+        if var > 0 and solver != "normal":
+            return super()._solve_path(strategy, s, estimators, problems, last_pass)
+        if var > 0:
+            gram = self._gram(strategy, s)
+            return [e._normal(strategy, s, p, gram) for e, p in zip(estimators, problems)]
+        return [e._solve(strategy, s, p, last_pass=False) for e, p in zip(estimators, problems)]
 
     def _restrict(self, objective, theta0, s):
         if self._huber():  # sigma joins theta, starting at the initial model's scale or MLlib's 1
@@ -234,13 +250,20 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
     def _label_scale(self, s, var):
         return float(np.sqrt(var)) if var > 0 else abs(s.label_mean)
 
-    def _normal(self, strategy, s, problem):
-        """MLlib's WeightedLeastSquares on the Gram matrix from one distributed pass."""
-        d, fit_intercept = s.n_features, self.getFitIntercept()
-        _, grad0, gram = strategy.loss_gradient_hessian(np.zeros(d + fit_intercept))
+    def _gram(self, strategy, s):
+        """(X^T W y, X^T W X) with the intercept's column when fitted: one distributed pass (the squared loss's
+        gradient and Hessian block at zero coefficients, whose gradient is -X^T W y)."""
+        _, grad0, gram = strategy.loss_gradient_hessian(np.zeros(s.n_features + self.getFitIntercept()))
+        return -grad0, gram
+
+    def _normal(self, strategy, s, problem, gram=None):
+        """MLlib's WeightedLeastSquares on the Gram matrix from one distributed pass (``gram``: ``_gram``'s,
+        when a regularization path's maps share it)."""
+        fit_intercept = self.getFitIntercept()
+        xty, gram = gram or self._gram(strategy, s)
         sol = solve_normal_equations(
             gram,
-            -grad0,
+            xty,
             weight_sum=s.weight_sum,
             mean=s.mean,
             var=s.var_population,

@@ -1,6 +1,7 @@
 """A strategy at fit time: the transport of its ``strategies.table`` row running the row's solver.
 
-``ComposedStrategy`` is what an estimator drives: ``minimize`` (the linear models), ``newton`` (KernelSVC),
+``ComposedStrategy`` is what an estimator drives: ``minimize`` (the linear models), ``minimize_path`` (a
+linear model's regularization path: several objectives in one run), ``newton`` (KernelSVC),
 and the one-off passes that are Spark jobs whatever the strategy (``loss_gradient_hessian``: the normal
 equations' Gram matrix). What may be asked of which strategy is checked here once, on the driver, before a
 job or stage starts.
@@ -15,11 +16,32 @@ import numpy as np
 
 from sparkml.optim.bounded import require_smooth
 from sparkml.strategies.barrier_transport import BarrierStage
+from sparkml.strategies.exact import distributed
 from sparkml.strategies.job_transport import SparkJobs
 
 
 def _minimize(solver, objective, theta0, settings, comm, progress, checkpoint):
     return solver(comm, objective, theta0, progress=progress, checkpoint=checkpoint, **settings)
+
+
+def _minimize_path(solver, steps, theta0, comm, progress, checkpoint):
+    """The objectives of ``steps`` ((objective, starts, settings) each) minimized in turn, each from the
+    candidate start of lowest objective (one evaluation each where there are several; a tie goes to the
+    later): ``theta0`` for None, else the solution of that earlier step. (the thetas stacked, [TrainingSummary])."""
+    thetas: list[np.ndarray] = []
+    summaries: list = []
+    for objective, starts, settings in steps:
+        start = starts[0]
+        if len(starts) > 1:
+            values = [distributed(objective, comm).value(theta0 if s is None else thetas[s]) for s in starts]
+            start = starts[min(range(len(starts)), key=lambda j: (values[j], -j))]
+        x0 = theta0 if start is None else thetas[start]
+        theta, summary = solver(
+            comm, objective, x0, progress=progress, checkpoint=None, warm_start=start is not None, **settings
+        )
+        thetas.append(np.asarray(theta, dtype=np.float64))
+        summaries.append(summary)
+    return np.stack(thetas), summaries
 
 
 def _newton(solver, make_problems, theta0, settings, comm, progress, checkpoint):
@@ -66,6 +88,27 @@ class ComposedStrategy:
         settings = dict(options=self.options, max_iter=max_iter, tol=tol, name=name, owlqn=owlqn, bounds=bounds)
         solve = functools.partial(_minimize, self.row.minimizer(), objective, np.asarray(theta0, np.float64), settings)
         return self.transport.run(solve, last_pass=last_pass, progress=progress, checkpoint=checkpoint)
+
+    def minimize_path(self, steps, theta0, *, last_pass: bool = False, progress=None) -> list[tuple[np.ndarray, Any]]:
+        """[(theta, TrainingSummary)] per step of a regularization path (``base.path``), in one run of the
+        transport: one barrier stage, or one chain of Spark jobs on the driver. ``steps``: (objective, starts,
+        settings) each, ``starts`` the candidate starts (``base.path.path_steps``: an earlier step, whose
+        solution is a warm start, or None for ``theta0``), ``settings`` ``minimize``'s max_iter, tol, name,
+        owlqn and bounds. A warm-started step
+        takes at least one step of its own (``optim.minimize.run_optimizer``). Only the quasi-Newton rows run
+        a path; the first-order and model-averaging solvers fit each map alone (``LinearEstimator._path_params``)."""
+        if self.row.solver != "quasi-newton":
+            raise ValueError(f"strategy {self.name!r} runs no regularization path (its maps are fitted one by one)")
+        sizes = {objective.size for objective, _, _ in steps}
+        if len(sizes) != 1:
+            raise ValueError(f"a regularization path's objectives share one parametrization; got sizes {sorted(sizes)}")
+        path = []
+        for objective, start, settings in steps:
+            require_smooth(f"strategy {self.name!r}", objective, settings["owlqn"], settings["bounds"])
+            path.append((objective, start, dict(settings, options=self.options)))
+        solve = functools.partial(_minimize_path, self.row.minimizer(), path, np.asarray(theta0, np.float64))
+        thetas, summaries = self.transport.run(solve, last_pass=last_pass, progress=progress, checkpoint=None)
+        return list(zip(list(thetas), summaries))
 
     def newton(self, make_problems, theta0, *, last_pass=False, progress=None, checkpoint=None, **options):
         """(theta, [TrainingSummary]): the row's Newton solver over the problems ``make_problems(idx)``

@@ -37,8 +37,11 @@ def distributed(objective, comm):
     return objective.with_data_sum(lambda coef: comm.sum("loss_gradient", coef, shapes))
 
 
-def quasi_newton(comm, objective, theta0, *, options, max_iter, tol, name, owlqn, bounds, progress, checkpoint):
-    """L-BFGS / OWL-QN / L-BFGS-B over the exact objective (module docstring) -> (theta, TrainingSummary)."""
+def quasi_newton(
+    comm, objective, theta0, *, options, max_iter, tol, name, owlqn, bounds, progress, checkpoint, warm_start=False
+):
+    """L-BFGS / OWL-QN / L-BFGS-B over the exact objective (module docstring) -> (theta, TrainingSummary);
+    ``warm_start``: ``theta0`` is another objective's solution (a regularization path's step)."""
     return run_optimizer(
         distributed(objective, comm),
         theta0,
@@ -49,6 +52,7 @@ def quasi_newton(comm, objective, theta0, *, options, max_iter, tol, name, owlqn
         bounds=bounds,
         progress=progress,
         checkpoint=checkpoint,
+        warm_start=warm_start,
     )
 
 

@@ -44,6 +44,9 @@ class Communicator(Protocol):
 class Minimizer(Protocol):
     """A solver of the linear models' objective (``linear.objective``): returns (theta, TrainingSummary).
 
+    The exact one (``strategies.exact.quasi_newton``) also takes ``warm_start``: a regularization path's step
+    (``ComposedStrategy.minimize_path``), which runs on it only.
+
     ``options`` is the estimator's ``StrategyOptions`` (``localIter``, ``staleness``, ``topology``, ...);
     ``bounds``: (lower, upper) over theta, or None; ``checkpoint``: an ``optim.checkpoint.Checkpoint`` (this
     rank's) or None; ``progress``: where each iteration is reported (silent on ranks other than 0)."""
