@@ -119,9 +119,21 @@ def test_an_explicit_allreduce_does_not_fall_back(frame, lost_executor):
 
 def test_fit_multiple_refits_the_lost_map_with_sync(frame, lost_executor):
     est = LogisticRegression()
-    maps = [{est.regParam: 0.01}, {est.regParam: 0.1}]
+    maps = [{est.regParam: 0.01, est.fitIntercept: False}, {est.regParam: 0.1}]  # two paths (fitIntercept)
     models = dict(est.fitMultiple(frame, maps))
     assert len(lost_executor) == 2
     for i, m in enumerate(maps):
         sync = est.copy(m).setStrategy("sync").fit(frame)
         np.testing.assert_array_equal(coefficient_vector(models[i]), coefficient_vector(sync))
+
+
+def test_fit_multiple_refits_a_lost_regularization_path_with_sync(frame, lost_executor):
+    """The path's one barrier stage is lost: the whole path runs again with sync, as a sync path runs it."""
+    est = LogisticRegression()
+    maps = [{est.regParam: 0.01}, {est.regParam: 0.1}, {est.regParam: 0.1, est.elasticNetParam: 0.5}]
+    models = dict(est.fitMultiple(frame, maps))
+    assert len(lost_executor) == 1
+    sync = dict(est.copy({est.strategy: "sync"}).fitMultiple(frame, maps))
+    for i, m in enumerate(maps):
+        assert models[i].getRegParam() == m[est.regParam] and models[i].getStrategy() == "auto"
+        np.testing.assert_array_equal(coefficient_vector(models[i]), coefficient_vector(sync[i]))

@@ -1,5 +1,11 @@
 """``fitMultiple`` (what CrossValidator and TrainValidationSplit call) converts the data once per
-distinct conversion, gives the models separate fits give, and leaves no training blocks behind."""
+distinct conversion, gives the models separate fits give, and leaves no training blocks behind.
+
+The grids here vary Params that separate regularization paths (``fitIntercept``, ``standardization``), so
+each map is fitted alone, as ``fit`` fits it, bit for bit; ``tests/test_regularization_path.py`` checks the
+maps a path solves together (regParam, elasticNetParam, maxIter, tol grids), whose warm-started models
+equal cold fits to the optimizer's tolerance. The normal equations' path is exact: one Gram pass, each map
+solved as its own fit solves it."""
 
 import gc
 
@@ -51,10 +57,16 @@ def one_by_one(estimator, df, maps):
 @pytest.mark.parametrize(
     "make, grid",
     [
-        (lambda: LogisticRegression(strategy="sync"), {"regParam": [0.05], "elasticNetParam": [0.0, 0.5]}),
-        (lambda: LogisticRegression(strategy="allreduce"), {"regParam": [0.01, 0.1], "maxIter": [3, 50]}),
-        (lambda: LinearSVC(strategy="allreduce"), {"regParam": [0.0, 0.1]}),
-        (lambda: LinearRegression(labelCol="y", solver="l-bfgs", strategy="sync"), {"regParam": [0.0, 0.3]}),
+        (
+            lambda: LogisticRegression(strategy="sync", regParam=0.05, elasticNetParam=0.5),
+            {"standardization": [True, False]},
+        ),
+        (lambda: LogisticRegression(strategy="allreduce", regParam=0.01), {"fitIntercept": [True, False]}),
+        (lambda: LinearSVC(strategy="allreduce", regParam=0.1), {"standardization": [True, False]}),
+        (
+            lambda: LinearRegression(labelCol="y", solver="l-bfgs", strategy="sync", regParam=0.3),
+            {"fitIntercept": [True, False]},
+        ),
         (lambda: LinearRegression(labelCol="y", strategy="allreduce"), {"regParam": [0.0, 0.3]}),
     ],
     ids=["lr-sync", "lr-allreduce", "svc-allreduce", "linreg-lbfgs-sync", "linreg-normal-allreduce"],
@@ -85,7 +97,7 @@ def test_maps_that_convert_differently_get_their_own_conversion(spark, data, con
     maps = [
         {lr.dtype: "float32"},
         {lr.dtype: "float64"},
-        {lr.dtype: "float32", lr.regParam: 0.1},
+        {lr.dtype: "float32", lr.fitIntercept: False},
         {lr.strategy: "allreduce"},
     ]
     before = executor_datasets(spark)
@@ -138,7 +150,8 @@ def test_kernel_svc_shares_the_input_conversion(spark, data, conversions):
 
 def test_a_failing_map_stops_the_grid_and_leaves_no_blocks(spark, data, conversions):
     lr = LogisticRegression(strategy="sync")
-    maps = [{lr.regParam: 0.01}, {lr.elasticNetParam: 2.0}, {lr.regParam: 0.1}]
+    # the third map is on a path of its own (fitIntercept), solved at its request
+    maps = [{lr.regParam: 0.01}, {lr.elasticNetParam: 2.0}, {lr.regParam: 0.1, lr.fitIntercept: False}]
     before = executor_datasets(spark)
     fits = lr.fitMultiple(data, maps)
     index, model = next(fits)
