@@ -162,7 +162,8 @@ def ctrl_c_case(spark, df, scratch, strategy):
 
 
 def cross_validator_case(spark, df, scratch):
-    """A CrossValidator (parallelism 2, two maps): one map's barrier job is cancelled by its id."""
+    """A CrossValidator (parallelism 2, two maps on two regularization paths: fitIntercept separates them): one
+    map's barrier job is cancelled by its id."""
     from pyspark.ml.evaluation import BinaryClassificationEvaluator
     from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
 
@@ -180,14 +181,14 @@ def cross_validator_case(spark, df, scratch):
                 model = super()._train(data, last_pass)
             except BaseException as e:
                 with lock:
-                    finished.append((self.getRegParam(), type(e).__name__))
+                    finished.append((self.getFitIntercept(), type(e).__name__))
                 raise
             with lock:
-                finished.append((self.getRegParam(), "model"))
+                finished.append((self.getFitIntercept(), "model"))
             return model
 
     est = Recorded(tol=0.0, maxIter=60, strategy="allreduce")._add_iteration_callback(_announce(marker))
-    grid = ParamGridBuilder().addGrid(est.regParam, [0.1, 0.01]).build()
+    grid = ParamGridBuilder().addGrid(est.fitIntercept, [True, False]).build()
     cv = CrossValidator(
         estimator=est, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator(), numFolds=2, parallelism=2
     )
