@@ -7,6 +7,7 @@ The documentation's "Batch jobs" page documents each key.
 
 import copy
 import difflib
+import functools
 import os
 import re
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import yaml
 
 from sparkml import catalog
+from sparkml.jobs import tuning
 from sparkml.jobs.errors import ConfigError
 from sparkml.jobs.names import alias_name, plain_name, shown
 from sparkml.param_table import first_problem
@@ -64,6 +66,7 @@ SCHEMA: dict[str, dict[str, Any]] = {
         "uri": ((str, type(None)), None),
         "experiment": ((str, type(None)), None),
     },
+    "tuning": dict(tuning.SCHEMA),  # jobs/tuning.py: model selection before the model is published
 }
 
 # jobs.retrain: jobs.train's keys plus the window, the registry and the gate (documented on the "Batch jobs" page).
@@ -306,7 +309,10 @@ def validate(raw, schema=None):
         if cfg["registry"]["model_name"] is not None:
             plain_name("registry.model_name", cfg["registry"]["model_name"], "a registered model name")
         alias_name("registry.alias", cfg["registry"]["alias"])
-    cfg["model"]["params"] = validate_params(cfg["model"]["estimator"], cfg["model"]["params"])
+    name, params = cfg["model"]["estimator"], validate_params(cfg["model"]["estimator"], cfg["model"]["params"])
+    cfg["model"]["params"] = params
+    grid_value = functools.partial(_grid_value, name, params)
+    cfg["tuning"] = tuning.check(cfg["tuning"], task_of(name), params, grid_value)
     if cfg["data"]["weight"] is not None and "weightCol" not in estimator_params(
         estimator_class(cfg["model"]["estimator"])
     ):
@@ -368,6 +374,16 @@ def validate_params(name, params):
     if found is not None:
         raise ConfigError(f"model.params.{found[0]}", found[1])
     return out
+
+
+def _grid_value(name, params, param, value, dotted):
+    """One ``tuning.grid`` value, checked and converted as ``model.params``' are, its error on ``dotted`` (on the
+    grid's key when the Param itself is refused)."""
+    try:
+        return validate_params(name, {**params, param: value})[param]
+    except ConfigError as e:
+        named = param in COLUMN_PARAMS or param not in estimator_params(estimator_class(name))
+        raise ConfigError(dotted.rsplit("[", 1)[0] if named else dotted, str(e).split(": ", 1)[1]) from None
 
 
 def _param_defaults(cls):

@@ -129,6 +129,27 @@ def _training_line(tr):
     )
 
 
+def _tuning_table(tuning):
+    """The model selection's maps, one row each, the chosen one marked."""
+    maps = tuning.get("maps") or []
+    names = list(dict.fromkeys(k for m in maps for k in (m.get("params") or {})))
+    metric = _text(tuning.get("metric"))
+    lines = [
+        f"{_text(tuning.get('method'))} on {metric}, "
+        + ("larger is better." if tuning.get("larger_is_better") else "smaller is better."),
+        "",
+        "| " + " | ".join([*map(_text, names), metric, "std", "chosen"]) + " |",
+        "|" + "---|" * len(names) + "---:|---:|---|",
+    ]
+    best = (tuning.get("best") or {}).get("params")
+    for m in maps:
+        params = m.get("params") or {}
+        cells = [_text(f"{v:g}" if isinstance(v, float) else v) for v in (params.get(n) for n in names)]
+        cells += [_num(m.get("metric")), _num(m.get("std"))]
+        lines.append("| " + " | ".join([*cells, "yes" if params == best else ""]) + " |")
+    return lines
+
+
 def markdown(report):
     """report.md from a JSON-able dict; every key may be missing or None (shown as "—"):
 
@@ -140,6 +161,9 @@ def markdown(report):
                    "min_relative_change": float | None, "passed": bool, "failures": [str, ...]}, ...],
          "metrics": {"candidate": {name: float}, "champion": {name: float} | None},
          "warm_start": {"used": bool, "from_version": str | None, "reason": str},
+         "tuning": {"method": str, "metric": str, "larger_is_better": bool,
+                    "maps": [{"params": {name: value}, "metric": float, "std": float | None}, ...],
+                    "best": {"params": ...}} | None,
          "training": {"estimator": str, "iterations": int, "seconds": float,
                       "rows": {"train": int, "test": int}},
          "data": {"fingerprint": str, "source": str},
@@ -148,7 +172,8 @@ def markdown(report):
 
     Sections: title, the decision in bold with its reason, the gate (one row per metric; a failing
     row quotes the threshold that failed with both numbers), candidate and champion metrics side
-    by side, then warm start, training, data and run lines and the figures. Numbers have 4 decimals.
+    by side, the model selection's maps (with a ``tuning`` entry), then warm start, training, data and run lines
+    and the figures. Numbers have 4 decimals.
     """
     report = report or {}
     model, window = report.get("model_name"), report.get("window")
@@ -178,6 +203,9 @@ def markdown(report):
     if candidate and not champion:
         lines += ["", "No champion to compare with."]
     lines.append("")
+
+    if report.get("tuning"):
+        lines += ["## Model selection", "", *_tuning_table(report["tuning"]), ""]
 
     lines += ["## Run", "", _warm_start_line(report.get("warm_start")), ""]
     lines += [_training_line(report.get("training") or {}), ""]

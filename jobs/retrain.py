@@ -37,7 +37,7 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/retrain.py) fr
         sys.path.insert(0, _checkout)
 
 from sparkml.cancellation import FitCancelled
-from sparkml.jobs import config, datasets, decision, errors, gate, outputs, registry, session, tracking, train
+from sparkml.jobs import config, datasets, decision, errors, gate, outputs, registry, session, tracking, train, tuning
 
 DEFAULT_CONFIG = os.path.join(config.examples_dir(), "retrain_demo.yaml")
 
@@ -161,27 +161,28 @@ class Retrain:
         return version, models.load_version(self.client, version, spark)
 
     def _fit(self, features_col, train_df, champion_version, champion_model):
-        """(model, warm_start dict): warm-started from the champion when that is possible."""
+        """(estimator, model, warm_start dict, tuning record or None): warm-started from the champion when that is
+        possible; with a ``tuning.grid``, the model of the map chosen by cross-validation (``jobs.tuning``), every
+        map starting from the champion."""
         estimator = train.build_estimator(self.cfg, features_col)
         reason = self._no_warm_start(estimator, features_col, train_df, champion_version, champion_model)
         if reason is None:
             estimator.setInitialModel(champion_model)
             try:
-                return (
-                    estimator,
-                    estimator.fit(train_df),
-                    {
-                        "used": True,
-                        "from_version": str(champion_version.version),
-                        "reason": f"started from champion version {champion_version.version}'s coefficients",
-                    },
-                )
+                fitted, model, selection = tuning.fit(self.cfg, estimator, train_df, self.task)
+                warm = {
+                    "used": True,
+                    "from_version": str(champion_version.version),
+                    "reason": f"started from champion version {champion_version.version}'s coefficients",
+                }
+                return fitted, model, warm, selection
             except ValueError as e:
                 if "initial model" not in str(e):
                     raise
                 reason = f"the champion does not fit this window's shape ({e})"
                 estimator.setInitialModel(None)
-        return estimator, estimator.fit(train_df), {"used": False, "from_version": None, "reason": reason}
+        fitted, model, selection = tuning.fit(self.cfg, estimator, train_df, self.task)
+        return fitted, model, {"used": False, "from_version": None, "reason": reason}, selection
 
     def _no_warm_start(self, estimator, features_col, train_df, champion_version, champion_model):
         """Why the fit cannot start from the champion, or None when it can."""
@@ -221,7 +222,7 @@ class Retrain:
 
         champion_version, champion_model = self._champion(self.spark)
         t_read = time.perf_counter()
-        estimator, model, warm = self._fit(features_col, train_df, champion_version, champion_model)
+        estimator, model, warm, selection = self._fit(features_col, train_df, champion_version, champion_model)
         t_fit = time.perf_counter()
         metrics, cand_scores = self._evaluate(model, test)
         champ_metrics, champ_scores = self._evaluate(champion_model, test) if champion_model else (None, None)
@@ -236,6 +237,8 @@ class Retrain:
             "totalIterations": iterations,
             "seconds": {"read": t_read - t0, "fit": t_fit - t_read, "evaluate": time.perf_counter() - t_fit},
         }
+        if selection is not None:
+            summary["tuning"] = selection
         tracked.log_training(estimator, self.cfg, summary)
         tracked.client.log_batch(tracked.run_id, metrics=decision.champion_metrics(champ_metrics))
         out = self.cfg["output"]
@@ -269,6 +272,7 @@ class Retrain:
                     "seconds": summary["seconds"]["fit"],
                     "rows": rows,
                 },
+                "tuning": selection,
                 "data": {"fingerprint": fp, "source": self.cfg["data"]["train"]},
                 "run": {
                     "run_id": tracked.run_id,
@@ -279,6 +283,9 @@ class Retrain:
             figures = report.figures(
                 report_task(model, self.task), {"candidate": cand_scores, "champion": champ_scores}, history
             )
+            plot = tuning.plot_png(selection) if selection is not None else None
+            if plot is not None:
+                figures["tuning.png"] = plot
             doc["figures"] = sorted(figures)
             files = {
                 "report.md": report.markdown(doc).encode(),

@@ -46,6 +46,7 @@ from urllib.parse import urlparse
 
 import yaml
 
+from sparkml.jobs import tuning
 from sparkml.jobs.config import ConfigError, is_local_path
 
 ENV_URI = "MLFLOW_TRACKING_URI"
@@ -236,6 +237,8 @@ class JobRun:
         values.update({f"{k}_seconds": v for k, v in report["seconds"].items()})
         if report.get("totalIterations") is not None:
             values["total_iterations"] = report["totalIterations"]
+        if report.get("tuning"):  # each param map's metric at its step, and the best one's
+            metrics += [Metric(k, float(v), now, step) for k, v, step in tuning.mlflow_metrics(report["tuning"])]
         metrics += [
             Metric(k, float(v), now, 0)
             for k, v in values.items()

@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/train.py) from
 
 from sparkml import progress
 from sparkml.cancellation import FitCancelled
-from sparkml.jobs import config, datasets, errors, outputs, session, tracking
+from sparkml.jobs import config, datasets, errors, outputs, session, tracking, tuning
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -190,8 +190,7 @@ def _run_tracked(cfg, spark, store, tracked):
     if rows["test"] == 0:
         raise config.ConfigError("data.test" if data["test"] else "data.holdout_fraction", "the holdout is empty")
     t_read = time.perf_counter()
-    estimator = build_estimator(cfg, features_col)
-    model = estimator.fit(train)
+    estimator, model, selection = tuning.fit(cfg, build_estimator(cfg, features_col), train, config.task_of(name))
     t_fit = time.perf_counter()
     metrics = evaluate(model, test, config.task_of(name), data["label"], data["weight"])
     t_eval = time.perf_counter()
@@ -209,6 +208,8 @@ def _run_tracked(cfg, spark, store, tracked):
         "config": cfg,
         "mlflow": tracked.info(),
     }
+    if selection is not None:
+        report["tuning"] = selection
     staging = outputs.Staging(store, out["dir"])
     try:
         model.save(staging.path("model"))
@@ -216,6 +217,11 @@ def _run_tracked(cfg, spark, store, tracked):
         png = objective_png(history, f"{name} objective")
         if png is not None:
             files["objective.png"] = png
+        if selection is not None:
+            files["tuning.json"] = json.dumps(selection, indent=2, default=str).encode()
+            plot = tuning.plot_png(selection)
+            if plot is not None:
+                files["tuning.png"] = plot
         report["seconds"]["total"] = time.perf_counter() - t0
         files["metrics.json"] = json.dumps(report, indent=2, default=str).encode()
         for file_name, body in files.items():
