@@ -94,9 +94,10 @@ class ComposedStrategy:
         transport: one barrier stage, or one chain of Spark jobs on the driver. ``steps``: (objective, starts,
         settings) each, ``starts`` the candidate starts (``base.path.path_steps``: an earlier step, whose
         solution is a warm start, or None for ``theta0``), ``settings`` ``minimize``'s max_iter, tol, name,
-        owlqn and bounds. A warm-started step
-        takes at least one step of its own (``optim.minimize.run_optimizer``). Only the quasi-Newton rows run
-        a path; the first-order and model-averaging solvers fit each map alone (``LinearEstimator._path_params``)."""
+        owlqn and bounds. A warm-started step takes at least one step of its own (``optim.minimize.run_optimizer``).
+        A summary's seconds are its own solve's; in a barrier stage the first's include the stage's launch,
+        rendezvous and block loading. Only the quasi-Newton rows run a path; the first-order and model-averaging
+        solvers fit each map alone (``LinearEstimator._path_params``)."""
         if self.row.solver != "quasi-newton":
             raise ValueError(f"strategy {self.name!r} runs no regularization path (its maps are fitted one by one)")
         sizes = {objective.size for objective, _, _ in steps}
@@ -108,6 +109,11 @@ class ComposedStrategy:
             path.append((objective, start, dict(settings, options=self.options)))
         solve = functools.partial(_minimize_path, self.row.minimizer(), path, np.asarray(theta0, np.float64))
         thetas, summaries = self.transport.run(solve, last_pass=last_pass, progress=progress, checkpoint=None)
+        if self.row.barrier:  # each has the stage's wall time: each its own solve's, the first the rest
+            own = [s.iterationSeconds[-1] if s.iterationSeconds else 0.0 for s in summaries]
+            for summary, seconds in zip(summaries[1:], own[1:]):
+                summary.seconds = seconds
+            summaries[0].seconds = max(summaries[0].seconds - sum(own[1:]), own[0])
         return list(zip(list(thetas), summaries))
 
     def newton(self, make_problems, theta0, *, last_pass=False, progress=None, checkpoint=None, **options):
