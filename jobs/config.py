@@ -8,7 +8,6 @@ The documentation's "Batch jobs" page documents each key.
 import copy
 import difflib
 import functools
-import os
 import re
 from typing import Any
 
@@ -17,6 +16,7 @@ import yaml
 from sparkml import catalog
 from sparkml.jobs import tuning
 from sparkml.jobs.errors import ConfigError
+from sparkml.jobs.examples import example_names, examples_dir, resolve_path  # noqa: F401  (config.<name> for the jobs)
 from sparkml.jobs.names import alias_name, plain_name, shown
 from sparkml.param_table import first_problem
 
@@ -110,34 +110,6 @@ _CONVERTER_NAMES = {
 def _did_you_mean(name, choices):
     close = difflib.get_close_matches(name, list(choices), n=1)
     return f" (did you mean {close[0]}?)" if close else ""
-
-
-def examples_dir():
-    """The example job configs: ``sparkml/conf`` in an installed package, ``conf/`` in a source checkout."""
-    import sparkml
-
-    package = os.path.dirname(os.path.abspath(sparkml.__file__))
-    installed = os.path.join(package, "conf")
-    return installed if os.path.isdir(installed) else os.path.join(os.path.dirname(package), "conf")
-
-
-def example_names():
-    """The example configs' file names (``logistic_demo.yaml``, ...)."""
-    directory = examples_dir()
-    return sorted(f for f in os.listdir(directory) if f.endswith(".yaml")) if os.path.isdir(directory) else []
-
-
-def resolve_path(path):
-    """`path` when it exists; else the example config of that name (``logistic_demo``,
-    ``logistic_demo.yaml`` or ``conf/logistic_demo.yaml``), so ``sparkml-train --config logistic_demo.yaml``
-    works from an installed package; else `path` unchanged (its read then fails, naming it)."""
-    if os.path.exists(path):
-        return path
-    name = os.path.basename(path)
-    for candidate in (name, f"{name}.yaml"):
-        if candidate in example_names():
-            return os.path.join(examples_dir(), candidate)
-    return path
 
 
 MAX_CONFIG_BYTES = 1 << 20  # a job config is a few hundred bytes

@@ -26,25 +26,9 @@ from collections.abc import Callable
 from typing import Any
 
 from sparkml.jobs.errors import ConfigError
+from sparkml.tuning.metrics import MULTICLASS_METRICS, REGRESSION_METRICS
 
 BINARY_METRICS = ("areaUnderROC", "areaUnderPR")
-MULTICLASS_METRICS = (
-    "f1",
-    "accuracy",
-    "weightedPrecision",
-    "weightedRecall",
-    "weightedTruePositiveRate",
-    "weightedFalsePositiveRate",
-    "weightedFMeasure",
-    "truePositiveRateByLabel",
-    "falsePositiveRateByLabel",
-    "precisionByLabel",
-    "recallByLabel",
-    "fMeasureByLabel",
-    "logLoss",
-    "hammingLoss",
-)
-REGRESSION_METRICS = ("rmse", "mse", "r2", "mae", "var")
 # the section's keys: (allowed types, default), read by jobs.config's schema
 SCHEMA = {
     "grid": ("map", {}),
