@@ -26,7 +26,6 @@ from collections.abc import Callable
 from typing import Any
 
 from sparkml.jobs.errors import ConfigError
-from sparkml.tuning.metrics import MULTICLASS_METRICS, REGRESSION_METRICS
 
 BINARY_METRICS = ("areaUnderROC", "areaUnderPR")
 # the section's keys: (allowed types, default), read by jobs.config's schema
@@ -42,6 +41,9 @@ SCHEMA = {
 
 def metrics_for(task: str) -> tuple[str, ...]:
     """The metrics a ``tuning.metric`` may name for a task ('classification' or 'regression')."""
+    # imported here: sparkml.tuning imports pyspark, which the job's config checks must not start
+    from sparkml.tuning.metrics import MULTICLASS_METRICS, REGRESSION_METRICS
+
     return REGRESSION_METRICS if task == "regression" else BINARY_METRICS + MULTICLASS_METRICS
 
 
@@ -82,6 +84,8 @@ def evaluator(metric: str, label: str, weight: str | None, model_cols: dict[str,
         MulticlassClassificationEvaluator,
         RegressionEvaluator,
     )
+
+    from sparkml.tuning.metrics import REGRESSION_METRICS
 
     args: dict[str, Any] = {"metricName": metric, "labelCol": label, **({"weightCol": weight} if weight else {})}
     if metric in BINARY_METRICS:
