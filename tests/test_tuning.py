@@ -387,6 +387,98 @@ def test_kernel_svc_grid_runs_pysparks_path(data):
     np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-9)
 
 
+# ---- a Pipeline in the search ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def scaler_fits(monkeypatch):
+    """How many times a StandardScaler was fitted."""
+    from pyspark.ml.feature import StandardScaler
+
+    calls = []
+    original = StandardScaler._fit
+
+    def counted(self, dataset):
+        calls.append(self.uid)
+        return original(self, dataset)
+
+    monkeypatch.setattr(StandardScaler, "_fit", counted)
+    return calls
+
+
+def _pipeline(data):
+    """(raw columns c0..c4 with label, w and fold; Pipeline(VectorAssembler, StandardScaler, LinearRegression))."""
+    from pyspark.ml import Pipeline
+    from pyspark.ml.feature import StandardScaler, VectorAssembler
+    from pyspark.ml.functions import vector_to_array
+
+    columns = [f"c{i}" for i in range(D)]
+    raw = data.select(*[vector_to_array("features")[i].alias(c) for i, c in enumerate(columns)], "y", "w", "fold")
+    assembler = VectorAssembler(inputCols=columns, outputCol="assembled")
+    scaler = StandardScaler(inputCol="assembled", outputCol="scaled", withMean=True)
+    return raw, Pipeline(stages=[assembler, scaler, LinearRegression(featuresCol="scaled", labelCol="y")])
+
+
+@pytest.mark.parametrize("cls", [CrossValidator, TrainValidationSplit])
+def test_pipeline_stages_before_the_estimator_are_fitted_once_per_split(data, one_pass_only, scaler_fits, cls):
+    from pyspark.ml import PipelineModel
+
+    from sparkml.data.training_data import TrainingData
+
+    raw, pipeline = _pipeline(data)
+    last = pipeline.getStages()[-1]
+    grid = (
+        ParamGridBuilder().addGrid(last.regParam, [0.001, 0.1, 1.0]).addGrid(last.elasticNetParam, [0.0, 0.5]).build()
+    )
+    evaluator = RegressionEvaluator(labelCol="y", weightCol="w", metricName="mae")
+    stock = StockCrossValidator if cls is CrossValidator else StockTrainValidationSplit
+    kwargs = dict(estimator=pipeline, estimatorParamMaps=grid, evaluator=evaluator, collectSubModels=True)
+    extra = dict(foldCol="fold", numFolds=FOLDS) if cls is CrossValidator else dict(seed=5)
+    splits = FOLDS if cls is CrossValidator else 1
+    prepare = TrainingData.prepare.__func__
+    conversions = []
+
+    def counted_prepare(klass, *args, **kw):
+        conversions.append(1)
+        return prepare(klass, *args, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(TrainingData, "prepare", classmethod(counted_prepare))
+        ours = cls(**kwargs, **extra).fit(raw)
+    assert len(scaler_fits) == splits + 1  # once per split, then the best map's pipeline on all rows
+    assert len(conversions) == splits + 1  # one conversion per split for the whole grid
+    theirs = stock(**kwargs, **extra).fit(raw)
+    assert len(scaler_fits) == splits + 1 + splits * len(grid) + 1  # pyspark's: once per map and split
+    metric = "avgMetrics" if cls is CrossValidator else "validationMetrics"
+    np.testing.assert_allclose(getattr(ours, metric), getattr(theirs, metric), rtol=1e-6)
+    assert len(set(np.round(getattr(ours, metric), 9))) == len(grid)
+    assert int(np.argmin(getattr(ours, metric))) == int(np.argmin(getattr(theirs, metric)))
+    assert type(ours.bestModel) is PipelineModel and len(ours.bestModel.stages) == 3
+    np.testing.assert_allclose(
+        coefficient_vector(ours.bestModel.stages[-1]), coefficient_vector(theirs.bestModel.stages[-1]), rtol=1e-6
+    )
+    sub_ours = ours.subModels if cls is CrossValidator else [ours.subModels]
+    sub_theirs = theirs.subModels if cls is CrossValidator else [theirs.subModels]
+    for fold_ours, fold_theirs in zip(sub_ours, sub_theirs):
+        assert [type(m) for m in fold_ours] == [PipelineModel] * len(grid)
+        for a, b in zip(fold_ours, fold_theirs):
+            np.testing.assert_allclose(a.stages[1].mean.toArray(), b.stages[1].mean.toArray(), rtol=1e-12)
+            np.testing.assert_allclose(coefficient_vector(a.stages[-1]), coefficient_vector(b.stages[-1]), rtol=1e-6)
+
+
+def test_pipeline_grid_over_an_earlier_stage_runs_pysparks_path(data, transforms, scaler_fits):
+    raw, pipeline = _pipeline(data)
+    scaler = pipeline.getStages()[1]
+    grid = ParamGridBuilder().addGrid(scaler.withStd, [True, False]).build()
+    evaluator = RegressionEvaluator(labelCol="y")
+    results = [
+        cls(estimator=pipeline, estimatorParamMaps=grid, evaluator=evaluator, foldCol="fold").fit(raw)
+        for cls in (CrossValidator, StockCrossValidator)
+    ]
+    np.testing.assert_allclose(results[0].avgMetrics, results[1].avgMetrics, rtol=1e-9)
+    assert len(scaler_fits) == 2 * (FOLDS * len(grid) + 1)  # both fitted the scaler for every map
+
+
 def test_refused_weights_give_pysparks_error(data):
     """A negative weight: the pass hands the fold to pyspark's path, whose evaluator raises its own error."""
     bad = data.withColumn("w", F.when(F.col("id") == 7, -1.0).otherwise(F.col("w")))

@@ -29,10 +29,14 @@ class CrossValidator(stock.CrossValidator):
     (areas under the ROC and PR curves). The metrics are pyspark's on ``model.transform(fold)``, to the
     rounding of the sums.
 
+    A ``Pipeline`` whose last stage is one of these estimators, with a grid over that stage's Params only, fits
+    and applies its earlier stages once per fold (pyspark refits them for every map), then runs its last stage's
+    grid as above; each model is the ``PipelineModel`` ``Pipeline.fit(train, paramMap)`` would return.
+
     The folds are pyspark's (``_kFold``: ``foldCol``, or ``rand(seed)``). Any other estimator (``KernelSVC``,
-    a ``Pipeline``, pyspark.ml's), evaluator (a subclass of these three included) or a Spark Connect session
-    runs pyspark's own ``_fit``. A grid that sets a Param the estimator does not have is a ``ValueError``
-    before any Spark job.
+    pyspark.ml's, a ``Pipeline`` with a grid over an earlier stage), evaluator (a subclass of these three
+    included) or a Spark Connect session runs pyspark's own ``_fit``. A grid that sets a Param the estimator
+    does not have is a ``ValueError`` before any Spark job.
 
     Saved as pyspark's ``CrossValidator`` (the files name pyspark's class, so pyspark loads them); ``load``
     returns this class.
@@ -43,7 +47,7 @@ class CrossValidator(stock.CrossValidator):
         epm = self.getOrDefault(self.estimatorParamMaps)
         eva = self.getOrDefault(self.evaluator)
         check_param_maps(est, epm, type(self).__name__)
-        if not epm or not one_pass_applies(est, eva, dataset):
+        if not epm or not one_pass_applies(est, epm, eva, dataset):
             return super()._fit(dataset)
         n_folds = self.getOrDefault(self.numFolds)
         collect = self.getCollectSubModels()

@@ -23,7 +23,8 @@ class TrainValidationSplit(stock.TrainValidationSplit):
     exactly pyspark's ``RegressionEvaluator``, ``MulticlassClassificationEvaluator`` or
     ``BinaryClassificationEvaluator``, the grid is fitted with one ``estimator.fitMultiple`` and its k models
     scored in one pass over the validation rows, each metric pyspark's on ``model.transform(validation)``
-    (``validationMetrics``). Anything else runs pyspark's own ``_fit``. Saved as pyspark's
+    (``validationMetrics``); a ``Pipeline`` ending in such an estimator, with a grid over its last stage only,
+    fits its earlier stages once. Anything else runs pyspark's own ``_fit``. Saved as pyspark's
     ``TrainValidationSplit``; ``load`` returns this class.
     """
 
@@ -40,7 +41,7 @@ class TrainValidationSplit(stock.TrainValidationSplit):
         epm = self.getOrDefault(self.estimatorParamMaps)
         eva = self.getOrDefault(self.evaluator)
         check_param_maps(est, epm, type(self).__name__)
-        if not epm or not one_pass_applies(est, eva, dataset):
+        if not epm or not one_pass_applies(est, epm, eva, dataset):
             return super()._fit(dataset)
         train, validation = self._split(dataset)
         with cached(train) as train, cached(validation) as validation:

@@ -5,7 +5,8 @@ pyspark's validators run, per split, ``parallelism`` threads that each take the 
 Here the threads only fit (``fit_grid``: the same iterator pulled from as many threads, so ``fitMultiple`` shares
 each conversion of the fold and solves the grid as it does under pyspark); once every map of the split is fitted,
 ``sparkml.tuning.scores.fold_metrics`` scores all of them in one pass, or, where that pass does not apply, each
-model is evaluated as pyspark evaluates it (``evaluate_each``), from as many threads.
+model is evaluated as pyspark evaluates it (``evaluate_each``), from as many threads. A ``Pipeline`` whose grid
+sets only its last stage's Params runs its earlier stages once per split (``sparkml.tuning.pipeline``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sparkml.session_kind import is_connect
+from sparkml.tuning.pipeline import fit_prefix, last_stage_search, with_prefix
 from sparkml.tuning.scores import KINDS, fold_metrics
 from sparkml.tuning.threads import in_threads
 
@@ -27,13 +29,18 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-def one_pass_applies(estimator: Estimator, evaluator: Evaluator, dataset: DataFrame) -> bool:
+def one_pass_applies(
+    estimator: Estimator, param_maps: Sequence[dict], evaluator: Evaluator, dataset: DataFrame
+) -> bool:
     """Whether this library's fit-then-score loop runs (else pyspark's own ``_fit``, unchanged): a linear
-    estimator of this library, exactly one of pyspark's three evaluators (``scores.KINDS``), a classic
+    estimator of this library, bare or the last stage of a ``Pipeline`` whose grid sets its Params only
+    (``sparkml.tuning.pipeline``), exactly one of pyspark's three evaluators (``scores.KINDS``), a classic
     session."""
     from sparkml.linear.estimator import LinearEstimator
 
-    return isinstance(estimator, LinearEstimator) and type(evaluator) in KINDS and not is_connect(dataset)
+    search = last_stage_search(estimator, param_maps)
+    fitted = search[1] if search is not None else estimator
+    return isinstance(fitted, LinearEstimator) and type(evaluator) in KINDS and not is_connect(dataset)
 
 
 @contextlib.contextmanager
@@ -79,7 +86,17 @@ def evaluate_each(models, param_maps, evaluator, validation, parallelism) -> lis
 
 
 def fit_and_score(estimator, param_maps, evaluator, train, validation, parallelism) -> tuple[list[float], list[Any]]:
-    """(metric of each map on ``validation``, its model fitted on ``train``), by index."""
+    """(metric of each map on ``validation``, its model fitted on ``train``), by index. A ``Pipeline`` whose grid
+    sets its last stage's Params: the stages before it fitted and applied once, the last stage's grid fitted and
+    scored on what they output, each model the ``PipelineModel`` of both."""
+    search = last_stage_search(estimator, param_maps)
+    if search is not None:
+        stages, last = search
+        prefix = fit_prefix(stages, train)
+        scored, fitted = fit_and_score(
+            last, param_maps, evaluator, prefix.transform(train), prefix.transform(validation), parallelism
+        )
+        return scored, [with_prefix(prefix, model) for model in fitted]
     models = fit_grid(estimator, train, param_maps, parallelism)
     metrics = fold_metrics(models, param_maps, evaluator, validation, parallelism)
     if metrics is None:
