@@ -251,11 +251,41 @@ def test_multiclass_metrics_of_binary_models(fitted, kind, params):
         ("svc", dict(metricName="areaUnderPR", rawPredictionCol="prediction")),
     ],
 )
-def test_binary_metrics(fitted, kind, params, weighted):
+@pytest.mark.parametrize("on_driver", [True, False], ids=["on-driver", "cached-frame"])
+def test_binary_metrics(fitted, kind, params, weighted, on_driver, monkeypatch):
+    """The areas computed on the driver (folds up to ``DRIVER_VALUES``) and by the stock evaluator on the
+    cached frame of scores (larger folds)."""
+    if not on_driver:
+        monkeypatch.setattr(scores, "DRIVER_VALUES", 0)
     evaluator = BinaryClassificationEvaluator(**params)
     if weighted:
         evaluator.setWeightCol("w")
     _compare(fitted(kind), evaluator)
+
+
+def test_area_under_roc_is_the_rank_statistic():
+    """Without down-sampling the trapezoidal ROC area is the weighted Mann-Whitney statistic (ties count
+    half): scikit-learn's roc_auc_score, on scores with many ties."""
+    from sklearn.metrics import roc_auc_score
+
+    from sparkml.tuning import curves
+
+    rng = np.random.default_rng(5)
+    s = np.round(rng.normal(size=2000), 1)
+    y = (s + rng.normal(size=2000) > 0).astype(float)
+    w = rng.uniform(0.1, 2.0, 2000)
+    assert curves.area("areaUnderROC", s, y, w, 0) == pytest.approx(roc_auc_score(y, s, sample_weight=w), rel=1e-12)
+    assert curves.area("areaUnderROC", s, y, w, 1000) == pytest.approx(roc_auc_score(y, s, sample_weight=w), rel=1e-12)
+    # numBins 5 on 62 distinct scores: groups of 12 distinct scores, the curve through each group's last score
+    order = np.argsort(-s, kind="stable")
+    distinct = np.unique(s)[::-1]
+    g = len(distinct) // 5
+    ends = [distinct[min(i + g - 1, len(distinct) - 1)] for i in range(0, len(distinct), g)]
+    tpr = [w[order][(s[order] >= e) & (y[order] == 1)].sum() / w[y == 1].sum() for e in ends]
+    fpr = [w[order][(s[order] >= e) & (y[order] == 0)].sum() / w[y == 0].sum() for e in ends]
+    x_, y_ = np.r_[0.0, fpr, 1.0], np.r_[0.0, tpr, 1.0]
+    expected = float(np.sum(np.diff(x_) * (y_[1:] + y_[:-1]) / 2))
+    assert g == 12 and curves.area("areaUnderROC", s, y, w, 5) == pytest.approx(expected, rel=1e-12)
 
 
 @pytest.mark.compat
@@ -268,7 +298,7 @@ def test_binary_metrics_of_three_classes_are_pysparks(fitted):
 def test_binary_metrics_down_sampled_curve(fitted):
     """numBins below half the fold's distinct scores: Spark down-samples the curve per partition of its sort,
     whose range boundaries come from a sample seeded by the RDD's id, so two runs of the stock evaluator on the
-    same scores differ in the fourth digit; the pass feeds it the same scores, partitioned as the fold."""
+    same scores differ in the fourth digit; the driver's curve is down-sampled as one partition."""
     models, maps, validation = fitted("binomial")
     evaluator = BinaryClassificationEvaluator(numBins=50)
     ours = scores.fold_metrics(models, maps, evaluator, validation)

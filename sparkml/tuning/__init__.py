@@ -7,6 +7,7 @@ scored for the whole param grid in one pass, and pyspark's ``ParamGridBuilder``.
 * ``validator``: what both run per split (the grid fitted through ``fitMultiple``, then scored);
 * ``scores``: the one scoring pass of a split (driver side) and when it applies;
 * ``batches``: what its Spark tasks run (no pyspark);
+* ``curves``: the areas under the ROC and PR curves of one model's scores, with Spark's steps;
 * ``metrics``: the evaluators' metrics from the pass's sufficient statistics, with Spark's formulas;
 * ``pipeline``: a ``Pipeline``'s stages before the estimator, fitted once per split;
 * ``grid``: the checks of a param grid; ``persistence``: saving as pyspark's classes; ``threads``: the

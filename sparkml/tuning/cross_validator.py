@@ -25,9 +25,10 @@ class CrossValidator(stock.CrossValidator):
     fitted with one ``estimator.fitMultiple`` (pulled from ``parallelism`` threads, as pyspark does), then
     scored together: one pass over the fold's features, label and weight computes every model's margins in
     one product, and each model's metric comes from sufficient statistics summed in that pass with Spark's own
-    formulas (regression and multiclass metrics) or from Spark's evaluator on a cached frame of the k scores
-    (areas under the ROC and PR curves). The metrics are pyspark's on ``model.transform(fold)``, to the
-    rounding of the sums.
+    formulas (regression and multiclass metrics) or from the k models' scores with Spark's curve computation
+    (areas under the ROC and PR curves: on the driver up to ``scores.DRIVER_VALUES``, else Spark's evaluator on a
+    cached frame of the scores). The metrics are pyspark's on ``model.transform(fold)``, to the rounding of the
+    sums (and, for a curve Spark down-samples, to the points at its sort's partition boundaries).
 
     A ``Pipeline`` whose last stage is one of these estimators, with a grid over that stage's Params only, fits
     and applies its earlier stages once per fold (pyspark refits them for every map), then runs its last stage's

@@ -11,10 +11,15 @@ the fold's features, label and weight scores all k models in one product per bat
 * regression and multiclass: each task returns the sufficient statistics of its rows (label moments and error
   sums; weighted confusion entries and log-loss sums), the driver adds them and computes every metric with
   Spark's formulas (``sparkml.tuning.metrics``): one job for the whole grid;
-* binary: the area under the ROC or PR curve with ``numBins`` is down-sampled by Spark per partition of its
-  sorted scores, and that sort's range boundaries come from a sample seeded by the RDD's id, so the down-sampled
-  curve is not even reproducible between two runs of the stock evaluator once a fold has more than
-  2 numBins distinct scores. So the pass writes a cached frame of (label, weight, score_1..score_k), partitioned
+* binary: the pass returns each row's label, weight and k scores. Up to ``DRIVER_VALUES`` numbers in all
+  (about a 10-million-row fold for a dozen models), they come to the driver as one Arrow table and each
+  model's area under the ROC or PR curve is computed there with Spark's formulas (``sparkml.tuning.curves``):
+  one job for the grid, where the stock evaluator sorts the fold once per model. Spark down-samples the curve
+  (``numBins``) per partition of its sorted scores, whose range boundaries come from a sample seeded by the
+  RDD's id, so once a fold has 2 numBins distinct scores not even two runs of the stock evaluator agree to the
+  last digits; the driver's curve is down-sampled as one partition, which is Spark's result when its sort has
+  one partition and otherwise differs by the points at its partition boundaries (about 1e-7 relative at
+  numBins 1000). Larger folds: the pass writes a cached frame of (label, weight, score_1..score_k), partitioned
   as the fold, and the stock evaluator runs on each model's score column: exactly its computation on the same
   scores, k jobs on a narrow cached frame instead of k scorings of the fold.
 
@@ -36,9 +41,11 @@ from pyspark.ml.linalg import SparseVector, VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DoubleType, NumericType, StructField, StructType
 
+from sparkml.compat import to_arrow
 from sparkml.scoring.kinds import OUTPUTS
 from sparkml.scoring.stack import ModelStack
 from sparkml.session_kind import is_connect
+from sparkml.tuning import curves
 from sparkml.tuning.batches import BAD_COLUMN, SCORE_PREFIX, STATS_SCHEMA, PassPlan, scores_partition, stats_partition
 from sparkml.tuning.metrics import (
     MULTICLASS_METRICS,
@@ -61,6 +68,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("sparkml")
 SPARSE_DENSITY = 0.5  # a first vector sparser than this: the pass reads the vector struct
 DENSE_FEATURES = 1024  # up to this many features, every batch is read dense (a row costs at most 8 KiB)
+DRIVER_VALUES = 128_000_000  # rows x (models + 2) of a binary fold computed on the driver (1 GiB of doubles)
 
 KINDS = {RegressionEvaluator: "regression", MulticlassClassificationEvaluator: "multiclass"}
 KINDS[BinaryClassificationEvaluator] = "binary"
@@ -244,7 +252,11 @@ def _binary_metrics(plan, evaluator, validation, features, label, weight, parall
     if weight:
         fields.append(StructField(weight, schema[weight].dataType))
     fields += [StructField(f"{SCORE_PREFIX}{j}", DoubleType()) for j in range(len(plan.stack.specs))]
-    frame = selected.mapInArrow(lambda batches: scores_partition(batches, plan), StructType(fields)).cache()
+    frame = selected.mapInArrow(lambda batches: scores_partition(batches, plan), StructType(fields))
+    k = len(plan.stack.specs)
+    if validation.count() * (k + 2) <= DRIVER_VALUES:
+        return _binary_metrics_on_driver(to_arrow(frame), evaluator, label, weight, k)
+    frame = frame.cache()
     try:
         if frame.agg(F.max(BAD_COLUMN)).first()[0]:  # also fills the cache
             raise NotOnePass("vectors the models cannot score")
@@ -261,3 +273,36 @@ def _binary_metrics(plan, evaluator, validation, features, label, weight, parall
         return metrics
     finally:
         frame.unpersist()
+
+
+def _column(table, name) -> np.ndarray:
+    """A numeric column of the collected pass as float64; ``NotOnePass`` where it holds a null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = table.column(name)
+    if column.null_count:
+        raise NotOnePass(f"nulls in column {name!r}")
+    return np.asarray(pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _binary_metrics_on_driver(table, evaluator, label, weight, k):
+    """Each model's area from the collected (label, weight, scores) of the fold (``sparkml.tuning.curves``);
+    ``NotOnePass`` for rows whose stock evaluation would differ or fail (irregular vectors, a null label, a
+    weight Spark refuses, a score that is not finite or a signed zero beside an unsigned one, which Spark
+    keeps as two distinct scores)."""
+    if table.num_rows and np.asarray(table.column(BAD_COLUMN).to_numpy(zero_copy_only=False)).any():
+        raise NotOnePass("vectors the models cannot score")
+    y = _column(table, label)
+    w = _column(table, weight) if weight else np.ones(table.num_rows)
+    if not (np.isfinite(w).all() and (w >= 0).all()):
+        raise NotOnePass("weights Spark's evaluator refuses")
+    metric, num_bins = evaluator.getOrDefault("metricName"), int(evaluator.getOrDefault("numBins"))
+    metrics = []
+    for j in range(k):
+        s = _column(table, f"{SCORE_PREFIX}{j}")
+        zeros = s == 0
+        if not np.isfinite(s).all() or (zeros.any() and len(set(np.signbit(s[zeros]).tolist())) > 1):
+            raise NotOnePass("scores that are not finite, or zeros of both signs")
+        metrics.append(curves.area(metric, s, y, w, num_bins))
+    return metrics
