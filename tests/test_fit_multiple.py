@@ -136,16 +136,45 @@ def test_cross_validator_converts_once_per_fold(spark, data, conversions, strate
     assert results["ours"].bestModel.getRegParam() == grid_values[int(np.argmax(results["mllib"].avgMetrics))]
 
 
-def test_kernel_svc_shares_the_input_conversion(spark, data, conversions):
-    svc = KernelSVC(numLandmarks=30, strategy="allreduce", maxIter=20)
-    maps = ParamGridBuilder().addGrid(svc.regParam, [1e-3, 1e-1]).build()
+@pytest.mark.parametrize(
+    "params", [dict(strategy="allreduce"), dict(strategy="sync", probability=True)], ids=["allreduce", "sync-platt"]
+)
+def test_kernel_svc_grid_over_c_shares_one_feature_map(spark, data, conversions, monkeypatch, params):
+    """A grid over regParam (C) and the stopping rule: one conversion, one landmark selection and one derivation
+    of the kernel blocks for the whole grid; each model the one its own fit returns."""
+    import sparkml.kernel.kernel_svc as kernel_svc
+
+    feature_maps = []
+    original = kernel_svc.fit_feature_map
+
+    def fit_feature_map(*args, **kwargs):
+        feature_maps.append(args[0].getRegParam())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(kernel_svc, "fit_feature_map", fit_feature_map)
+    svc = KernelSVC(numLandmarks=30, maxIter=20, **params)
+    maps = (
+        ParamGridBuilder()
+        .addGrid(svc.regParam, [1e-3, 1e-1])
+        .addGrid(svc.threshold, [0.0, 0.5])  # no fit reads it: the maps that differ in it share a solve
+        .build()
+    )
     before = executor_datasets(spark)
     models = svc.fit(data, maps)
-    assert len(conversions) == 1 and executor_datasets(spark) == before
+    assert len(conversions) == 1 and len(feature_maps) == 1 and executor_datasets(spark) == before
+    frame = data.select("features")
     for m, shared, alone in zip(maps, models, one_by_one(svc, data, maps)):
-        assert shared.getRegParam() == m[svc.regParam]
-        np.testing.assert_allclose(coefficient_vector(shared), coefficient_vector(alone), rtol=1e-6, atol=1e-9)
-    assert not np.allclose(coefficient_vector(models[0]), coefficient_vector(models[1]))
+        assert shared.getRegParam() == m[svc.regParam] and shared.getThreshold() == m[svc.threshold]
+        np.testing.assert_allclose(coefficient_vector(shared), coefficient_vector(alone), rtol=1e-9, atol=1e-12)
+        assert shared.summary.totalIterations == alone.summary.totalIterations
+        if params.get("probability"):
+            p_shared, p_alone = (
+                np.array([r.probability.toArray() for r in model.transform(frame).collect()])
+                for model in (shared, alone)
+            )
+            np.testing.assert_allclose(p_shared, p_alone, rtol=1e-9, atol=1e-12)
+    assert len(feature_maps) == 1 + len(maps)  # the separate fits: one feature map each
+    assert not np.allclose(coefficient_vector(models[0]), coefficient_vector(models[2]))
 
 
 def test_a_failing_map_stops_the_grid_and_leaves_no_blocks(spark, data, conversions):

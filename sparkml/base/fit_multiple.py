@@ -14,8 +14,9 @@ of them, one strategy run (one barrier stage with ``allreduce``, one chain of Sp
 solves them all, lambda from the largest down, each map warm-started at the previous map's solution;
 the other maps' requests hand out the stored models. Each model is the one its own ``fit`` would find
 (same objective, its own Params, uid and training summary: the iterations of its own solve). The linear
-models on the exact strategies run paths; every other map is fitted alone (KernelSVC, the first-order
-and model-averaging strategies). A map whose Params are invalid fails alone, at its own request; a path
+models on the exact strategies run paths; KernelSVC's maps that differ only in regParam (C), maxIter and tol
+share one feature map (the landmarks and every partition's kernel blocks), each solved as its own ``fit``
+solves it; every other map is fitted alone (the first-order and model-averaging strategies). A map whose Params are invalid fails alone, at its own request; a path
 that fails fails every map of it not yet handed out.
 
 The blocks are released when the last group using them has been trained, or when the iterator is
@@ -24,8 +25,9 @@ garbage-collected after an error stopped the grid.
 With ``strategy="auto"``, a group whose barrier stage lost an executor is fitted again, with ``sync`` and a
 conversion of its own (``TorchEstimator._fit_falling_back``).
 
-Only the estimator itself benefits: a ``Pipeline`` in ``CrossValidator`` fits its stages one map at
-a time (pyspark's ``Pipeline.fitMultiple``).
+Only the estimator itself benefits: a ``Pipeline`` in pyspark's ``CrossValidator`` fits its stages one map
+at a time (pyspark's ``Pipeline.fitMultiple``); ``sparkml.tuning``'s validators fit the stages before the
+estimator once per split (``sparkml.tuning.pipeline``).
 """
 
 import threading

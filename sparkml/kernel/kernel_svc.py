@@ -51,6 +51,7 @@ the K sigmoids normalized to sum to one. ``prediction`` stays the vote or the ar
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import TYPE_CHECKING
 
@@ -240,13 +241,27 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
     def _checkpoint_refusal(self):
         return None  # the feature map and the Newton rounds (Platt scaling, a few cheap passes, is not kept)
 
+    def _path_params(self, strategy):
+        """A grid over C (``regParam``) and the stopping rule (``maxIter``, ``tol``) shares one feature map: the
+        landmarks, their projection and every partition's kernel blocks depend on the data and the kernel Params
+        only (``_train_path``)."""
+        return ("regParam", "maxIter", "tol")
+
     def _train(self, raw, last_pass):
         """``raw``: the input's blocks, from which this fit derives its feature blocks; ``last_pass``:
         no later fit reads ``raw``, so it is released as soon as the features are derived."""
+        return self._train_path([self], raw, last_pass)[0]
+
+    def _train_path(self, estimators, raw, last_pass):
+        """The models of ``estimators`` (copies of this one that differ only in ``_path_params``; this one alone
+        for ``fit``), in their order, on ONE feature map: the landmarks are selected, and each partition's kernel
+        blocks derived, once for all of them. Each map's Newton solve is its own and starts where ``fit``'s
+        starts, so every model is the one its own ``fit`` returns; only the feature map's cost (the k-means over
+        a sample, one pass forming K(X, L)) is shared."""
         s = raw.summary
         num_classes = classification_labels(s, self.getLabelCol())
         gamma = resolve_gamma(self.getGamma(), s)
-        checkpoint = self._checkpoint(s)
+        checkpoint = self._checkpoint(s)  # None in a grid: fitMultiple refuses checkpointDir with several maps
         spec, gram = checkpointed_feature_map(
             checkpoint, lambda: fit_feature_map(self, raw.source, s, gamma, raw.class_weights)
         )
@@ -265,19 +280,38 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
                 features.stored_rows,
                 s.rows,
             )
+        models = []
         try:
             if last_pass:
                 raw.release()  # the derived features are all the solver reads
             strategy = self._make_strategy(features, None)
-            theta, summaries = self._solve(strategy, num_classes, m, s, gram, checkpoint)
-            platt = self._platt(strategy, num_classes, theta, s) if self.getProbability() else None
+            solved: dict[tuple, tuple] = {}  # maps that differ only in Params no fit reads share a solve
+            for k, estimator in enumerate(estimators):
+                final = k == len(estimators) - 1  # the blocks' last reader: the strategy may drop them as it ends
+                key = tuple(estimator.getOrDefault(name) for name in self._path_params(None))
+                if key not in solved:
+                    solved[key] = estimator._solve_and_calibrate(strategy, num_classes, m, s, gram, checkpoint, final)
+                theta, summaries, platt = copy.deepcopy(solved[key])
+                intercepts = theta[:, m] if estimator.getFitIntercept() else np.zeros(len(theta))
+                model = KernelSVCModel(
+                    spec, theta[:, :m], intercepts, num_classes, gamma, platt, estimator._pairs(num_classes)
+                )
+                models.append(estimator._fitted(model, summaries, raw.source))
         finally:
             features.release()
         if checkpoint is not None:
             checkpoint.remove()  # the fit succeeded
-        intercepts = theta[:, m] if self.getFitIntercept() else np.zeros(len(theta))
-        model = KernelSVCModel(spec, theta[:, :m], intercepts, num_classes, gamma, platt, self._pairs(num_classes))
-        return self._fitted(model, summaries, raw.source)
+        return models
+
+    def _solve_and_calibrate(self, strategy, num_classes, m, summary, gram, checkpoint, last_pass):
+        """(theta, the Newton summaries, Platt's (a, b) per problem or None): ``_solve``, then ``_platt`` when
+        ``probability`` is set; ``last_pass``: no later solve reads the feature blocks."""
+        probability = self.getProbability()
+        theta, summaries = self._solve(
+            strategy, num_classes, m, summary, gram, checkpoint, last_pass=last_pass and not probability
+        )
+        platt = self._platt(strategy, num_classes, theta, summary, last_pass) if probability else None
+        return theta, summaries, platt
 
     def _kernel_plan(self, spec, spark):
         """How the partitions keep their kernel blocks (Nystroem; ``sparkml.kernel.block_budget``), else None."""
@@ -286,12 +320,13 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         setting, mode = self.getKernelBlockMemory(), self.getKernelBlocks()
         return kernel_plan(spec, mode, setting, lambda key: conf_value(spark, key))
 
-    def _solve(self, strategy, num_classes, m, summary, gram=None, checkpoint=None):
+    def _solve(self, strategy, num_classes, m, summary, gram=None, checkpoint=None, last_pass=True):
         """All problems (one when binary: class 1 against 0; the pairs or the classes when multi-class) by
         Newton, one pass per round; Newton-CG preconditioned by the features' second-moment shape ``gram`` when given
         (``sparkml.optim.newton``). ``loss="hinge"``: the smoothed hinge from ``_HINGE_WARM_START_ROUNDS``
         rounds of the squared hinge (from 0 every row is on the hinge's linear part: no curvature).
-        ``checkpoint``: the rounds' state saved every checkpointInterval rounds and resumed from."""
+        ``checkpoint``: the rounds' state saved every checkpointInterval rounds and resumed from; ``last_pass``: no
+        later solve reads the feature blocks."""
         classes = _problem_classes(num_classes)
         fit_intercept = self.getFitIntercept()
         names = ["KernelSVC"] if num_classes == 2 else [f"KernelSVC class {int(c)}" for c in classes]
@@ -324,7 +359,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
             max_iter=self.getMaxIter(),
             tol=self.getTol(),
             names=names,
-            last_pass=not self.getProbability(),
+            last_pass=last_pass,
             progress=self._progress(),
             checkpoint=checkpoint,
         )
@@ -336,7 +371,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
             return None
         return [(float(a), float(b)) for a in range(num_classes) for b in range(a + 1, num_classes)]
 
-    def _platt(self, strategy, num_classes, theta, summary):
+    def _platt(self, strategy, num_classes, theta, summary, last_pass=True):
         """(k, 2): Platt's (a, b) per problem, fitted on the training decision values; a one-vs-one
         pair (a, b) on the rows of its two classes, with a as the positive class (libsvm's)."""
         pairs = self._pairs(num_classes)
@@ -363,7 +398,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
             max_iter=_PLATT_MAX_ITER,
             tol=_PLATT_TOL,
             names=[f"Platt scaling, problem {j}" for j in range(len(classes))],
-            last_pass=True,
+            last_pass=last_pass,
             progress=self._progress(),
         )
         return ab

@@ -55,7 +55,7 @@ class CrossValidator(stock.CrossValidator):
         metrics_all: list[list[float]] = []
         sub_models: list[list[Any]] | None = [] if collect else None
         for train, validation in self._kFold(dataset):
-            with cached(train) as train, cached(validation) as validation:
+            with cached(train, dataset) as train, cached(validation, dataset) as validation:
                 metrics, models = fit_and_score(est, epm, eva, train, validation, self.getParallelism())
             metrics_all.append(metrics)
             if sub_models is not None:

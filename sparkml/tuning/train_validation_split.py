@@ -44,7 +44,7 @@ class TrainValidationSplit(stock.TrainValidationSplit):
         if not epm or not one_pass_applies(est, epm, eva, dataset):
             return super()._fit(dataset)
         train, validation = self._split(dataset)
-        with cached(train) as train, cached(validation) as validation:
+        with cached(train, dataset) as train, cached(validation, dataset) as validation:
             metrics, models = fit_and_score(est, epm, eva, train, validation, self.getParallelism())
         best = est.fit(dataset, epm[best_index(metrics, eva)])
         sub_models = models if self.getCollectSubModels() else None

@@ -43,11 +43,27 @@ def one_pass_applies(
     return isinstance(fitted, LinearEstimator) and type(evaluator) in KINDS and not is_connect(dataset)
 
 
+def is_persisted(df: DataFrame) -> bool:
+    """Whether ``df``'s rows are held by Spark's cache (``cache()``/``persist()`` of this plan)."""
+    try:
+        level = df.storageLevel
+    except Exception:  # a session that cannot say: treat as not held
+        return False
+    return bool(level.useMemory or level.useDisk)
+
+
 @contextlib.contextmanager
-def cached(df: DataFrame) -> Iterator[DataFrame]:
+def cached(df: DataFrame, source: DataFrame | None = None) -> Iterator[DataFrame]:
     """``df`` cached while the block runs, as the running pyspark caches a validator's splits (its
-    ``_cache_spark_dataset`` where it has one, else ``cache()``), unpersisted after."""
+    ``_cache_spark_dataset`` where it has one, else ``cache()``), unpersisted after. A split of a ``source``
+    that is itself cached is a filter over Spark's cache, and is read once per path group and once to score:
+    it is used as it is, not copied into the cache a second time (a pass over the split and a copy of it, for
+    nothing the cached source does not already give)."""
     import pyspark.ml.util as ml_util
+
+    if source is not None and is_persisted(source):
+        yield df
+        return
 
     cache_dataset = getattr(ml_util, "_cache_spark_dataset", None)  # newer pyspark lines (not 3.5 or 4.0)
     if cache_dataset is not None:
