@@ -82,6 +82,14 @@ ENTRIES = (
         "org.apache.spark.ml.regression.LinearRegressionModel",
         "pyspark.ml.regression:LinearRegressionModel",
     ),
+    Entry(
+        "GeneralizedLinearRegression",
+        "sparkml.regression",
+        "sparkml.glm",
+        "regression",
+        "org.apache.spark.ml.regression.GeneralizedLinearRegressionModel",
+        "pyspark.ml.regression:GeneralizedLinearRegressionModel",
+    ),
 )
 
 

@@ -382,4 +382,20 @@ _KERNEL_SVC = SavedClass(
     check=_kernel_svc_check,
 )
 
-SAVED = {c.saved_class: c for c in (_LOGISTIC, _LINEAR_SVC, _LINEAR_REGRESSION, _KERNEL_SVC)}
+_GENERALIZED_LINEAR_REGRESSION = SavedClass(
+    "GeneralizedLinearRegressionModel",
+    "org.apache.spark.ml.regression.GeneralizedLinearRegressionModel",
+    "sparkml.glm.model.GeneralizedLinearRegressionModel",
+    (("intercept", "double"), ("coefficients", "vector")),
+    _one_output_shapes,
+    {
+        **_TRAINING,
+        **_strings("family", "link", "linkPredictionCol", "solver", "offsetCol"),
+        "variancePower": to_float,
+        "linkPower": to_float,
+    },
+)
+
+SAVED = {
+    c.saved_class: c for c in (_LOGISTIC, _LINEAR_SVC, _LINEAR_REGRESSION, _KERNEL_SVC, _GENERALIZED_LINEAR_REGRESSION)
+}

@@ -12,8 +12,10 @@ damaged or foreign directory is a ``ModelFileError`` (a ValueError) naming the f
 nothing in the files is imported, evaluated or unpickled.
 
 The outputs of each model kind are those of ``sparkml.scoring.kinds`` (``LogisticRegressionModel``:
-rawPrediction, probability, prediction; ``LinearSVCModel``: rawPrediction, prediction; ``LinearRegressionModel``:
-prediction; ``KernelSVCModel``: rawPrediction, probability when fitted with Platt scaling, prediction).
+rawPrediction, probability, prediction; ``LinearSVCModel``: rawPrediction, prediction; ``LinearRegressionModel``
+and ``GeneralizedLinearRegressionModel``: prediction; ``KernelSVCModel``: rawPrediction, probability when fitted
+with Platt scaling, prediction). A GeneralizedLinearRegressionModel fitted with ``offsetCol`` takes each row's
+offset from the input column of that name.
 
 The input rows: an (n, d) array, or a pandas ``features`` column of lists or arrays of d numbers. A row of
 another length, a null row or a value that is not a number is a ValueError naming the column and the row; no
@@ -46,6 +48,14 @@ def feature_rows(rows, n_features, column=FEATURES) -> np.ndarray:
     if x is None or x.ndim != 2 or x.shape[1] != n_features:
         _refuse_row(given, n_features, column)
     return np.ascontiguousarray(x, dtype=np.float64)
+
+
+def offset_values(values, n, column) -> np.ndarray:
+    """``values`` as n float64 offsets; ValueError naming ``column`` when they are not n numbers (or hold NaN)."""
+    a = _numeric(np.asarray(list(values) if not isinstance(values, np.ndarray) else values))
+    if a is None or a.ndim != 1 or len(a) != n or np.isnan(a.astype(np.float64)).any():
+        raise ValueError(f"offset column {column!r}: expected {n} numbers, one per row, none null or NaN")
+    return a.astype(np.float64)
 
 
 def _numeric(a):
@@ -101,16 +111,27 @@ class Scorer:
         """The names of the model's output columns (MLlib's defaults), in column order."""
         return tuple(OUTPUTS[k].column for k in self.spec.outputs)
 
-    def score(self, x) -> dict[str, np.ndarray]:
+    def score(self, x, offset=None) -> dict[str, np.ndarray]:
         """{output name: array} for the rows of ``x`` ((n, d), or n rows of d numbers): ``prediction``
-        (n,), ``rawPrediction`` and ``probability`` (n, k) where the model has them; n may be 0."""
+        (n,), ``rawPrediction`` and ``probability`` (n, k) where the model has them; n may be 0. ``offset`` (n
+        numbers): each row's offset, for a GeneralizedLinearRegressionModel fitted with ``offsetCol`` (required
+        there, refused elsewhere)."""
         x = feature_rows(x, self.n_features)
+        column = self.spec.offset_col
+        if (offset is None) != (column is None):
+            raise ValueError(
+                f"this model takes the offsets of column {column!r} with its rows"
+                if column
+                else "this model takes no offsets (it was fitted without offsetCol)"
+            )
+        if offset is not None:
+            offset = offset_values(offset, len(x), column)
         if len(x) == 0:
             return {
                 OUTPUTS[k].column: np.zeros((0, self.spec.num_classes or 0) if OUTPUTS[k].vector else 0)
                 for k in self.spec.outputs
             }
-        return {OUTPUTS[k].column: v for k, v in score_rows(x, self.spec).items()}
+        return {OUTPUTS[k].column: v for k, v in score_rows(x, self.spec, offset=offset).items()}
 
 
 def load(path) -> Scorer:
@@ -134,7 +155,11 @@ class PandasModel:
 
         if not isinstance(model_input, pd.DataFrame) or FEATURES not in model_input.columns:
             raise ValueError("the input must be a DataFrame with a 'features' column of feature value lists")
-        out = self.scorer.score(feature_rows(model_input[FEATURES], self.scorer.n_features))
+        column = self.scorer.spec.offset_col
+        if column is not None and column not in model_input.columns:
+            raise ValueError(f"the input must have this model's offset column {column!r} beside 'features'")
+        offset = None if column is None else model_input[column]
+        out = self.scorer.score(feature_rows(model_input[FEATURES], self.scorer.n_features), offset)
         columns = {
             k: pd.Series(list(v) if v.ndim == 2 else v, index=model_input.index, dtype=object if v.ndim == 2 else None)
             for k, v in out.items()

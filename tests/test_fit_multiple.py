@@ -137,7 +137,9 @@ def test_cross_validator_converts_once_per_fold(spark, data, conversions, strate
 
 
 @pytest.mark.parametrize(
-    "params", [dict(strategy="allreduce"), dict(strategy="sync", probability=True)], ids=["allreduce", "sync-platt"]
+    "params",
+    [dict(strategy="sync", loss="squared_hinge"), dict(strategy="allreduce", probability=True)],
+    ids=["sync", "allreduce-platt"],
 )
 def test_kernel_svc_grid_over_c_shares_one_feature_map(spark, data, conversions, monkeypatch, params):
     """A grid over regParam (C) and the stopping rule: one conversion, one landmark selection and one derivation
@@ -163,7 +165,13 @@ def test_kernel_svc_grid_over_c_shares_one_feature_map(spark, data, conversions,
     models = svc.fit(data, maps)
     assert len(conversions) == 1 and len(feature_maps) == 1 and executor_datasets(spark) == before
     frame = data.select("features")
-    for m, shared, alone in zip(maps, models, one_by_one(svc, data, maps)):
+    distinct = [0, 2]  # the maps of different regParam; 1 and 3 share their solves
+    np.testing.assert_array_equal(coefficient_vector(models[1]), coefficient_vector(models[0]))
+    np.testing.assert_array_equal(coefficient_vector(models[3]), coefficient_vector(models[2]))
+    assert [models[i].getThreshold() for i in range(4)] == [0.0, 0.5, 0.0, 0.5]
+    for m, shared, alone in zip(
+        [maps[i] for i in distinct], [models[i] for i in distinct], one_by_one(svc, data, [maps[i] for i in distinct])
+    ):
         assert shared.getRegParam() == m[svc.regParam] and shared.getThreshold() == m[svc.threshold]
         np.testing.assert_allclose(coefficient_vector(shared), coefficient_vector(alone), rtol=1e-9, atol=1e-12)
         assert shared.summary.totalIterations == alone.summary.totalIterations
@@ -173,7 +181,7 @@ def test_kernel_svc_grid_over_c_shares_one_feature_map(spark, data, conversions,
                 for model in (shared, alone)
             )
             np.testing.assert_allclose(p_shared, p_alone, rtol=1e-9, atol=1e-12)
-    assert len(feature_maps) == 1 + len(maps)  # the separate fits: one feature map each
+    assert len(feature_maps) == 1 + len(distinct)  # the separate fits: one feature map each
     assert not np.allclose(coefficient_vector(models[0]), coefficient_vector(models[2]))
 
 

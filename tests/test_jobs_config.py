@@ -36,6 +36,7 @@ def test_shipped_registry_points_at_sparkml():
         "sparkml.classification:LinearSVC",
         "sparkml.classification:KernelSVC",
         "sparkml.regression:LinearRegression",
+        "sparkml.regression:GeneralizedLinearRegression",
     }
 
 

@@ -3,6 +3,7 @@
 import json
 import os
 
+import numpy as np
 import pytest
 import yaml
 from support.data_helpers import generated_table
@@ -188,3 +189,17 @@ def test_missing_column_and_path_name_the_key(spark, tmp_path, capsys):
     assert run_job(spark, tmp_path, data)[0] == 2
     assert "config error: data.train: no such input" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "run")
+
+
+def test_generalized_linear_regression_trains_by_name(spark, tmp_path):
+    """A job config names GeneralizedLinearRegression and its Params; the model loads with MLlib's class."""
+    from pyspark.ml.regression import GeneralizedLinearRegressionModel as Stock
+
+    data = {"train": "generated:binary", "generated": SMALL}
+    params = {"family": "binomial", "link": "probit", "regParam": 0.01}
+    code, report = run_job(spark, tmp_path, data, "GeneralizedLinearRegression", params)
+    assert code == 0 and report["params"]["family"] == "binomial" and report["metrics"]["rmse"] < 0.5
+    model = load_model("GeneralizedLinearRegression", str(tmp_path / "run" / "model"))
+    stock = Stock.load(str(tmp_path / "run" / "model"))
+    np.testing.assert_allclose(stock.coefficients.toArray(), model.coefficients.toArray(), rtol=0, atol=0)
+    assert model.getLink() == "probit"

@@ -16,8 +16,9 @@ the other maps' requests hand out the stored models. Each model is the one its o
 (same objective, its own Params, uid and training summary: the iterations of its own solve). The linear
 models on the exact strategies run paths; KernelSVC's maps that differ only in regParam (C), maxIter and tol
 share one feature map (the landmarks and every partition's kernel blocks), each solved as its own ``fit``
-solves it; every other map is fitted alone (the first-order and model-averaging strategies). A map whose Params are invalid fails alone, at its own request; a path
-that fails fails every map of it not yet handed out.
+solves it; every other map is fitted alone (the first-order and model-averaging strategies). A map whose
+Params are invalid fails alone, at its own request; a path that fails fails every map of it not yet handed
+out.
 
 The blocks are released when the last group using them has been trained, or when the iterator is
 garbage-collected after an error stopped the grid.

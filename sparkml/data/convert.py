@@ -107,9 +107,43 @@ def _warm_torch():
     return thread
 
 
-def convert_partition(batches, dataset_id, sparse, dtype):
-    """Validate one partition, write its blocks batch by batch, and return its statistics row."""
-    partition = task_context.current().partitionId()
+def _offsets(column, name):
+    """A double Arrow column of offsets -> float64 array; ValueError naming ``name`` at a null or NaN."""
+    values = column.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    bad = int(column.null_count) + int(np.isnan(values).sum())
+    if bad:
+        raise ValueError(
+            f"offsetCol {name!r} has {bad} null or NaN value(s) in partition {_partition()}: offsets must be numbers"
+        )
+    return values
+
+
+def _partition():
+    return task_context.current().partitionId()
+
+
+def _with_dense_offset(x, offsets):
+    """(n, d) rows -> (n, d + 1): the offset as the last column."""
+    return np.column_stack([x, offsets.astype(x.dtype, copy=False)])
+
+
+def _with_sparse_offset(csr, offsets, d):
+    """CSR (indptr, indices, values) of n x d -> n x (d + 1): each row's offset stored at column d."""
+    indptr, indices, values = csr
+    n, counts = len(indptr) - 1, np.diff(indptr)
+    new_indptr = indptr + np.arange(n + 1, dtype=indptr.dtype)
+    moved = np.arange(len(indices)) + np.repeat(np.arange(n), counts)  # each earlier row gained one entry
+    new_indices = np.empty(len(indices) + n, dtype=indices.dtype)
+    new_values = np.empty(len(values) + n, dtype=values.dtype)
+    new_indices[moved], new_values[moved] = indices, values
+    new_indices[new_indptr[1:] - 1], new_values[new_indptr[1:] - 1] = d, offsets
+    return new_indptr, new_indices, new_values
+
+
+def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None):
+    """Validate one partition, write its blocks batch by batch, and return its statistics row. ``offset_col``:
+    the batches carry the offsets as column ``o``, stored as the features' last column."""
+    partition = _partition()
     warm = _warm_torch()
     stats, dtype = PartitionStats(), np.dtype(dtype)
     writer = block_store.PartitionWriter(dataset_id, partition)
@@ -120,6 +154,9 @@ def convert_partition(batches, dataset_id, sparse, dtype):
                 y, w = stats.labels(_concat(batches, "y"), _concat(batches, "w"))
                 column = _concat(batches, "x")
                 x, sizes, invalid = _sparse_rows(column, dtype)
+                if offset_col and x is not None:
+                    d = max(sizes)
+                    x, sizes = _with_sparse_offset(x, _offsets(_concat(batches, "o"), offset_col), d), {d + 1}
                 stats.features(x, w, sizes, column.null_count, invalid)
                 if not stats.has_problems():
                     indptr, indices, values = x
@@ -138,6 +175,8 @@ def convert_partition(batches, dataset_id, sparse, dtype):
                     continue
                 y, w = stats.labels(batch.column("y"), batch.column("w"))
                 x, sizes, nulls = _dense_rows(batch.column("x"), dtype)
+                if offset_col and x is not None:
+                    x, sizes = _with_dense_offset(x, _offsets(batch.column("o"), offset_col)), {x.shape[1] + 1}
                 stats.features(x, w, sizes, nulls)
                 if not stats.has_problems():  # after a problem: keep counting, stop writing
                     writer.append("x", x)

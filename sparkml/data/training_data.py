@@ -85,6 +85,7 @@ class TrainingData:
         barrier=False,
         strategy=None,
         class_weight=None,
+        offset_col=None,
     ):
         """Convert ``df`` into blocks stored in ``dtype``, read by passes computing in ``compute_dtype``
         (default ``dtype``; float64 over float32 storage is exact arithmetic on the stored values).
@@ -96,6 +97,9 @@ class TrainingData:
         ``strategy``: the strategy the fit decided on (``TorchEstimator._conversion``), recorded for the fit.
         ``class_weight``: the ``classWeight`` setting (``class_weights.conversion_key``), multiplied into the
         weights (``"balanced"`` counts the labels first, one Spark job).
+        ``offset_col``: a column of per-row offsets (a GLM's ``offsetCol``), stored as one more feature after the
+        vector's d (the summary then has d + 1 features, the offset's moments last); a null or NaN offset is a
+        ValueError naming the column.
         """
         weight_col = weight_col or None
         check_schema(df, features_col, label_col, weight_col)
@@ -109,11 +113,14 @@ class TrainingData:
         w = F.col(weight_col).cast("double") if weight_col else F.lit(1.0)
         by_class = class_weights.resolve(class_weight, df, label_col)
         w = class_weights.weighted(w, F.col(label_col).cast("double"), by_class)
-        selected = df.select(x.alias("x"), F.col(label_col).cast("double").alias("y"), w.alias("w"))
+        columns = [x.alias("x"), F.col(label_col).cast("double").alias("y"), w.alias("w")]
+        if offset_col:
+            columns.append(F.col(offset_col).cast("double").alias("o"))
+        selected = df.select(*columns)
         dataset_id = block_store.new_dataset_id()
 
         def convert(batches):
-            return convert_partition(batches, dataset_id, sparse, dtype)
+            return convert_partition(batches, dataset_id, sparse, dtype, offset_col)
 
         converted = selected.mapInArrow(convert, STATS_SCHEMA)
         spark = df.sparkSession

@@ -1,5 +1,5 @@
-"""The linear models: LogisticRegression, LinearSVC, LinearRegression, their objective in MLlib's
-parametrization and the normal equations."""
+"""The linear models: LogisticRegression, LinearSVC, LinearRegression and their objective in MLlib's
+parametrization."""
 
 from sparkml.compat import check_pyspark
 

@@ -9,7 +9,7 @@ Two solvers, chosen as MLlib chooses them (``solver='auto'``: normal when d <= 4
 
 * ``normal``: one pass returns the weighted Gram matrix X^T W X and X^T W y (``sparkml.gpu`` Hessian
   block of the squared loss); the driver solves MLlib's WeightedLeastSquares problem
-  (``normal_equations``: Cholesky, or OWL-QN for an elastic net). Population stds.
+  (``optim.weighted_least_squares``: Cholesky, or OWL-QN for an elastic net). Population stds.
 * ``l-bfgs``: the distributed L-BFGS / OWL-QN of the other models on the label scaled by 1/sigma_y,
   with unbiased stds.
 
@@ -42,9 +42,9 @@ from sparkml.base.summary import LinearRegressionTrainingSummary, training_summa
 from sparkml.base.validation import check_huber_params
 from sparkml.gpu import HuberLoss, SquaredLoss
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
-from sparkml.linear.normal_equations import solve_normal_equations
 from sparkml.linear.scale_objective import WithScale
 from sparkml.optim.iterations import TrainingSummary, logger
+from sparkml.optim.weighted_least_squares import solve_normal_equations
 from sparkml.param_table import Rule, choice_of
 from sparkml.scoring.dataframe import ScoresWithSpec
 from sparkml.scoring.kinds import KINDS

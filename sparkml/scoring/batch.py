@@ -101,10 +101,14 @@ def score_batch(features, spec: ScoringSpec, keys=None, column="features") -> pa
     return pa.StructArray.from_arrays([_arrow(v, n) for v in values.values()], list(values))
 
 
-def score_rows(x: np.ndarray, spec: ScoringSpec, keys=None) -> dict[str, np.ndarray]:
+def score_rows(x: np.ndarray, spec: ScoringSpec, keys=None, offset=None) -> dict[str, np.ndarray]:
     """{key: array} of the output ``keys`` (default: all the spec's) for the (n, d) float64 rows ``x``:
-    (n, k) for a vector output, (n,) otherwise."""
+    (n, k) for a vector output, (n,) otherwise. ``offset`` (n,): added to the margins (a generalized linear
+    model's ``offsetCol``)."""
     import torch
 
-    values = outputs_of(margins(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)), spec), spec, keys)
+    m = margins(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)), spec)
+    if offset is not None:
+        m = m + torch.from_numpy(np.ascontiguousarray(offset, dtype=np.float64))[:, None]
+    values = outputs_of(m, spec, keys)
     return {k: v.numpy() for k, v in values.items()}

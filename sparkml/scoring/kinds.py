@@ -11,7 +11,8 @@ them (``sparkml.gpu.prediction`` holds the math, in float64 so scores match MLli
   with Platt pairs (a_k, b_k), probability sigmoid(a_k M_k + b_k) (binary [1 - q, q], else normalized);
 * ``svc_one_vs_one``: raw the pairs' votes plus confidences (``one_vs_one_scores``), prediction the argmax;
   with Platt pairs, probability the pairs' sigmoids coupled (``pairwise_coupling``);
-* ``regression``: prediction g^-1(m), g the spec's link (identity: the margin).
+* ``regression``: prediction g^-1(m), g the spec's link, kept in its family's range (gaussian and identity:
+  the margin); a generalized linear model's margins include the row's offset.
 
 The DataFrame path, the executors' batches, the stacked scoring and serving read these tables and name no kind
 or output themselves.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import torch
 
+from sparkml.gpu.glm import Link, family_of
 from sparkml.gpu.prediction import (
     binary_logistic_probability,
     mllib_argmax,
@@ -79,14 +81,14 @@ def _svc_one_vs_one(margins, spec: ScoringSpec):
     return out
 
 
-# g^-1 of each link g: the mean of a generalized linear model from its linear predictor
-INVERSE_LINKS = {"identity": lambda eta: eta}
-
-
 def _regression(margins, spec: ScoringSpec):
-    if spec.link not in INVERSE_LINKS:
-        raise ValueError(f"unknown link {spec.link!r}; known: {', '.join(INVERSE_LINKS)}")
-    return {"pred": INVERSE_LINKS[spec.link](margins[:, 0])}
+    """The mean of a generalized linear model from its linear predictor, as MLlib's ``fitted``: the family's
+    projection of g^-1(eta) (``sparkml.gpu.glm``); the margin itself for the gaussian family's identity link."""
+    eta = margins[:, 0]
+    if spec.family == "gaussian" and spec.link == "identity":
+        return {"pred": eta}
+    family = family_of(spec.family, spec.variance_power)
+    return {"pred": family.project(Link(spec.link, spec.link_power).unlink(eta))}
 
 
 KINDS: dict[str, Kind] = {

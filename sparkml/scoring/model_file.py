@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sparkml.gpu.glm import family_of, link_of
 from sparkml.mllib_structs import matrix_array as _matrix
 from sparkml.mllib_structs import vector_array as _vector
 from sparkml.model_files import LocalFiles
@@ -81,6 +82,19 @@ def _spec(cls, row, params) -> ScoringSpec:
         )
     if cls == "LinearRegressionModel":
         return ScoringSpec(KINDS["regression"], _vector(row["coefficients"]), np.array([float(row["intercept"])]))
+    if cls == "GeneralizedLinearRegressionModel":
+        variance_power = float(params.get("variancePower", 0.0))
+        link = link_of(params.get("family", "gaussian"), params.get("link"), params.get("linkPower"), variance_power)
+        return ScoringSpec(
+            KINDS["regression"],
+            _vector(row["coefficients"]),
+            np.array([float(row["intercept"])]),
+            link=link.name,
+            link_power=link.power,
+            family=family_of(params.get("family", "gaussian"), variance_power).name,
+            variance_power=variance_power,
+            offset_col=params.get("offsetCol") or None,
+        )
     return _kernel_svc(row, params)  # KernelSVCModel: SAVED holds no other class
 
 

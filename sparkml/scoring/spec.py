@@ -64,8 +64,10 @@ class ScoringSpec:
     ``raw_threshold``: a binary classifier predicts 1 iff m > raw_threshold (logistic: the probability threshold
     t as a margin, ``logistic_raw_threshold``). ``thresholds`` (K,): a multinomial logistic model's, which scale
     the probabilities before the argmax. ``platt`` (K, 2): Platt's (a_k, b_k) per problem, for probabilities.
-    ``pairs``: the class pairs (a, b) of one-vs-one problems of ``num_classes`` classes. ``link``: the link
-    function of a generalized linear model (identity: the prediction is the margin). ``device``: where a kernel
+    ``pairs``: the class pairs (a, b) of one-vs-one problems of ``num_classes`` classes. ``link`` (with
+    ``link_power`` for the "power" link), ``family`` and ``variance_power``: a generalized linear model's, whose
+    prediction is the family's projection of g^-1(margin + offset) (gaussian and identity: the margin itself);
+    ``offset_col``: the input column of its offsets, or None. ``device``: where a kernel
     model's margins are computed ('auto': CUDA when the executor's torch sees a GPU); a linear model scores on
     the CPU (a batch's product costs less than its copy to a GPU). ``fingerprint``: a digest of the feature map,
     coefficients and intercepts, the key under which an executor keeps them on its device.
@@ -82,6 +84,10 @@ class ScoringSpec:
     pairs: tuple[tuple[float, float], ...] | None = None
     num_classes: int | None = None
     link: str = "identity"
+    family: str = "gaussian"
+    variance_power: float = 0.0
+    link_power: float = 1.0
+    offset_col: str | None = None
     device: str = "cpu"
     fingerprint: str = field(init=False, repr=False)
 

@@ -61,9 +61,10 @@ class ComposedStrategy:
         """(sum_i w_i l_i, sum_i w_i dl_i/dcoef) at ``coef``: one Spark job."""
         return self.jobs.sum("loss_gradient", coef)
 
-    def loss_gradient_hessian(self, coef: np.ndarray) -> tuple:
-        """The sums above plus the Hessian block sum_i w_i h_i x~_i x~_i^T: one Spark job."""
-        return self.jobs.sum("loss_gradient_hessian", coef)
+    def loss_gradient_hessian(self, coef: np.ndarray, loss=None) -> tuple:
+        """The sums above plus the Hessian block sum_i w_i h_i x~_i x~_i^T: one Spark job; ``loss``: instead of
+        the strategy's (GeneralizedLinearRegression's IRLS passes, ``sparkml.gpu.glm.IRLSPass``)."""
+        return self.jobs.sum("loss_gradient_hessian", coef, loss=loss)
 
     def minimize(
         self,

@@ -1,4 +1,5 @@
-"""LinearRegression's ``normal`` solver: MLlib's WeightedLeastSquares from one Gram-matrix pass.
+"""MLlib's WeightedLeastSquares from one Gram-matrix pass: LinearRegression's ``normal`` solver and each step of
+GeneralizedLinearRegression's IRLS.
 
 With population stds sigma_j (features) and delta (label), MLlib works in the scaled space
 a~_j = a_j / sigma_j, b~ = b / delta, on the *uncentered* second moments (W = sum of weights):
@@ -50,11 +51,14 @@ def solve_normal_equations(
     standardization,
     max_iter,
     tol,
+    standardize_label=True,
 ):
     """Solve MLlib's weighted least squares from ``gram = X^T W X`` and ``xty = X^T W y`` (sums).
 
     ``mean``/``var`` are the weighted feature means and population variances, ``label_mean``/
     ``label_var`` the label's. The label must not be constant (the caller handles that case).
+    ``standardize_label=False`` (what GeneralizedLinearRegression's IRLS steps ask of MLlib's solver): the
+    L2 term is not divided by the label's std delta, lambda (1 - alpha)/2 ||x||^2 in the label's own units.
     """
     d = len(mean)
     W = float(weight_sum)
@@ -68,7 +72,7 @@ def solve_normal_equations(
     b_bar, bb_bar = label_mean / delta, (label_var + label_mean**2) / delta**2
 
     eff = reg_param / delta
-    l2 = np.full(d, (1.0 - elastic_net) * eff)
+    l2 = np.full(d, (1.0 - elastic_net) * eff * (1.0 if standardize_label else delta))
     l1 = np.full(d, elastic_net * eff)
     if not standardization:
         l2 = np.divide(l2, sigma**2, out=np.zeros(d), where=sigma > 0)

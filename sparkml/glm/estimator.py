@@ -1,0 +1,197 @@
+"""GeneralizedLinearRegression, a drop-in for pyspark.ml's: MLlib's families, links and IRLS solver.
+
+The model: g(E[y_i]) = x_i . beta + b + o_i, with the family's variance function and the link g
+(``sparkml.gpu.glm`` states each), o_i the ``offsetCol`` value (0 without one) and w_i the ``weightCol`` value
+(the prior weight: Var(y_i) = phi V(mu_i) / w_i; binomial: the number of trials). The fit is MLlib's:
+iteratively reweighted least squares from one distributed pass per iteration (``sparkml.glm.irls``), which
+stops when no coefficient moves by ``tol``, after at most ``maxIter`` iterations; ``regParam`` adds MLlib's
+L2 term to every least-squares step (``sparkml.glm.irls`` says what the result then is). The gaussian family
+with the identity link is one weighted least-squares solve, as in MLlib. The supported family and link pairs
+and the label domains are MLlib's, refused before any Spark job (pairs) or after the conversion pass (labels).
+
+The data is converted once into executor-resident blocks (the offset as one more column); each IRLS
+iteration is one Spark job over them, whatever ``strategy``: a pass is a Gram matrix, its solve is on the
+driver. Unlike MLlib's, the fit has no limit on the number of features beyond the driver's memory for the
+(d + 1)^2 Gram matrix.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from pyspark import keyword_only
+from pyspark.ml.linalg import DenseVector
+from pyspark.ml.regression import Predictor
+
+from sparkml.base.estimator import TorchEstimator
+from sparkml.base.params import with_setters, with_signature_defaults
+from sparkml.glm.irls import irls
+from sparkml.glm.model import GeneralizedLinearRegressionModel, _Params, family_and_link
+from sparkml.gpu.glm import FAMILIES, LINKS, IRLSPass
+from sparkml.optim.iterations import TrainingSummary
+from sparkml.param_table import Rule, choice_of
+from sparkml.strategies import table as strategy_table
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+# MLlib's GeneralizedLinearRegression.supportedFamilyAndLinkPairs (tweedie's link is its linkPower)
+SUPPORTED_PAIRS = {
+    "gaussian": ("identity", "log", "inverse"),
+    "binomial": ("logit", "probit", "cloglog"),
+    "poisson": ("log", "identity", "sqrt"),
+    "gamma": ("inverse", "identity", "log"),
+}
+
+
+@with_setters(
+    "family",
+    "link",
+    "variancePower",
+    "linkPower",
+    "linkPredictionCol",
+    "offsetCol",
+    "maxIter",
+    "regParam",
+    "tol",
+    "fitIntercept",
+    "weightCol",
+    "solver",
+    "aggregationDepth",
+)
+@with_signature_defaults
+class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
+    """pyspark.ml's GeneralizedLinearRegression, fitted by IRLS over executor-resident blocks (module docstring)."""
+
+    _param_rules = {  # MLlib's, checked before any Spark job
+        "family": choice_of(FAMILIES),
+        "link": choice_of(LINKS),
+        "solver": choice_of(("irls",)),
+        "variancePower": Rule(lambda v: v == 0.0 or v >= 1.0, "must be 0 or >= 1"),
+        "regParam": Rule(lambda v: v >= 0, "must be >= 0"),
+        "maxIter": Rule(lambda v: v >= 0, "must be >= 0"),
+        "tol": Rule(lambda v: v >= 0, "must be >= 0"),
+        "strategy": choice_of(lambda: (strategy_table.AUTO, "sync", "allreduce")),
+    }
+
+    if TYPE_CHECKING:  # made by with_setters
+
+        def setFamily(self, value: str) -> Self: ...
+
+        def setLink(self, value: str) -> Self: ...
+
+        def setVariancePower(self, value: float) -> Self: ...
+
+        def setLinkPower(self, value: float) -> Self: ...
+
+        def setLinkPredictionCol(self, value: str) -> Self: ...
+
+        def setOffsetCol(self, value: str) -> Self: ...
+
+        def setSolver(self, value: str) -> Self: ...
+
+    @keyword_only
+    def __init__(
+        self,
+        *,  # ...: the Param's default (with_signature_defaults); None: the Param has none
+        labelCol=...,
+        featuresCol=...,
+        predictionCol=...,
+        family=...,
+        link=None,
+        fitIntercept=...,
+        maxIter=...,
+        tol=...,
+        regParam=...,
+        weightCol=None,
+        solver=...,
+        linkPredictionCol=None,
+        variancePower=...,
+        linkPower=None,
+        offsetCol=None,
+        aggregationDepth=...,
+        strategy=...,
+        device=...,
+        dtype=...,
+        numWorkers=...,
+        checkpointDir=None,
+        checkpointInterval=...,
+    ) -> None:
+        super().__init__()
+        self._set(**self._input_kwargs)
+
+    def _check_params(self):
+        super()._check_params()
+        family = self.getFamily().lower()
+        if family == "tweedie":
+            if self.isSet("link"):
+                raise ValueError(
+                    f"family 'tweedie' takes its link from linkPower, not link: unset link (got {self.getLink()!r})"
+                )
+            return
+        if self.isSet("link") and self.getLink().lower() not in SUPPORTED_PAIRS[family]:
+            raise ValueError(
+                f"GeneralizedLinearRegression does not support family {family!r} with link {self.getLink()!r}: "
+                f"{family} takes {', '.join(SUPPORTED_PAIRS[family])}"
+            )
+
+    def _offset_col(self):
+        return (self.getOrDefault("offsetCol") if self.isDefined("offsetCol") else None) or None
+
+    def _conversion(self, dataset, strategy=None):
+        return {**super()._conversion(dataset, strategy), "offset_col": self._offset_col()}
+
+    def _train(self, data, last_pass):
+        s = data.summary
+        has_offset = self._offset_col() is not None
+        d = s.n_features - has_offset
+        if d == 0 and not self.getFitIntercept():
+            raise ValueError(
+                "GeneralizedLinearRegression was given data with 0 features, and with Param fitIntercept set to "
+                "false. To fit a model with 0 features, fitIntercept must be set to true."
+            )
+        family, link = family_and_link(self)
+        _check_labels(family, s, self.getLabelCol())
+        strategy = self._make_strategy(data, None)
+        passes = {initial: IRLSPass(family, link, initial) for initial in (True, False)}
+
+        def one_pass(coef, initial):
+            return strategy.loss_gradient_hessian(coef, loss=passes[initial])
+
+        result = irls(
+            one_pass,
+            d,
+            has_offset,
+            fit_intercept=self.getFitIntercept(),
+            reg_param=self.getRegParam(),
+            max_iter=self.getMaxIter(),
+            tol=self.getTol(),
+            identity_gaussian=family.name == "gaussian" and link.name == "identity",
+        )
+        model = GeneralizedLinearRegressionModel(DenseVector(result.coefficients), result.intercept)
+        model._diag_inv_atwa = result.diag_inv_atwa
+        record = TrainingSummary(result.deviance_history or [0.0], result.iterations)
+        return self._fitted(model, [record], data.source)
+
+
+def _check_labels(family, summary, label_col):
+    """MLlib's label domains (its families' ``initialize``), from the conversion pass's label range."""
+    low, high = summary.label_min, summary.label_max
+    name = family.name
+    if name == "binomial" and (low < 0 or high > 1):
+        raise ValueError(
+            f"labelCol {label_col!r}: the binomial family needs labels in [0, 1] (a proportion of successes, "
+            f"or 0/1); found values in [{low:g}, {high:g}]"
+        )
+    strict = name == "gamma" or (name == "tweedie" and family.p >= 2.0)
+    nonnegative = name == "poisson" or (name == "tweedie" and 1.0 <= family.p < 2.0)
+    if strict and low <= 0:
+        raise ValueError(
+            f"labelCol {label_col!r}: the {name} family (variancePower {family.p:g}) needs positive labels; "
+            f"found {low:g}"
+        )
+    if nonnegative and low < 0:
+        raise ValueError(f"labelCol {label_col!r}: the {name} family needs non-negative labels; found {low:g}")
+    if not np.isfinite(low) or not np.isfinite(high):
+        raise ValueError(f"labelCol {label_col!r} has non-finite values")

@@ -1,0 +1,237 @@
+"""GeneralizedLinearRegression against pyspark.ml's, fitted side by side on the same rows: every family with
+each link MLlib allows (weights, an offset, regParam > 0, no intercept included), the summary's fields, the
+output columns, the model files, and MLlib's refusals."""
+
+import numpy as np
+import pytest
+from pyspark.ml.linalg import Vectors
+from pyspark.ml.regression import GeneralizedLinearRegression as MLlibGLR
+from pyspark.ml.regression import GeneralizedLinearRegressionModel as StockModel
+from support.data_helpers import _schema
+
+from sparkml.regression import GeneralizedLinearRegression, GeneralizedLinearRegressionModel
+
+N, D = 1500, 3
+BETA = np.array([0.3, -0.2, 0.15])
+
+
+def _labels(family, link, eta, rng):
+    """Labels whose mean is g^-1(eta) for the family (eta chosen in the link's domain)."""
+    mean = {
+        "identity": eta,
+        "log": np.exp(eta),
+        "inverse": 1.0 / eta,
+        "logit": 1.0 / (1.0 + np.exp(-eta)),
+        "probit": 0.5 * (1.0 + np.vectorize(__import__("math").erf)(eta / np.sqrt(2.0))),
+        "cloglog": 1.0 - np.exp(-np.exp(eta)),
+        "sqrt": eta**2,
+    }[link]
+    if family == "gaussian":
+        return mean + 0.1 * rng.normal(size=len(eta))  # the inverse link's labels stay away from 0
+    if family == "binomial":
+        return (rng.uniform(size=len(eta)) < mean).astype(float)
+    if family == "poisson":
+        return rng.poisson(mean).astype(float)
+    return rng.gamma(4.0, mean / 4.0)  # gamma, tweedie (variancePower >= 1: positive labels are allowed)
+
+
+# each (family, link) with a linear predictor in the link's domain: (base, scale) of eta = base + scale x.beta + o
+_CASES = {
+    ("gaussian", "identity"): (1.0, 1.0),
+    ("gaussian", "log"): (1.0, 1.0),
+    ("gaussian", "inverse"): (2.0, 0.5),
+    ("binomial", "logit"): (0.2, 1.0),
+    ("binomial", "probit"): (0.1, 0.6),
+    ("binomial", "cloglog"): (-0.3, 0.6),
+    ("poisson", "log"): (0.5, 1.0),
+    ("poisson", "identity"): (3.0, 1.0),
+    ("poisson", "sqrt"): (1.8, 0.5),
+    ("gamma", "inverse"): (2.0, 0.5),
+    ("gamma", "identity"): (3.0, 1.0),
+    ("gamma", "log"): (0.5, 1.0),
+}
+
+
+def _frame(spark, family, link, seed=3, offset_scale=0.1):
+    base, scale = _CASES[(family, link)]
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(N, D))
+    offset = offset_scale * rng.uniform(-1.0, 1.0, N)
+    eta = base + scale * (x @ BETA) + offset
+    y = _labels(family, link, eta, rng)
+    w = rng.uniform(0.5, 2.0, N)
+    rows = [(Vectors.dense(x[i]), float(y[i]), float(offset[i]), float(w[i])) for i in range(N)]
+    schema = _schema(("features", "vector"), ("label", "double"), ("offset", "double"), ("w", "double"))
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, 3), schema).cache()
+
+
+def _estimates(model):
+    return np.append(model.coefficients.toArray(), model.intercept)
+
+
+def _assert_same_fit(ours, theirs, rtol=1e-6):
+    np.testing.assert_allclose(_estimates(ours), _estimates(theirs), rtol=rtol, atol=1e-9)
+    assert ours.summary.numIterations == theirs.summary.numIterations
+    for field in ("coefficientStandardErrors", "tValues", "pValues"):
+        np.testing.assert_allclose(
+            getattr(ours.summary, field), getattr(theirs.summary, field), rtol=rtol, atol=1e-9, err_msg=field
+        )
+    for field in ("dispersion", "deviance", "nullDeviance", "aic", "residualDegreeOfFreedom", "rank", "numInstances"):
+        if field == "aic" and ours.getFamily() == "tweedie":
+            continue  # MLlib has no AIC for tweedie
+        assert getattr(ours.summary, field) == pytest.approx(getattr(theirs.summary, field), rel=rtol), field
+
+
+# make test runs one link of each family and the links whose derivative is not a power (probit, cloglog);
+# make test-full every pair
+_DEFAULT_RUN = {
+    ("gaussian", "inverse"),
+    ("binomial", "probit"),
+    ("binomial", "cloglog"),
+    ("poisson", "sqrt"),
+    ("gamma", "identity"),
+}
+
+
+@pytest.mark.parametrize(
+    "family,link",
+    [pytest.param(*case, marks=() if case in _DEFAULT_RUN else pytest.mark.full) for case in sorted(_CASES)],
+    ids=lambda v: str(v),
+)
+def test_every_family_and_link_fits_mllibs_model(spark, family, link):
+    df = _frame(spark, family, link)
+    params = dict(family=family, link=link, weightCol="w", offsetCol="offset", tol=1e-10)
+    theirs = MLlibGLR(**params).fit(df)
+    ours = GeneralizedLinearRegression(**params).fit(df)
+    _assert_same_fit(ours, theirs)
+    df.unpersist()
+
+
+@pytest.mark.parametrize(
+    "family,link,extra",
+    [
+        ("poisson", "log", dict(regParam=0.05)),
+        ("binomial", "logit", dict(regParam=0.02, fitIntercept=False)),
+        ("gamma", "log", dict(fitIntercept=False)),
+        ("gaussian", "identity", dict(regParam=0.1)),
+    ],
+    ids=["poisson-l2", "binomial-l2-no-intercept", "gamma-no-intercept", "gaussian-l2"],
+)
+def test_regularized_and_interceptless_fits_are_mllibs(spark, family, link, extra):
+    """With regParam > 0 MLlib's model is the fixed point of its IRLS (an L2 term on each weighted least-squares
+    step), which this fit reproduces; at MLlib's default tol."""
+    df = _frame(spark, family, link, seed=5)
+    params = dict(family=family, link=link, weightCol="w", offsetCol="offset", **extra)
+    _assert_same_fit(GeneralizedLinearRegression(**params).fit(df), MLlibGLR(**params).fit(df))
+    df.unpersist()
+
+
+@pytest.mark.parametrize(
+    "variance_power,link_power",
+    [
+        (1.5, 0.0),
+        (1.2, None),
+        pytest.param(2.5, 0.0, marks=pytest.mark.full),
+        pytest.param(0.0, 1.0, marks=pytest.mark.full),
+    ],
+)
+def test_tweedie_is_mllibs(spark, variance_power, link_power):
+    df = _frame(spark, "gamma", "log", seed=9)
+    params = dict(family="tweedie", variancePower=variance_power, weightCol="w", offsetCol="offset")
+    if link_power is not None:
+        params["linkPower"] = link_power
+    _assert_same_fit(GeneralizedLinearRegression(**params).fit(df), MLlibGLR(**params).fit(df))
+    df.unpersist()
+
+
+def test_outputs_and_model_files_are_mllibs(spark, tmp_path):
+    df = _frame(spark, "poisson", "log")
+    params = dict(family="poisson", offsetCol="offset", linkPredictionCol="eta")
+    ours = GeneralizedLinearRegression(**params).fit(df)
+    theirs = MLlibGLR(**params).fit(df)
+    a = np.array([(r.prediction, r.eta) for r in ours.transform(df).select("prediction", "eta").collect()])
+    b = np.array([(r.prediction, r.eta) for r in theirs.transform(df).select("prediction", "eta").collect()])
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
+    x = df.first().features
+    assert ours.predict(x) == pytest.approx(theirs.predict(x), rel=1e-6)  # no offset: MLlib's predict
+    ours.save(str(tmp_path / "glr"))
+    stock = StockModel.load(str(tmp_path / "glr"))
+    assert stock.uid == ours.uid and stock.getFamily() == "poisson" and stock.getOffsetCol() == "offset"
+    np.testing.assert_allclose(_estimates(stock), _estimates(ours), rtol=0, atol=0)
+    loaded = GeneralizedLinearRegressionModel.load(str(tmp_path / "glr"))
+    np.testing.assert_allclose(_estimates(loaded), _estimates(ours), rtol=0, atol=0)
+    # served without Spark (sparkml.serving, MLflow's python_function flavor): the offset from its column
+    import pandas as pd
+
+    from sparkml import serving
+
+    rows = df.select("features", "offset").collect()
+    frame = pd.DataFrame({"features": [list(r.features) for r in rows], "offset": [r.offset for r in rows]})
+    served = serving.PandasModel(serving.load(str(tmp_path / "glr"))).predict(frame)
+    np.testing.assert_allclose(served["prediction"].to_numpy(), a[:, 0], rtol=1e-12)
+    with pytest.raises(ValueError, match="offset column 'offset'"):
+        serving.PandasModel(serving.load(str(tmp_path / "glr"))).predict(frame[["features"]])
+    import mlflow.pyfunc
+
+    from sparkml.mlflow import save_model
+
+    save_model(str(tmp_path / "glr"), str(tmp_path / "mlflow"))  # its signature: features and the offset
+    logged = mlflow.pyfunc.load_model(str(tmp_path / "mlflow")).predict(frame)
+    np.testing.assert_allclose(logged["prediction"].to_numpy(), a[:, 0], rtol=1e-12)
+    estimator = GeneralizedLinearRegression(**params, regParam=0.1, strategy="sync")
+    estimator.save(str(tmp_path / "estimator"))
+    reloaded = GeneralizedLinearRegression.load(str(tmp_path / "estimator"))
+    assert reloaded.uid == estimator.uid and reloaded.extractParamMap() == estimator.extractParamMap()
+    evaluated = ours.evaluate(df)
+    assert evaluated.deviance == pytest.approx(theirs.evaluate(df).deviance, rel=1e-6)
+    df.unpersist()
+
+
+def test_sparse_features_with_an_offset_fit_as_dense(spark):
+    dense = _frame(spark, "poisson", "log", seed=13)
+    rows = [
+        (Vectors.sparse(D, {j: v for j, v in enumerate(r.features) if j != 1}), r.label, r.offset)
+        for r in dense.collect()
+    ]
+    sparse = spark.createDataFrame(rows, ["features", "label", "offset"])
+    dense_rows = [(Vectors.dense(r[0].toArray()), r[1], r[2]) for r in rows]
+    dense = spark.createDataFrame(dense_rows, ["features", "label", "offset"])
+    params = dict(family="poisson", offsetCol="offset", tol=1e-10)
+    np.testing.assert_allclose(
+        _estimates(GeneralizedLinearRegression(**params).fit(sparse)),
+        _estimates(MLlibGLR(**params).fit(dense)),
+        rtol=1e-6,
+        atol=1e-9,
+    )
+
+
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        (dict(family="poisson", link="logit"), "does not support family 'poisson' with link 'logit'"),
+        (dict(family="gamma", link="probit"), "does not support family 'gamma' with link 'probit'"),
+        (dict(family="tweedie", link="log"), "takes its link from linkPower"),
+        (dict(family="negative-binomial"), "family"),
+        (dict(family="tweedie", variancePower=0.5), "variancePower"),
+    ],
+)
+def test_bad_family_and_link_are_refused_before_any_job(spark, params, match):
+    df = spark.createDataFrame([(Vectors.dense([1.0]), 1.0)], ["features", "label"])
+    with pytest.raises(ValueError, match=match):
+        GeneralizedLinearRegression(**params).fit(df)
+
+
+@pytest.mark.parametrize(
+    "family,label,match",
+    [("poisson", -1.0, "non-negative labels"), ("gamma", 0.0, "positive labels"), ("binomial", 2.0, r"\[0, 1\]")],
+)
+def test_labels_outside_the_familys_domain_are_refused(spark, family, label, match):
+    df = spark.createDataFrame([(Vectors.dense([1.0]), 1.0), (Vectors.dense([2.0]), label)], ["features", "label"])
+    with pytest.raises(ValueError, match=f"labelCol 'label'.*{match}"):
+        GeneralizedLinearRegression(family=family).fit(df)
+
+
+def test_a_nan_offset_is_named(spark):
+    df = spark.createDataFrame([(Vectors.dense([1.0]), 1.0, float("nan"))], ["features", "label", "exposure"])
+    with pytest.raises(Exception, match="offsetCol 'exposure'"):
+        GeneralizedLinearRegression(family="poisson", offsetCol="exposure").fit(df)
