@@ -235,3 +235,64 @@ def test_a_nan_offset_is_named(spark):
     df = spark.createDataFrame([(Vectors.dense([1.0]), 1.0, float("nan"))], ["features", "label", "exposure"])
     with pytest.raises(Exception, match="offsetCol 'exposure'"):
         GeneralizedLinearRegression(family="poisson", offsetCol="exposure").fit(df)
+
+
+def test_apache_sparks_doctest_passes_with_the_import_swapped(spark, tmp_path):
+    """The examples of pyspark.ml's GeneralizedLinearRegression docstring (Spark's own doctests) with this
+    library's classes in its place."""
+    import doctest
+
+    import pyspark.ml.regression as stock
+
+    globs = {
+        "spark": spark,
+        "temp_path": str(tmp_path),
+        "GeneralizedLinearRegression": GeneralizedLinearRegression,
+        "GeneralizedLinearRegressionModel": GeneralizedLinearRegressionModel,
+    }
+    test = doctest.DocTestParser().get_doctest(stock.GeneralizedLinearRegression.__doc__, globs, "glr", None, 0)
+    assert len(test.examples) >= 25  # pyspark 4.3: 29
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    assert runner.tries == len(test.examples) and runner.failures == 0
+
+
+def test_apache_sparks_regression_test_passes_with_the_import_swapped(spark, tmp_path):
+    """Apache Spark's ``test_generalized_linear_regression`` (python/pyspark/ml/tests/test_regression.py): its
+    data, Params and expected numbers, with this library's classes."""
+    from pyspark.ml.regression import GeneralizedLinearRegressionSummary, GeneralizedLinearRegressionTrainingSummary
+
+    rows = [(1, 1.0, Vectors.dense(0.0, 0.0)), (2, 1.0, Vectors.dense(1.0, 2.0))]
+    rows += [(3, 2.0, Vectors.dense(0.0, 0.0)), (4, 2.0, Vectors.dense(1.0, 1.0))]
+    df = spark.createDataFrame(rows, ["index", "label", "features"]).coalesce(1).sortWithinPartitions("index")
+    df = df.select("label", "features")
+    glr = GeneralizedLinearRegression(family="gaussian", link="identity", linkPredictionCol="p")
+    glr.setRegParam(0.1)
+    glr.setMaxIter(1)
+    assert (glr.getFamily(), glr.getLink(), glr.getLinkPredictionCol()) == ("gaussian", "identity", "p")
+    assert (glr.getRegParam(), glr.getMaxIter()) == (0.1, 1)
+    model = glr.fit(df)
+    assert model.intercept == pytest.approx(1.543859649122807, abs=1e-4)
+    np.testing.assert_allclose(model.coefficients.toArray(), [0.43859649, -0.35087719], atol=1e-4)
+    assert model.numFeatures == 2
+    assert model.predict(Vectors.dense(1.0, 2.0)) == pytest.approx(1.280701754385965, abs=1e-4)
+    output = model.transform(df)
+    assert output.columns == ["label", "features", "p", "prediction"] and output.count() == 4
+    assert model.hasSummary
+    summary = model.summary
+    assert isinstance(summary, GeneralizedLinearRegressionTrainingSummary)
+    assert (summary.numIterations, summary.numInstances, summary.rank) == (1, 4, 3)
+    np.testing.assert_allclose(
+        summary.tValues, [0.3725037662281711, -0.49418209022924164, 2.6589353685797654], atol=1e-4
+    )
+    np.testing.assert_allclose(summary.pValues, [0.7729938686180984, 0.707802691825973, 0.22900885781807023], atol=1e-4)
+    assert summary.predictions.columns == ["label", "features", "p", "prediction"]
+    assert summary.residuals().columns == ["devianceResiduals"] and summary.residuals().count() == 4
+    evaluated = model.evaluate(df)
+    assert isinstance(evaluated, GeneralizedLinearRegressionSummary)
+    assert not isinstance(evaluated, GeneralizedLinearRegressionTrainingSummary)
+    assert (evaluated.numInstances, evaluated.rank) == (4, 3)
+    glr.write().overwrite().save(str(tmp_path / "glr"))
+    assert str(GeneralizedLinearRegression.load(str(tmp_path / "glr"))) == str(glr)
+    model.write().overwrite().save(str(tmp_path / "glr"))
+    assert str(GeneralizedLinearRegressionModel.load(str(tmp_path / "glr"))) == str(model)

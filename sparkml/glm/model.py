@@ -59,6 +59,14 @@ class GeneralizedLinearRegressionModel(
         super().__init__()
         self._coefficients, self._intercept = coefficients, float(intercept)
 
+    def __repr__(self) -> str:
+        """MLlib's ``toString`` (the link in effect where ``link`` is unset)."""
+        link = self.getLink() if self.isSet("link") else family_and_link(self)[1].name
+        n = self.numFeatures if self._coefficients is not None else 0
+        return (
+            f"GeneralizedLinearRegressionModel: uid={self.uid}, family={self.getFamily()}, link={link}, numFeatures={n}"
+        )
+
     def setLinkPredictionCol(self, value: str) -> GeneralizedLinearRegressionModel:
         """Sets the value of :py:attr:`linkPredictionCol`."""
         return self._set(linkPredictionCol=value)
