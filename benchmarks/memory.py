@@ -4,7 +4,9 @@ Samples /proc (Linux) every ``interval`` seconds in a background thread. Each pr
 its PSS (proportional set size, ``/proc/<pid>/smaps_rollup``): a page shared by k processes (the
 memory-mapped training blocks, the forked Python workers' common pages) counts 1/k in each, so the
 sums below are the memory actually used, not the RSS double count. Also samples the bytes of the
-training blocks on disk (``sparkml-blocks`` directories under the temp dir: Spark's local dirs).
+training blocks on disk written while it runs: the datasets created since it started under every
+``sparkml-blocks`` directory of the temp dir and of its subdirectories (the executors' root is their first
+``SPARK_LOCAL_DIRS``, which a local application sets to its ``blockmgr-*`` directory).
 
     with PeakMemory() as peak:
         model = estimator.fit(df)
@@ -15,6 +17,7 @@ import glob
 import os
 import tempfile
 import threading
+import time
 
 _GB = 1024**3
 
@@ -61,31 +64,39 @@ def _pss_bytes(pid):
     return 0
 
 
-_BLOCK_ROOTS: set[str] = set()
+def _block_roots():
+    """The ``sparkml-blocks`` directories an executor of a local application may write: under the temp dir, one
+    level down (``blockmgr-*``, ``spark-*``) or at its top. Listed at every sample: a new application's appears
+    with its first conversion, and other applications' (or tests') stale ones must not hide it."""
+    tmp = tempfile.gettempdir()
+    return glob.glob(os.path.join(tmp, "*", "sparkml-blocks")) + glob.glob(os.path.join(tmp, "sparkml-blocks"))
 
 
-def _blocks_bytes():
-    if not _BLOCK_ROOTS:  # searched until found: the directories appear with the first conversion, then stay
-        # (Spark's local dirs live for the whole application)
-        _BLOCK_ROOTS.update(glob.glob(os.path.join(tempfile.gettempdir(), "**", "sparkml-blocks"), recursive=True))
+def _blocks_bytes(since=0.0):
+    """Bytes of the datasets (and their staging directories) created at or after ``since`` (a ``time.time()``)."""
     total = 0
-    for root in _BLOCK_ROOTS:
-        for directory, _, files in os.walk(root):
-            for name in files:
-                try:
-                    total += os.path.getsize(os.path.join(directory, name))
-                except OSError:
-                    pass
+    for root in _block_roots():
+        try:
+            entries = [e for e in os.scandir(root) if e.is_dir() and e.stat().st_mtime >= since]
+        except OSError:  # removed while listed
+            continue
+        for entry in entries:
+            for directory, _, files in os.walk(entry.path):
+                for name in files:
+                    try:
+                        total += os.path.getsize(os.path.join(directory, name))
+                    except OSError:
+                        pass
     return total
 
 
-def sample():
-    """Current bytes: (JVM, Python workers, this driver process, training blocks on disk)."""
+def sample(since=0.0):
+    """Current bytes: (JVM, Python workers, this driver process, training blocks on disk written since ``since``)."""
     tree = _children()
     me = os.getpid()
     jvm = [p for p in _descendants(me, tree) if "java" in _cmdline(p).split(" ")[0]]
     workers = [p for j in jvm for p in _descendants(j, tree) if "python" in _cmdline(p)]
-    return (sum(_pss_bytes(p) for p in jvm), sum(_pss_bytes(p) for p in workers), _pss_bytes(me), _blocks_bytes())
+    return (sum(_pss_bytes(p) for p in jvm), sum(_pss_bytes(p) for p in workers), _pss_bytes(me), _blocks_bytes(since))
 
 
 class PeakMemory:
@@ -93,9 +104,10 @@ class PeakMemory:
 
     def __init__(self, interval=0.5):
         self.interval, self.peaks, self._stop = interval, [0, 0, 0, 0, 0], threading.Event()
+        self.started = 0.0
 
     def _record(self):
-        jvm, workers, driver, blocks = sample()
+        jvm, workers, driver, blocks = sample(self.started)
         for i, v in enumerate((jvm, workers, driver, blocks, jvm + workers)):
             self.peaks[i] = max(self.peaks[i], v)
 
@@ -104,6 +116,7 @@ class PeakMemory:
             self._record()
 
     def __enter__(self):
+        self.started = time.time() - 1.0  # directory mtimes have a coarse clock on some file systems
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
         return self
