@@ -1,6 +1,7 @@
 """GeneralizedLinearRegression against pyspark.ml's, fitted side by side on the same rows: every family with
 each link MLlib allows (weights, an offset, regParam > 0, no intercept included), the summary's fields, the
-output columns, the model files, and MLlib's refusals."""
+output columns, the model files, and MLlib's refusals; Apache Spark's own tests of the class; statsmodels' GLM
+as a second reference for the estimates and standard errors."""
 
 import numpy as np
 import pytest
@@ -296,3 +297,27 @@ def test_apache_sparks_regression_test_passes_with_the_import_swapped(spark, tmp
     assert str(GeneralizedLinearRegression.load(str(tmp_path / "glr"))) == str(glr)
     model.write().overwrite().save(str(tmp_path / "glr"))
     assert str(GeneralizedLinearRegressionModel.load(str(tmp_path / "glr"))) == str(model)
+
+
+@pytest.mark.parametrize("family,link", [("poisson", "log"), ("gamma", "log")])
+def test_estimates_and_standard_errors_are_statsmodels(spark, family, link):
+    """statsmodels' GLM (prior weights as var_weights, the offset, Pearson's dispersion for gamma) on the same rows:
+    a second, independent reference for the estimates and their standard errors."""
+    sm = pytest.importorskip("statsmodels.api")
+    df = _frame(spark, family, link, seed=21)
+    rows = df.collect()
+    x = np.array([r.features.toArray() for r in rows])
+    design = np.column_stack([x, np.ones(len(rows))])  # the intercept last, as MLlib's summary lists it
+    families = {"poisson": sm.families.Poisson(), "gamma": sm.families.Gamma(sm.families.links.Log())}
+    reference = sm.GLM(
+        np.array([r.label for r in rows]),
+        design,
+        family=families[family],
+        offset=np.array([r.offset for r in rows]),
+        var_weights=np.array([r.w for r in rows]),
+    ).fit(tol=1e-12, scale=None if family == "poisson" else "X2")
+    ours = GeneralizedLinearRegression(family=family, link=link, weightCol="w", offsetCol="offset", tol=1e-10).fit(df)
+    np.testing.assert_allclose(_estimates(ours), reference.params, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(ours.summary.coefficientStandardErrors, reference.bse, rtol=1e-5)
+    assert ours.summary.dispersion == pytest.approx(reference.scale, rel=1e-6)
+    df.unpersist()
