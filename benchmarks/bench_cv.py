@@ -217,9 +217,7 @@ def table(rows):
         ]
         for r in rows
     ]
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
-    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
-    return "\n".join([line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(b) for b in body])
+    return report.markdown_table(head, body)
 
 
 if __name__ == "__main__":

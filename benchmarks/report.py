@@ -52,6 +52,16 @@ def machine():
     return out
 
 
+def markdown_table(head, body):
+    """A Markdown table of the column names ``head`` and the rows ``body`` (strings), padded to align."""
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+
+    def line(cells):
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    return "\n".join([line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(b) for b in body])
+
+
 def parse_table(table):
     """(columns, rows) of a Markdown table: the header line, then every line but the separator."""
     lines = [line.strip() for line in table.strip().splitlines() if line.strip().startswith("|")]

@@ -11,7 +11,7 @@ The defaults of MLlib's other Params are pyspark's own, those of KernelSVC's Par
 Params (``_param_rules``). Read by the estimators before any Spark job runs (``base.validation.check_params``),
 by the checkpoint (``optim.checkpoint.check_params``) and by the job config (``jobs.config``), so all three
 refuse a value with the same words. The choices of ``strategy``, ``device``, ``dtype`` and ``topology`` are their
-Params' type converters (``saved_classes.OneOf``), which refuse a value as it is set, with the same words
+Params' type converters (``param_converters.OneOf``), which refuse a value as it is set, with the same words
 wherever it is set.
 
 This module imports nothing of the library, and no pyspark or torch: every floor reads it.

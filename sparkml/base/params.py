@@ -13,8 +13,9 @@ from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasCheckpointInterval
 
 from sparkml.data.class_weight import to_class_weight
+from sparkml.param_converters import OneOf
 from sparkml.param_table import DEFAULTS
-from sparkml.saved_classes import DEVICES, DTYPES, TOPOLOGIES, OneOf
+from sparkml.saved_classes import DEVICES, DTYPES, TOPOLOGIES
 from sparkml.strategies import table as strategy_table
 
 if TYPE_CHECKING:

@@ -62,13 +62,14 @@ from pyspark.ml.classification import Classifier
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.params import with_setters, with_signature_defaults
 from sparkml.base.validation import classification_labels
-from sparkml.gpu import OneVsOneProblems, OneVsRestProblems, PlattProblems, SmoothedHingeLoss, SquaredHingeLoss
+from sparkml.gpu import OneVsOneProblems, OneVsRestProblems, SmoothedHingeLoss, SquaredHingeLoss
 from sparkml.gpu.feature_maps import NystroemSpec
 from sparkml.gpu.fourier import FOURIER_KERNELS
 from sparkml.kernel.block_budget import kernel_plan
 from sparkml.kernel.feature_map import block_features, checkpointed_feature_map, fit_feature_map
 from sparkml.kernel.model import KernelSVCModel
 from sparkml.kernel.params import _KernelSVCParams, resolve_gamma
+from sparkml.kernel.platt import fit_platt
 from sparkml.param_table import Rule, at_least, choice_of
 from sparkml.session_kind import conf_value
 from sparkml.strategies import table as strategy_table
@@ -82,7 +83,6 @@ logger = logging.getLogger("sparkml")
 # hinge per row), solved from this many Newton rounds of the squared hinge (its minimizer's
 # neighbourhood, where the smoothed hinge's band is populated)
 _HINGE_WIDTH, _HINGE_WARM_START_ROUNDS = 0.1, 2
-_PLATT_MAX_ITER, _PLATT_TOL = 100, 1e-14
 # Up to this many features a Newton round forms H (n_active p^2 flops, one pass); beyond, truncated
 # Newton-CG (2 n p flops per CG pass, about 40 passes per round) is cheaper. Inside a barrier stage a
 # pass is an all-reduce (milliseconds); on the jobs transport a Spark job (a tenth of a second): two limits.
@@ -304,13 +304,24 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         return models
 
     def _solve_and_calibrate(self, strategy, num_classes, m, summary, gram, checkpoint, last_pass):
-        """(theta, the Newton summaries, Platt's (a, b) per problem or None): ``_solve``, then ``_platt`` when
-        ``probability`` is set; ``last_pass``: no later solve reads the feature blocks."""
+        """(theta, the Newton summaries, Platt's (a, b) per problem or None): ``_solve``, then
+        ``kernel.platt.fit_platt`` when ``probability`` is set; ``last_pass``: no later solve reads the blocks."""
         probability = self.getProbability()
         theta, summaries = self._solve(
             strategy, num_classes, m, summary, gram, checkpoint, last_pass=last_pass and not probability
         )
-        platt = self._platt(strategy, num_classes, theta, summary, last_pass) if probability else None
+        platt = None
+        if probability:
+            platt = fit_platt(
+                strategy,
+                theta,
+                summary,
+                _problem_classes(num_classes),
+                self._pairs(num_classes),
+                fit_intercept=self.getFitIntercept(),
+                last_pass=last_pass,
+                progress=self._progress(),
+            )
         return theta, summaries, platt
 
     def _kernel_plan(self, spec, spark):
@@ -370,38 +381,6 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         if num_classes == 2 or choice == "ovr" or (choice == "auto" and num_classes > _OVO_MAX_CLASSES):
             return None
         return [(float(a), float(b)) for a in range(num_classes) for b in range(a + 1, num_classes)]
-
-    def _platt(self, strategy, num_classes, theta, summary, last_pass=True):
-        """(k, 2): Platt's (a, b) per problem, fitted on the training decision values; a one-vs-one
-        pair (a, b) on the rows of its two classes, with a as the positive class (libsvm's)."""
-        pairs = self._pairs(num_classes)
-        classes = _problem_classes(num_classes) if pairs is None else [a for a, _ in pairs]
-        pos = np.array([summary.class_weights[int(c)] for c in classes])
-        if pairs is None:
-            neg = summary.weight_sum - pos
-        else:
-            neg = np.array([summary.class_weights[int(b)] for _, b in pairs])
-        targets = np.stack([(pos + 1) / (pos + 2), 1 / (neg + 2)], axis=1)
-        theta0 = np.stack([np.zeros(len(classes)), np.log((pos + 1) / (neg + 1))], axis=1)  # the prior, as libsvm
-        fit_intercept = self.getFitIntercept()
-
-        def problems(idx):
-            chosen = None if pairs is None else [pairs[j] for j in idx]
-            return PlattProblems(theta[idx], [classes[j] for j in idx], targets[idx], fit_intercept, chosen)
-
-        ab, _ = strategy.newton(
-            problems,
-            theta0,
-            reg=0.0,
-            weight_sum=summary.weight_sum,
-            fit_intercept=True,
-            max_iter=_PLATT_MAX_ITER,
-            tol=_PLATT_TOL,
-            names=[f"Platt scaling, problem {j}" for j in range(len(classes))],
-            last_pass=last_pass,
-            progress=self._progress(),
-        )
-        return ab
 
 
 def _newton_solver(p, transport):
