@@ -38,7 +38,7 @@ from sparkml import task_context
 from sparkml.data import block_store
 from sparkml.data.derive import KernelPlan, derive_partition, executor_shares
 from sparkml.optim.iterations import Progress
-from sparkml.saved_classes import memory_bytes
+from sparkml.param_converters import memory_bytes
 from sparkml.strategies.exact import newton
 
 HINGE_WIDTH, WARM_START_ROUNDS = 0.1, 2  # KernelSVC's (sparkml.kernel.kernel_svc)
