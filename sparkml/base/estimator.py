@@ -39,6 +39,7 @@ from sparkml.cancellation import cancellable
 from sparkml.catalog import public_class_name
 from sparkml.compat import require_connect_ml
 from sparkml.data import class_weight as class_weights
+from sparkml.data import lent
 from sparkml.data.training_data import TrainingData
 from sparkml.optim.checkpoint import Checkpoint, fingerprint
 from sparkml.optim.checkpoint import check_params as check_checkpoint_params
@@ -229,7 +230,8 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
             )
 
     def _fit_converted(self, dataset, conversion, train=None):
-        """The model trained on ``dataset`` converted with ``conversion``: a conversion kept for the cached
+        """The model trained on ``dataset`` converted with ``conversion``: the conversion a caller lent for it
+        (``data.lent``), a conversion kept for the cached
         ``dataset`` by an earlier fit when there is one (``data.reuse``), converted again when its blocks
         turned out to be gone; else a fresh conversion, released when the fit ends. ``train(data, last_pass)``:
         what trains (default ``_train``; a regularization path's models, ``base.fit_multiple``)."""
@@ -237,6 +239,9 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         from sparkml.strategies.barrier_task import blocks_lost
 
         train = train or self._train
+        data = lent.borrowed(dataset, conversion)
+        if data is not None:  # the caller's, released by the caller
+            return train(data, last_pass=False)
         data, entry, reused = reuse.acquire(dataset, conversion, lambda: TrainingData.prepare(dataset, **conversion))
         if entry is None:
             try:

@@ -37,6 +37,7 @@ from typing import Any
 
 from sparkml.base.path import group_maps
 from sparkml.cancellation import cancellable
+from sparkml.data import lent
 from sparkml.data.training_data import TrainingData
 
 
@@ -46,11 +47,15 @@ class _Conversion:
     def __init__(self, arguments):
         self.arguments, self.users, self.remaining = arguments, 0, 0
         self.data, self.lock = None, threading.Lock()
+        self.owned = True  # False: lent by the caller (``data.lent``), who releases it
 
     def acquire(self, dataset):
         with self.lock:
             if self.data is None:
-                self.data = TrainingData.prepare(dataset, **self.arguments)
+                self.data = lent.borrowed(dataset, self.arguments)
+                self.owned = self.data is None
+                if self.owned:
+                    self.data = TrainingData.prepare(dataset, **self.arguments)
             return self.data
 
     def done(self):
@@ -61,7 +66,7 @@ class _Conversion:
 
     def release(self):
         data, self.data = self.data, None
-        if data is not None:
+        if data is not None and self.owned:
             data.release()
 
 
@@ -163,7 +168,8 @@ class SharedConversionFits:
 
         def fit(arguments):
             if arguments is shared:
-                return train(conversion.acquire(self.dataset), conversion.users == 1)
+                data = conversion.acquire(self.dataset)
+                return train(data, conversion.users == 1 and conversion.owned)
             return first._fit_converted(self.dataset, arguments, train)  # the fallback: a conversion of its own
 
         what = f"param map {indices[0]}" if len(indices) == 1 else f"regularization path over param maps {indices}"

@@ -159,6 +159,17 @@ def _load_all(directory):
     return out
 
 
+def partition_arrays(dataset_id, partition):
+    """{name: ndarray} of a partition's committed arrays as stored (memory maps), for a job that reads them
+    as numbers rather than as a training block (``sparkml.data.subset``)."""
+    directory = _partition_dir(dataset_id, partition)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(
+            f"blocks of partition {partition} (dataset {dataset_id}) are not on this executor ({directory})"
+        )
+    return _load_all(directory)
+
+
 def open_partition(dataset_id, partition, device, dtype):
     """The partition's tensors on ``device``, computing in ``dtype``, opened once per worker process
     and then reused while the partition's directory exists."""

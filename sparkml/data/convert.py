@@ -17,6 +17,7 @@ from sparkml.data import block_store
 from sparkml.data.statistics import PartitionStats
 
 STATS_SCHEMA = "partition int, rows long, info string, moments binary"
+INVALID_FOLD = -2  # a row's fold id that names no fold (``convert_partition(folds=True)``)
 
 
 def _concat(batches, name):
@@ -140,12 +141,20 @@ def _with_sparse_offset(csr, offsets, d):
     return new_indptr, new_indices, new_values
 
 
-def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None):
+def _fold_ids(column):
+    """An integer Arrow column of fold ids -> int32 array (a null as ``INVALID_FOLD``)."""
+    return np.asarray(column.fill_null(INVALID_FOLD).to_numpy(zero_copy_only=False), dtype=np.int32)
+
+
+def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds=False):
     """Validate one partition, write its blocks batch by batch, and return its statistics row. ``offset_col``:
-    the batches carry the offsets as column ``o``, stored as the features' last column."""
+    the batches carry the offsets as column ``o``, stored as the features' last column. ``folds``: they carry
+    each row's fold id as column ``f``, stored as the array ``fold`` (``TrainingData.subset`` reads it); the
+    statistics row counts the ids that are ``INVALID_FOLD``."""
     partition = _partition()
     warm = _warm_torch()
     stats, dtype = PartitionStats(), np.dtype(dtype)
+    invalid_folds = 0
     writer = block_store.PartitionWriter(dataset_id, partition)
     try:
         if sparse:  # CSR needs the whole partition (row offsets); sparse partitions are small
@@ -160,14 +169,13 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None):
                 stats.features(x, w, sizes, column.null_count, invalid)
                 if not stats.has_problems():
                     indptr, indices, values = x
-                    for name, array in (
-                        ("indptr", indptr),
-                        ("indices", indices),
-                        ("values", values),
-                        ("shape", np.array([len(y), max(sizes)])),
-                        ("y", y),
-                        ("w", w),
-                    ):
+                    arrays = [("indptr", indptr), ("indices", indices), ("values", values)]
+                    arrays += [("shape", np.array([len(y), max(sizes)])), ("y", y), ("w", w)]
+                    if folds:
+                        fold = _fold_ids(_concat(batches, "f"))
+                        arrays.append(("fold", fold))
+                        invalid_folds += int(np.count_nonzero(fold == INVALID_FOLD))
+                    for name, array in arrays:
                         writer.append(name, array)
         else:
             for batch in batches:
@@ -182,6 +190,10 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None):
                     writer.append("x", x)
                     writer.append("y", y)
                     writer.append("w", w)
+                    if folds:
+                        fold = _fold_ids(batch.column("f"))
+                        writer.append("fold", fold)
+                        invalid_folds += int(np.count_nonzero(fold == INVALID_FOLD))
         if stats.rows and not stats.has_problems():
             writer.commit()
         else:
@@ -193,6 +205,8 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None):
         warm.join()
     info, moments = stats.info()
     info.update(partition=partition, store=block_store.store_key(), bytes=writer.nbytes)
+    if folds:
+        info["invalid_folds"] = invalid_folds
     try:
         fault_injection.inject("convert", partition)
         yield stats_batch(partition, info["rows"], json.dumps(info), moments)

@@ -71,6 +71,8 @@ class TrainingData:
         self.class_weights = None  # {label: weight} multiplied into the weights (``prepare(class_weight=...)``)
         self.nbytes = 0  # of the blocks on the executors (``prepare``)
         self.stored_rows = None  # ``derive`` with a kernel plan: the rows whose kernel block is stored
+        self.columns = ("features", "label", None)  # the names ``prepare`` read: features, label, weight
+        self.invalid_folds = 0  # ``prepare(fold=...)``: rows whose fold id names no fold
 
     @classmethod
     def prepare(
@@ -86,6 +88,7 @@ class TrainingData:
         strategy=None,
         class_weight=None,
         offset_col=None,
+        fold=None,
     ):
         """Convert ``df`` into blocks stored in ``dtype``, read by passes computing in ``compute_dtype``
         (default ``dtype``; float64 over float32 storage is exact arithmetic on the stored values).
@@ -100,6 +103,8 @@ class TrainingData:
         ``offset_col``: a column of per-row offsets (a GLM's ``offsetCol``), stored as one more feature after the
         vector's d (the summary then has d + 1 features, the offset's moments last); a null or NaN offset is a
         ValueError naming the column.
+        ``fold``: a Column of each row's fold id (an integer; null or ``convert.INVALID_FOLD`` where the row names
+        no fold), stored beside the rows for ``subset``; ``invalid_folds`` counts the rows of no fold.
         """
         weight_col = weight_col or None
         check_schema(df, features_col, label_col, weight_col)
@@ -116,11 +121,13 @@ class TrainingData:
         columns = [x.alias("x"), F.col(label_col).cast("double").alias("y"), w.alias("w")]
         if offset_col:
             columns.append(F.col(offset_col).cast("double").alias("o"))
+        if fold is not None:
+            columns.append(fold.cast("int").alias("f"))
         selected = df.select(*columns)
-        dataset_id = block_store.new_dataset_id()
+        dataset_id, folds = block_store.new_dataset_id(), fold is not None  # the closure must not hold a Column
 
         def convert(batches):
-            return convert_partition(batches, dataset_id, sparse, dtype, offset_col)
+            return convert_partition(batches, dataset_id, sparse, dtype, offset_col, folds)
 
         converted = selected.mapInArrow(convert, STATS_SCHEMA)
         spark = df.sparkSession
@@ -130,6 +137,7 @@ class TrainingData:
         data = cls(handles, dataset_id, None, sparse, dtype, spark, compute_dtype)
         data.source, data.barrier, data.strategy = source, barrier, strategy
         data.class_weights = by_class
+        data.columns = (features_col, label_col, weight_col)
         try:
             rows = handles.collect()
         except Exception as e:
@@ -151,6 +159,46 @@ class TrainingData:
                 if by_class
                 else None,
             )
+            data.summary = summarize(rows, infos)
+            data.blocks = [(i["partition"], i["rows"], i["store"]) for i in infos if i["rows"]]
+            data.n_partitions = len(rows)
+            data.nbytes = sum(i.get("bytes", 0) for i in infos)
+            data.invalid_folds = sum(i.get("invalid_folds", 0) for i in infos)
+        except Exception:
+            data.release()
+            raise
+        return data
+
+    def subset(self, exclude_fold):
+        """A new ``TrainingData`` of the rows whose fold id is not ``exclude_fold`` (converted with ``fold``):
+        fold ``exclude_fold``'s training rows, in this data's partitions and order, with their own summary and
+        the conversion's checks (an empty subset is refused as an empty dataset is). One Spark job copies them
+        between files on the executors that hold the blocks (``sparkml.data.subset``); no row leaves the
+        executor. Classic sessions. Release the subset before this data.
+        """
+        from sparkml.data.subset import subset_partition
+
+        if self.connect:
+            raise ValueError("TrainingData.subset runs in a classic session")
+        source, target = self.dataset_id, block_store.new_dataset_id()
+
+        def run(pairs):
+            for partition, rows in pairs:
+                n, info, moments = subset_partition(source, target, partition, rows, exclude_fold)
+                yield partition, n, json.dumps(info), moments
+
+        handles = self.handles.mapPartitions(lambda it: run([(r[0], r[1]) for r in it])).cache()
+        data = TrainingData(handles, target, None, self.sparse, self.dtype, self.spark, self.compute_dtype)
+        data.barrier, data.strategy, data.source = self.barrier, self.strategy, self.source
+        data.columns = self.columns
+        try:
+            rows = handles.collect()
+        except Exception:
+            data.release(best_effort=True)
+            raise
+        try:
+            infos = [json.loads(r[2]) for r in rows]
+            check_conversion(infos, PROBLEM_KEYS, *self.columns, None)
             data.summary = summarize(rows, infos)
             data.blocks = [(i["partition"], i["rows"], i["store"]) for i in infos if i["rows"]]
             data.n_partitions = len(rows)

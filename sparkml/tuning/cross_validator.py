@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from pyspark.ml import tuning as stock
 
 from sparkml.tuning import persistence
 from sparkml.tuning.grid import check_param_maps
+from sparkml.tuning.once import column_fold_ids, convert_once, fold_training, random_fold_ids, whole_dataset
+from sparkml.tuning.pipeline import last_stage_search
 from sparkml.tuning.validator import best_index, cached, fit_and_score, one_pass_applies
 
 if TYPE_CHECKING:
@@ -54,16 +57,34 @@ class CrossValidator(stock.CrossValidator):
         collect = self.getCollectSubModels()
         metrics_all: list[list[float]] = []
         sub_models: list[list[Any]] | None = [] if collect else None
-        for train, validation in self._kFold(dataset):
-            with cached(train, dataset) as train, cached(validation, dataset) as validation:
-                metrics, models = fit_and_score(est, epm, eva, train, validation, self.getParallelism())
-            metrics_all.append(metrics)
-            if sub_models is not None:
-                sub_models.append(models)
-        assert len(metrics_all) == n_folds
-        avg, std = stock.CrossValidator._gen_avg_and_std_metrics(metrics_all)
-        best = est.fit(dataset, epm[best_index(avg, eva)])
+        once = None if last_stage_search(est, epm) else convert_once(est, epm, dataset, self._fold_ids(dataset))
+        try:
+            for i, (train, validation) in enumerate(self._kFold(dataset)):
+                # training rows the fold converts itself are cached first, as pyspark caches them
+                kept = cached(train, dataset) if once is None else contextlib.nullcontext(train)
+                with kept as train, cached(validation, dataset) as validation:
+                    with fold_training(once, i, train):
+                        metrics, models = fit_and_score(est, epm, eva, train, validation, self.getParallelism())
+                metrics_all.append(metrics)
+                if sub_models is not None:
+                    sub_models.append(models)
+            assert len(metrics_all) == n_folds
+            avg, std = stock.CrossValidator._gen_avg_and_std_metrics(metrics_all)
+            with whole_dataset(once, dataset):
+                best = est.fit(dataset, epm[best_index(avg, eva)])
+        finally:
+            if once is not None:
+                once.release()
         return self._copyValues(stock.CrossValidatorModel(best, avg, sub_models, std))
+
+    def _fold_ids(self, dataset: DataFrame) -> tuple[DataFrame, Any] | None:
+        """(dataset to convert, each row's fold id) as ``_kFold`` assigns them (``sparkml.tuning.once``)."""
+        n_folds, fold_col = self.getOrDefault(self.numFolds), self.getOrDefault(self.foldCol)
+        if fold_col:
+            return column_fold_ids(dataset, fold_col, n_folds)
+        h = 1.0 / n_folds
+        bounds = [(i * h, (i + 1) * h) for i in range(n_folds)]
+        return random_fold_ids(dataset, self.uid, self.getOrDefault(self.seed), bounds)
 
     def write(self) -> Any:
         """pyspark's writer; its Python writer records pyspark's class (``sparkml.tuning.persistence``)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from pyspark.ml import tuning as stock
@@ -9,6 +10,8 @@ from pyspark.sql import functions as F
 
 from sparkml.tuning import persistence
 from sparkml.tuning.grid import check_param_maps
+from sparkml.tuning.once import convert_once, fold_training, random_fold_ids, whole_dataset
+from sparkml.tuning.pipeline import last_stage_search
 from sparkml.tuning.validator import best_index, cached, fit_and_score, one_pass_applies
 
 if TYPE_CHECKING:
@@ -44,9 +47,18 @@ class TrainValidationSplit(stock.TrainValidationSplit):
         if not epm or not one_pass_applies(est, epm, eva, dataset):
             return super()._fit(dataset)
         train, validation = self._split(dataset)
-        with cached(train, dataset) as train, cached(validation, dataset) as validation:
-            metrics, models = fit_and_score(est, epm, eva, train, validation, self.getParallelism())
-        best = est.fit(dataset, epm[best_index(metrics, eva)])
+        ratio = self.getOrDefault(self.trainRatio)
+        draws = random_fold_ids(dataset, self.uid, self.getOrDefault(self.seed), [(ratio, 2.0)])  # rand() < 1
+        once = None if last_stage_search(est, epm) else convert_once(est, epm, dataset, draws)
+        try:
+            kept = cached(train, dataset) if once is None else contextlib.nullcontext(train)
+            with kept as train, cached(validation, dataset) as validation, fold_training(once, 0, train):
+                metrics, models = fit_and_score(est, epm, eva, train, validation, self.getParallelism())
+            with whole_dataset(once, dataset):
+                best = est.fit(dataset, epm[best_index(metrics, eva)])
+        finally:
+            if once is not None:
+                once.release()
         sub_models = models if self.getCollectSubModels() else None
         return self._copyValues(stock.TrainValidationSplitModel(best, metrics, sub_models))
 

@@ -1,0 +1,214 @@
+"""``sparkml.tuning`` converts a search's dataset once: each fold's training set is a subset of those blocks and the
+refit trains on them. The folds, metrics, sub-models and best model are those of fits that convert each fold
+themselves (pyspark's ``CrossValidator`` and ``TrainValidationSplit`` with this library's estimator), and a
+search that cannot convert once (a fraction or an out-of-range ``foldCol``, ``classWeight``) converts per fold."""
+
+import numpy as np
+import pytest
+from pyspark.ml.evaluation import BinaryClassificationEvaluator, RegressionEvaluator
+from pyspark.ml.linalg import Vectors, VectorUDT
+from pyspark.ml.tuning import CrossValidator as StockCrossValidator
+from pyspark.ml.tuning import TrainValidationSplit as StockTrainValidationSplit
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, IntegerType, StructField, StructType
+from support.helpers import coefficient_vector
+
+from sparkml.classification import LinearSVC, LogisticRegression
+from sparkml.data.training_data import TrainingData
+from sparkml.regression import LinearRegression
+from sparkml.tuning import CrossValidator, ParamGridBuilder, TrainValidationSplit
+
+N, D = 2400, 6
+
+
+def _rows(sparse):
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(N, D)) * [1.0, 3.0, 0.5, 1.0, 2.0, 1.0] + [0.5, 0.0, -1.0, 0.0, 1.0, 0.0]
+    if sparse:
+        x[rng.random((N, D)) < 0.6] = 0.0
+    m = x @ [0.7, -0.3, 1.1, 0.0, 0.4, -0.6] - 0.2
+    label = (m + rng.logistic(size=N) > 0).astype(float)
+    y = m + rng.normal(scale=0.4, size=N)
+    w = rng.uniform(0.3, 2.5, N)
+    for i in range(N):
+        v = Vectors.sparse(D, {j: x[i, j] for j in np.flatnonzero(x[i])}) if sparse else Vectors.dense(x[i])
+        yield v, float(label[i]), float(y[i]), float(w[i]), int(i % 3), float(i % 3)
+
+
+def _frame(spark, sparse):
+    schema = StructType(
+        [StructField("features", VectorUDT())]
+        + [StructField(c, DoubleType()) for c in ("label", "y", "w")]
+        + [StructField("fold", IntegerType()), StructField("fold_double", DoubleType())]
+    )
+    df = spark.createDataFrame(spark.sparkContext.parallelize(list(_rows(sparse)), 3), schema).cache()
+    df.count()
+    return df
+
+
+@pytest.fixture(scope="module")
+def frames(spark):
+    """{"dense": ..., "sparse": ...}: features, label (binary), y (real), w (weights), fold and fold_double
+    (0, 1, 2); 3 partitions, cached."""
+    made = {kind: _frame(spark, kind == "sparse") for kind in ("dense", "sparse")}
+    yield made
+    for df in made.values():
+        df.unpersist()
+
+
+@pytest.fixture
+def data(frames):
+    return frames["dense"]
+
+
+@pytest.fixture
+def conversions(monkeypatch):
+    """What each conversion converted: "fold ids" (the search's one conversion), "rows" (a fit's own), and each
+    ``subset`` taken of it."""
+    calls = []
+    prepare, subset = TrainingData.prepare.__func__, TrainingData.subset
+
+    def counted_prepare(cls, *args, **kwargs):
+        calls.append("fold ids" if kwargs.get("fold") is not None else "rows")
+        return prepare(cls, *args, **kwargs)
+
+    def counted_subset(self, fold):
+        calls.append(f"subset {fold}")
+        return subset(self, fold)
+
+    monkeypatch.setattr(TrainingData, "prepare", classmethod(counted_prepare))
+    monkeypatch.setattr(TrainingData, "subset", counted_subset)
+    return calls
+
+
+def _grid(estimator, values=(0.002, 0.05, 0.4)):
+    builder = ParamGridBuilder().addGrid(estimator.regParam, list(values))
+    if estimator.hasParam("elasticNetParam") and not isinstance(estimator, LinearSVC):
+        builder = builder.addGrid(estimator.elasticNetParam, [0.0, 0.5])
+    return builder.build()
+
+
+def _same_search(ours, theirs):
+    np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-9)
+    np.testing.assert_allclose(coefficient_vector(ours.bestModel), coefficient_vector(theirs.bestModel), rtol=1e-9)
+    for fold_ours, fold_theirs in zip(ours.subModels, theirs.subModels):
+        for a, b in zip(fold_ours, fold_theirs):
+            np.testing.assert_allclose(coefficient_vector(a), coefficient_vector(b), rtol=1e-9, atol=1e-12)
+            assert a.summary.totalIterations == b.summary.totalIterations
+
+
+CASES = {  # data, estimator, evaluator, foldCol
+    "logistic-weighted-rand-folds": (
+        "dense",
+        lambda: LogisticRegression(weightCol="w"),
+        BinaryClassificationEvaluator,
+        "",
+    ),
+    "logistic-allreduce-fold-col": (
+        "dense",
+        lambda: LogisticRegression(strategy="allreduce"),
+        BinaryClassificationEvaluator,
+        "fold",
+    ),
+    "svc-rand-folds": ("dense", lambda: LinearSVC(), BinaryClassificationEvaluator, ""),
+    "linear-regression-fold-col": (
+        "dense",
+        lambda: LinearRegression(labelCol="y", weightCol="w"),
+        lambda: RegressionEvaluator(labelCol="y"),
+        "fold",
+    ),
+    "sparse-logistic-rand-folds": (
+        "sparse",
+        lambda: LogisticRegression(weightCol="w"),
+        BinaryClassificationEvaluator,
+        "",
+    ),
+    "sparse-linear-regression-fold-col": (
+        "sparse",
+        lambda: LinearRegression(labelCol="y"),
+        lambda: RegressionEvaluator(labelCol="y"),
+        "fold",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cross_validator_converts_once(frames, conversions, case):
+    kind, make, evaluator, fold_col = CASES[case]
+    estimator = make()
+    kwargs = dict(
+        estimator=estimator,
+        estimatorParamMaps=_grid(estimator),
+        evaluator=evaluator(),
+        numFolds=3,
+        seed=4,
+        foldCol=fold_col,
+        collectSubModels=True,
+    )
+    ours = CrossValidator(**kwargs).fit(frames[kind])
+    assert conversions == ["fold ids", "subset 0", "subset 1", "subset 2"]
+    conversions.clear()
+    theirs = StockCrossValidator(**kwargs).fit(frames[kind])
+    assert conversions.count("rows") == 4  # one per fold and the refit
+    _same_search(ours, theirs)
+
+
+def test_train_validation_split_converts_once(data, conversions):
+    estimator = LogisticRegression(regParam=0.01)
+    kwargs = dict(
+        estimator=estimator,
+        estimatorParamMaps=_grid(estimator),
+        evaluator=BinaryClassificationEvaluator(),
+        trainRatio=0.6,
+        seed=9,
+        collectSubModels=True,
+    )
+    ours = TrainValidationSplit(**kwargs).fit(data)
+    assert conversions == ["fold ids", "subset 0"]
+    theirs = StockTrainValidationSplit(**kwargs).fit(data)
+    np.testing.assert_allclose(ours.validationMetrics, theirs.validationMetrics, rtol=1e-9)
+    np.testing.assert_allclose(coefficient_vector(ours.bestModel), coefficient_vector(theirs.bestModel), rtol=1e-9)
+    for a, b in zip(ours.subModels, theirs.subModels):
+        np.testing.assert_allclose(coefficient_vector(a), coefficient_vector(b), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse"])
+def test_subset_is_the_conversion_of_the_training_rows(frames, kind):
+    """A fold's subset holds the rows, order and statistics of a conversion of that fold's training rows."""
+    data = frames[kind]
+    arguments = LogisticRegression(weightCol="w")._conversion(data)
+    whole = TrainingData.prepare(data, **arguments, fold=F.col("fold"))
+    own = TrainingData.prepare(data.where("fold != 1"), **arguments)
+    subset = whole.subset(1)
+    try:
+        assert [b[:2] for b in subset.blocks] == [b[:2] for b in own.blocks]
+        a, b = subset.summary, own.summary
+        assert (a.rows, a.n_features, a.label_integral) == (b.rows, b.n_features, b.label_integral)
+        for field in ("weight_sum", "weight_sq_sum", "mean", "var_unbiased", "label_mean", "class_weights"):
+            np.testing.assert_allclose(getattr(a, field), getattr(b, field), rtol=1e-12)
+    finally:
+        for d in (subset, own, whole):
+            d.release()
+
+
+@pytest.mark.parametrize(
+    "fold_col, kwargs",
+    [("fold_double", {}), ("fold", {"classWeight": "balanced"})],
+    ids=["fraction-fold-col", "class-weight"],
+)
+def test_searches_that_cannot_convert_once_convert_each_fold(data, conversions, fold_col, kwargs):
+    estimator = LogisticRegression(**kwargs)
+    cv = CrossValidator(estimator=estimator, estimatorParamMaps=_grid(estimator), foldCol=fold_col, numFolds=3)
+    ours = cv.setEvaluator(BinaryClassificationEvaluator()).fit(data)
+    assert conversions == ["rows"] * 4
+    theirs = StockCrossValidator(**{p.name: v for p, v in cv.extractParamMap().items()}).fit(data)
+    np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-9)
+
+
+def test_a_fold_col_out_of_range_is_pysparks_error(data, conversions):
+    bad = data.withColumn("fold", F.when(F.col("y") > 2.5, F.lit(7)).otherwise(F.col("fold")))
+    estimator = LogisticRegression()
+    cv = CrossValidator(estimator=estimator, estimatorParamMaps=_grid(estimator), foldCol="fold", numFolds=3)
+    with pytest.raises(Exception, match="[Ff]old number"):
+        cv.setEvaluator(BinaryClassificationEvaluator()).fit(bad)
+    assert conversions[0] == "fold ids"  # converted once, found the bad ids, returned to pyspark's folds
