@@ -79,12 +79,14 @@ class ConvertedOnce:
         self.data, self.arguments = data, arguments
 
     @contextlib.contextmanager
-    def training(self, fold: int, train: DataFrame) -> Iterator[None]:
+    def training(self, fold: int, train: DataFrame) -> Iterator[int]:
+        """Lends fold ``fold``'s training rows to the fits of ``train``; yields how many rows the fold's
+        validation set has (the others)."""
         subset = self.data.subset(fold)
         subset.source = train
         try:
             with lent.lend(train, self.arguments, subset):
-                yield
+                yield self.data.summary.rows - subset.summary.rows
         finally:
             subset.release()
 
@@ -114,7 +116,8 @@ def convert_once(estimator, param_maps, dataset: DataFrame, folds: tuple[DataFra
 
 
 def fold_training(once: ConvertedOnce | None, fold: int, train: DataFrame):
-    """The context in which fold ``fold``'s grid fits ``train``: lent its subset when the search converted once."""
+    """The context in which fold ``fold``'s grid fits ``train``: lent its subset when the search converted once.
+    It yields the fold's validation rows, or None when they are not known without counting."""
     return contextlib.nullcontext() if once is None else once.training(fold, train)
 
 

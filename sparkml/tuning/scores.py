@@ -32,6 +32,8 @@ weights, irregular feature vectors), so that fold's result or error is the stock
 from __future__ import annotations
 
 import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -164,10 +166,13 @@ def plan_pass(models: Sequence[Any], param_maps: Sequence[dict], evaluator: Eval
     return PassPlan(ModelStack(tuple(specs)), kind, keys, **fields), features, label, weight
 
 
-def fold_metrics(models, param_maps, evaluator, validation, parallelism: int = 1) -> list[float] | None:
+def fold_metrics(
+    models, param_maps, evaluator, validation, parallelism: int = 1, rows: int | None = None
+) -> list[float] | None:
     """Each model's metric on ``validation`` from one pass (module docstring); None where the pass does not
     apply, or the fold holds rows the stock path treats otherwise: the caller evaluates model by model.
-    ``parallelism``: the threads that run the binary evaluator's k jobs."""
+    ``parallelism``: the threads that run the binary evaluator's k jobs. ``rows``: ``validation``'s row count
+    when the caller knows it (else counted by a job of its own where the binary metrics need it)."""
     try:
         plan, features, label, weight = plan_pass(models, param_maps, evaluator, validation)
     except NotOnePass as why:
@@ -175,7 +180,7 @@ def fold_metrics(models, param_maps, evaluator, validation, parallelism: int = 1
         return None
     try:
         if plan.kind == "binary":
-            return _binary_metrics(plan, evaluator, validation, features, label, weight, parallelism)
+            return _binary_metrics(plan, evaluator, validation, features, label, weight, parallelism, rows)
         return _metrics_from_stats(plan, evaluator, validation, features, label, weight)
     except NotOnePass as why:
         logger.info("the validation fold is scored model by model: %s", why)
@@ -244,7 +249,7 @@ def _metrics_from_stats(plan, evaluator, validation, features, label, weight):
         raise NotOnePass(str(e)) from None
 
 
-def _binary_metrics(plan, evaluator, validation, features, label, weight, parallelism):
+def _binary_metrics(plan, evaluator, validation, features, label, weight, parallelism, rows=None):
     schema = validation.schema
     carried = [F.col(label).alias("y")] + ([F.col(weight).alias("w")] if weight else [])
     selected = validation.select(_features(validation, features, plan.n_features), *carried)
@@ -254,7 +259,7 @@ def _binary_metrics(plan, evaluator, validation, features, label, weight, parall
     fields += [StructField(f"{SCORE_PREFIX}{j}", DoubleType()) for j in range(len(plan.stack.specs))]
     frame = selected.mapInArrow(lambda batches: scores_partition(batches, plan), StructType(fields))
     k = len(plan.stack.specs)
-    if validation.count() * (k + 2) <= DRIVER_VALUES:
+    if (validation.count() if rows is None else rows) * (k + 2) <= DRIVER_VALUES:
         return _binary_metrics_on_driver(to_arrow(frame), evaluator, label, weight, k)
     frame = frame.cache()
     try:
@@ -298,11 +303,13 @@ def _binary_metrics_on_driver(table, evaluator, label, weight, k):
     if not (np.isfinite(w).all() and (w >= 0).all()):
         raise NotOnePass("weights Spark's evaluator refuses")
     metric, num_bins = evaluator.getOrDefault("metricName"), int(evaluator.getOrDefault("numBins"))
-    metrics = []
+    scores = []
     for j in range(k):
         s = _column(table, f"{SCORE_PREFIX}{j}")
         zeros = s == 0
         if not np.isfinite(s).all() or (zeros.any() and len(set(np.signbit(s[zeros]).tolist())) > 1):
             raise NotOnePass("scores that are not finite, or zeros of both signs")
-        metrics.append(curves.area(metric, s, y, w, num_bins))
-    return metrics
+        scores.append(s)
+    # each area is a sort of the fold's scores: numpy sorts without the GIL, so the models' curves run side by side
+    with ThreadPoolExecutor(max(1, min(k, os.cpu_count() or 1))) as pool:
+        return list(pool.map(lambda s: curves.area(metric, s, y, w, num_bins), scores))
