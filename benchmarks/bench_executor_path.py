@@ -117,7 +117,7 @@ def convert(x, y, w, dtype="float32", partition=0):
 class L2Objective:
     """F(theta) = (1/W) D(theta) + reg/2 ||beta||^2, theta = [beta, b] the loss's own coefficients: D the data
     term's weighted sum (``with_data_sum``), the intercept unpenalized. The interface of
-    ``sparkml.linear.objective.LinearObjective`` that the solvers call, without its feature scaling."""
+    ``sparkml.optim.linear_objective.LinearObjective`` that the solvers call, without its feature scaling."""
 
     def __init__(self, size, weight_sum, reg, data_sum=None):
         self.size, self.weight_sum, self.reg, self.data_sum = size, weight_sum, reg, data_sum

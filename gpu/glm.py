@@ -36,7 +36,7 @@ import torch
 
 from .losses import LinearLoss
 
-__all__ = ["FAMILIES", "LINKS", "Family", "IRLSPass", "Link", "family_of", "link_of"]
+__all__ = ["FAMILIES", "LINKS", "DevianceLoss", "Family", "IRLSPass", "Link", "family_of", "link_of"]
 
 _F64 = torch.float64
 EPSILON = 1e-16  # MLlib's GeneralizedLinearRegression.epsilon
@@ -235,3 +235,44 @@ class IRLSPass(LinearLoss):
     def hessian_block(self, coef, X, y, w=None):
         coef, y, w = self._check(coef, X, y, w)
         return self._hessian_from_weights(X, self.working(coef, X, y, w)[1])
+
+
+class DevianceLoss(LinearLoss):
+    """Half the unit deviance of a GLM as a loss of the linear predictor, for the quasi-Newton solvers:
+
+        l(eta_i, y_i) = d(y_i, mu_i) / 2,   mu_i = g^-1(eta_i) (kept in the family's range),
+        dl/deta_i = -(y_i - mu_i) / (V(mu_i) g'(mu_i)),
+
+    eta_i = x_i . beta + b + o_i. So sum_i w_i l_i is the negative log-likelihood at dispersion 1 up to a constant,
+    the quantity glum and statsmodels minimize. ``offset``: the block's last column holds o_i, whose coefficient
+    is held at 1: the coefficients are [beta, b] over the other columns (``coef_shape`` of a block of d + 1
+    columns is d + fit_intercept), the offset's column joined to beta for the product and its gradient dropped.
+    """
+
+    _no_hessian_reason = "DevianceLoss serves the quasi-Newton solvers (IRLSPass carries the GLM's curvature)"
+
+    def __init__(self, family: Family, link: Link, fit_intercept: bool = True, offset: bool = False):
+        super().__init__(fit_intercept)
+        self.family, self.link_fn, self.offset = family, link, bool(offset)
+
+    def __repr__(self) -> str:
+        return (
+            f"DevianceLoss({self.family!r}, {self.link_fn!r}, fit_intercept={self.fit_intercept}, offset={self.offset})"
+        )
+
+    def coef_shape(self, n_features: int) -> tuple[int, ...]:
+        return (int(n_features) - int(self.offset) + int(self.fit_intercept),)
+
+    def _split(self, coef):
+        beta, b = super()._split(coef)
+        if self.offset:
+            beta = torch.cat([beta, torch.ones(1, dtype=beta.dtype, device=beta.device)])
+        return beta, b
+
+    def _join(self, g_beta, g_b):
+        return super()._join(g_beta[:-1] if self.offset else g_beta, g_b)
+
+    def _pointwise(self, m, y):
+        mu = self.family.project(self.link_fn.unlink(m))
+        loss = 0.5 * self.family.deviance(y, mu, torch.ones_like(y))
+        return loss, -(y - mu) / (self.family.variance(mu) * self.link_fn.deriv(mu))

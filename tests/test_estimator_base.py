@@ -14,7 +14,7 @@ from sparkml.base.model import KeepsTrainingSummary
 from sparkml.base.params import HasTorchTrainingParams
 from sparkml.data.training_data import TrainingData
 from sparkml.gpu import SquaredLoss
-from sparkml.linear.objective import LinearObjective
+from sparkml.optim.linear_objective import LinearObjective
 
 
 class _DummyParams(HasMaxIter, HasTol, HasFitIntercept, HasWeightCol, HasAggregationDepth, HasTorchTrainingParams):

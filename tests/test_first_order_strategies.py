@@ -16,7 +16,7 @@ import torch
 from scipy.optimize import minimize
 
 from sparkml.gpu import LogisticLoss, SquaredLoss, make_block
-from sparkml.linear.objective import LinearObjective
+from sparkml.optim.linear_objective import LinearObjective
 from sparkml.strategies.first_order import local_lipschitz, power_iteration
 from sparkml.strategies.gossip import diameter, gossip_descent, mixing_weights, neighbours
 from sparkml.strategies.ssp import ParameterServer, serve, worker_loop

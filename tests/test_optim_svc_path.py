@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from support.data_helpers import parity_arrays
 
-from sparkml.linear.objective import LinearObjective
 from sparkml.optim import minimize_lbfgs
 from sparkml.optim.line_search import backtracking
+from sparkml.optim.linear_objective import LinearObjective
 
 # MLlib: LinearSVC(regParam=0.0) (fitIntercept, no weights), maxIter=100: 101 entries.
 MLLIB_INTERCEPT_HEAD = [

@@ -76,7 +76,7 @@ def stages(monkeypatch):
 
 
 def mllib_objective(model, columns, kind):
-    """MLlib's objective at the model's coefficients, in the user's space (``linear.objective``'s docstring):
+    """MLlib's objective at the model's coefficients, in the user's space (``optim.linear_objective``'s docstring):
     the mean loss / sigma_y^2 + lambda (1 - a) / (2 sigma_y) sum (s_j beta_j / sigma_y)^2
     + lambda a / sigma_y sum |s_j beta_j| / sigma_y, s_j the feature's (unbiased) std with standardization,
     sigma_y the label's (LinearRegression; 1 otherwise)."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 import numpy as np
 from pyspark.ml.util import MLReadable, MLWritable
 
-from sparkml.base.params import TORCH_PARAM_NAMES
+from sparkml.base.params import own_param_names
 from sparkml.base.persistence import MLlibModelReader, MLlibModelWriter
 from sparkml.compat import require_connect_ml
 from sparkml.saved_classes import SAVED
@@ -234,7 +234,8 @@ class ConvertsToStock:
         java_model = jvm_class(self.uid, *[_py2java(sc, a) for a in self._java_args()])
         stock = self._stock_class(java_model)
         stock._resetUid(self.uid)
-        params = {p.name: v for p, v in self._paramMap.items() if p.name not in TORCH_PARAM_NAMES}
+        ours = own_param_names(self)
+        params = {p.name: v for p, v in self._paramMap.items() if p.name not in ours}
         if params:
             stock._set(**params)
         stock._transfer_params_to_java()

@@ -39,6 +39,12 @@ TORCH_PARAM_NAMES = (
 )
 
 
+def own_param_names(instance) -> tuple[str, ...]:
+    """The Params of ``instance`` that stock MLlib's class lacks: ``TORCH_PARAM_NAMES`` and the class's own
+    extensions (``_own_param_names``: GeneralizedLinearRegression's elasticNetParam)."""
+    return TORCH_PARAM_NAMES + tuple(getattr(instance, "_own_param_names", ()))
+
+
 def one_of(name, allowed):
     """A Param type converter: the value as a string, or ValueError naming the Param and the choices
     (``allowed``: a tuple, or a function returning one, read at each conversion)."""

@@ -25,7 +25,7 @@ from pyspark.ml.util import DefaultParamsReader, MLReader, MLWriter
 from pyspark.sql import SparkSession
 
 from sparkml import model_files, saved_classes
-from sparkml.base.params import TORCH_PARAM_NAMES
+from sparkml.base.params import TORCH_PARAM_NAMES, own_param_names
 from sparkml.catalog import public_class_name
 from sparkml.model_files import ModelFileError, first_line
 from sparkml.session_kind import is_connect
@@ -98,7 +98,8 @@ def param_value(value):
 
 
 def _param_json(instance, param_map):
-    return {p.name: _jsonable(v) for p, v in param_map.items() if p.name not in TORCH_PARAM_NAMES}
+    ours = own_param_names(instance)
+    return {p.name: _jsonable(v) for p, v in param_map.items() if p.name not in ours}
 
 
 class _Writer(MLWriter):
@@ -146,7 +147,9 @@ class MLlibModelWriter(_Writer):
             "defaultParamMap": _param_json(inst, inst._defaultParamMap),
             "sparkml": {
                 "class": f"{type(inst).__module__}.{type(inst).__name__}",
-                "paramMap": {n: inst.getOrDefault(n) for n in TORCH_PARAM_NAMES if inst.hasParam(n) and inst.isSet(n)},
+                "paramMap": {
+                    n: inst.getOrDefault(n) for n in own_param_names(inst) if inst.hasParam(n) and inst.isSet(n)
+                },
             },
         }
 

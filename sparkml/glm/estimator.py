@@ -26,9 +26,10 @@ from pyspark.ml.regression import Predictor
 
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.params import with_setters, with_signature_defaults
+from sparkml.glm import penalized
 from sparkml.glm.irls import irls
 from sparkml.glm.model import GeneralizedLinearRegressionModel, _Params, family_and_link
-from sparkml.gpu.glm import FAMILIES, LINKS, IRLSPass
+from sparkml.gpu.glm import FAMILIES, LINKS, DevianceLoss, IRLSPass
 from sparkml.optim.iterations import TrainingSummary
 from sparkml.param_table import Rule, choice_of
 from sparkml.strategies import table as strategy_table
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 # MLlib's GeneralizedLinearRegression.supportedFamilyAndLinkPairs (tweedie's link is its linkPower)
+IRLS_MAX_FEATURES = 4096  # MLlib's WeightedLeastSquares limit; beyond it, L-BFGS (``_quasi_newton``)
 SUPPORTED_PAIRS = {
     "gaussian": ("identity", "log", "inverse"),
     "binomial": ("logit", "probit", "cloglog"),
@@ -59,6 +61,7 @@ SUPPORTED_PAIRS = {
     "weightCol",
     "solver",
     "aggregationDepth",
+    "elasticNetParam",
 )
 @with_signature_defaults
 class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
@@ -70,6 +73,7 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
         "solver": choice_of(("irls",)),
         "variancePower": Rule(lambda v: v == 0.0 or v >= 1.0, "must be 0 or >= 1"),
         "regParam": Rule(lambda v: v >= 0, "must be >= 0"),
+        "elasticNetParam": Rule(lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]"),
         "maxIter": Rule(lambda v: v >= 0, "must be >= 0"),
         "tol": Rule(lambda v: v >= 0, "must be >= 0"),
         "strategy": choice_of(lambda: (strategy_table.AUTO, "sync", "allreduce")),
@@ -104,6 +108,7 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
         maxIter=...,
         tol=...,
         regParam=...,
+        elasticNetParam=...,
         weightCol=None,
         solver=...,
         linkPredictionCol=None,
@@ -153,6 +158,8 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
             )
         family, link = family_and_link(self)
         _check_labels(family, s, self.getLabelCol())
+        if self._quasi_newton(d):
+            return self._train_quasi_newton(data, family, link, d, has_offset, last_pass)
         strategy = self._make_strategy(data, None)
         passes = {initial: IRLSPass(family, link, initial) for initial in (True, False)}
 
@@ -172,6 +179,38 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
         model = GeneralizedLinearRegressionModel(DenseVector(result.coefficients), result.intercept)
         model._diag_inv_atwa = result.diag_inv_atwa
         record = TrainingSummary(result.deviance_history or [0.0], result.iterations)
+        return self._fitted(model, [record], data.source)
+
+    def _quasi_newton(self, d):
+        """Whether the fit minimizes the penalized deviance by L-BFGS / OWL-QN rather than MLlib's IRLS: with an L1
+        term (IRLS has none), or more than ``IRLS_MAX_FEATURES`` features (a (d + 1)^2 Gram matrix per pass)."""
+        return (self.getRegParam() > 0 and self.getElasticNetParam() > 0) or d > IRLS_MAX_FEATURES
+
+    def _train_quasi_newton(self, data, family, link, d, has_offset, last_pass):
+        """The minimum of the penalized mean deviance (``sparkml.glm.penalized``) by L-BFGS, or OWL-QN with an L1
+        term, over the strategy's distributed loss and gradient sums."""
+        s = data.summary
+        lam, alpha, fit_intercept = self.getRegParam(), self.getElasticNetParam(), self.getFitIntercept()
+        objective = penalized.objective(s, d, fit_intercept, lam, alpha)
+        loss = DevianceLoss(family, link, fit_intercept, has_offset)
+        strategy = self._make_strategy(data, loss)
+        theta0 = objective.from_original(
+            np.zeros((1, d)), [penalized.start_intercept(s, d, family, link, has_offset) if fit_intercept else 0.0]
+        )
+        max_iter = self.getMaxIter() if self.isSet("maxIter") else penalized.DEFAULT_MAX_ITER
+        theta, record = strategy.minimize(
+            objective,
+            theta0,
+            max_iter=max_iter,
+            tol=self.getTol(),
+            name=type(self).__name__,
+            owlqn=lam * alpha > 0,
+            last_pass=last_pass,
+            progress=self._progress(),
+        )
+        beta, b = objective.to_original(theta)
+        model = GeneralizedLinearRegressionModel(DenseVector(beta[0]), float(b[0]))
+        model._diag_inv_atwa = None  # no standard errors: MLlib's summary says so, as for its other solvers
         return self._fitted(model, [record], data.source)
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pyspark.ml.linalg import DenseVector, VectorUDT
+from pyspark.ml.param.shared import HasElasticNetParam
 from pyspark.ml.regression import GeneralizedLinearRegressionModel as _StockModel
 from pyspark.ml.regression import (
     GeneralizedLinearRegressionTrainingSummary,
@@ -33,8 +34,11 @@ if TYPE_CHECKING:
     from pyspark.ml.linalg import Vector
 
 
-class _Params(_GeneralizedLinearRegressionParams, HasTrainingParams):
-    pass
+class _Params(_GeneralizedLinearRegressionParams, HasTrainingParams, HasElasticNetParam):
+    """MLlib's Params, the training Params of this library, and ``elasticNetParam`` (not MLlib's: its files keep
+    it beside MLlib's Params, so that stock MLlib reads them)."""
+
+    _own_param_names = ("elasticNetParam",)
 
 
 def family_and_link(params):

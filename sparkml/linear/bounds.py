@@ -5,7 +5,7 @@
 
 K = 1 for a binomial model, the number of classes for a multinomial one; an unset side is -inf / +inf.
 Setting any of the four makes the fit bound-constrained (MLlib's ``usingBoundConstrainedOptimization``):
-L-BFGS-B (``optim.bounded``) in the scaled space (``linear.objective``), the start clipped into the box,
+L-BFGS-B (``optim.bounded``) in the scaled space (``optim.linear_objective``), the start clipped into the box,
 no virtual centering when an intercept bound is finite, and the multinomial model's coefficients and
 intercepts reported as fitted (not centered). The checks that need no data (elastic net, intercept
 bounds without an intercept) are ``base.validation.check_bounds_params``; the shapes are checked here,

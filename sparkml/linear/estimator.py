@@ -15,7 +15,7 @@
 A grid of maps that differ only in the penalty and the stopping rule (``fitMultiple``) runs as one
 regularization path (``base.path``): every map's objective, in the path's order, minimized in one strategy
 run (``ComposedStrategy.minimize_path``), each from the previous map's theta. The maps share the data, the
-loss and the parametrization (the scaling, centering and label scale of ``linear.objective`` depend on the
+loss and the parametrization (the scaling, centering and label scale of ``optim.linear_objective`` depend on the
 data and on Params the path does not vary), so a solution in theta is a start for the next map as it is.
 """
 
@@ -30,7 +30,7 @@ import numpy as np
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.model import HasInitialModel
 from sparkml.base.path import PATH_PARAMS, path_label, path_steps
-from sparkml.linear.objective import LinearObjective
+from sparkml.optim.linear_objective import LinearObjective
 from sparkml.strategies import table
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class LinearProblem:
-    """What one linear model's fit minimizes (``linear.objective`` has the formula)."""
+    """What one linear model's fit minimizes (``optim.linear_objective`` has the formula)."""
 
     loss: object  # a sparkml.gpu loss: the per-row loss and its layout
     n_outputs: int  # K: 1, or the classes of a multinomial model

@@ -6,7 +6,7 @@ Objective (MLlib's, W = sum of weights, lambda = regParam, a = elasticNetParam):
     multinomial:  (1/W) sum_i w_i [logsumexp_k M_ik - M_{i,y_i}],  M_i = B x_i + b
     + lambda (1 - a)/2 sum (s_j beta_j)^2 + lambda a sum s_j |beta_j|   (s_j = std_j if standardization)
 
-trained in MLlib's scaled and centered parametrization (``sparkml.linear.objective``) with L-BFGS, or
+trained in MLlib's scaled and centered parametrization (``sparkml.optim.linear_objective``) with L-BFGS, or
 OWL-QN when a * lambda > 0. Initial intercept log(W_1 / W_0) (binomial) or centered log(1 + W_k).
 
 Bound constraints (``lowerBoundsOnCoefficients`` <= beta <= ``upperBoundsOnCoefficients``, (K, d)

@@ -1,6 +1,6 @@
 """MLlib's huber objective: a ``LinearObjective`` over (C, c0) with the scale sigma as one more coordinate.
 
-theta = (C, c0, sigma): C and c0 as in ``linear.objective`` (features scaled by 1/std_j and virtually
+theta = (C, c0, sigma): C and c0 as in ``optim.linear_objective`` (features scaled by 1/std_j and virtually
 centered, the label NOT scaled: label_scale = 1), sigma last and neither scaled nor penalized:
 
     f(theta) = sum_i w_i l(y_i, x_i beta + b, sigma) / W + lambda / 2 sum_j r_j C_j^2

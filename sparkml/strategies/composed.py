@@ -80,7 +80,7 @@ class ComposedStrategy:
         bounds=None,
         checkpoint=None,
     ) -> tuple[np.ndarray, Any]:
-        """(theta, TrainingSummary): the row's solver over ``objective`` (a ``linear.objective`` without a data
+        """(theta, TrainingSummary): the row's solver over ``objective`` (a ``optim.linear_objective`` without a data
         sum: the solver plugs in its transport's) from ``theta0``, L-BFGS-B-style box
         ``bounds = (lower, upper)`` over theta or None, each iteration reported to ``progress``, its state
         saved to and resumed from ``checkpoint``. ``last_pass``: no later pass reads the blocks (a barrier

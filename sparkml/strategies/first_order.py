@@ -1,7 +1,7 @@
 """What the first-order solvers (``ssp``'s ``piag``, ``gossip``) share: the split objective, its proximal step and
 a step size from the data's curvature.
 
-Both minimize MLlib's objective (``linear.objective``) F = f + R over the m ranks of one barrier stage,
+Both minimize MLlib's objective (``optim.linear_objective``) F = f + R over the m ranks of one barrier stage,
 each rank holding its share of the rows:
 
     f(theta)   = (1/m) sum_i f_i(theta),   f_i(theta) = m D_i(theta) / (W label_scale^2) + L2 penalty

@@ -4,7 +4,7 @@ Each evaluation ships its values to the partitions (a broadcast; in a Spark Conn
 closure: ``transport``); every partition opens its resident block (``block_store``) and returns the
 weighted SUMS of its loss and gradient (or its Hessian block) computed by the ``sparkml.gpu`` loss on the
 requested device, or whatever else the solver asks of it (``SparkJobs.sum_of``); ``treeAggregate`` adds the
-parts. The driver divides by the total weight and adds regularization (``sparkml.linear.objective``). Lost
+parts. The driver divides by the total weight and adds regularization (``sparkml.optim.linear_objective``). Lost
 tasks are recomputed by Spark; the sums do not depend on which executor or worker computes them.
 
 ``SparkJobs`` is both the transport (``run``: the solver runs here, on the driver) and the communicator the

@@ -42,7 +42,7 @@ class Communicator(Protocol):
 
 
 class Minimizer(Protocol):
-    """A solver of the linear models' objective (``linear.objective``): returns (theta, TrainingSummary).
+    """A solver of the linear models' objective (``optim.linear_objective``): returns (theta, TrainingSummary).
 
     The exact one (``strategies.exact.quasi_newton``) also takes ``warm_start``: a regularization path's step
     (``ComposedStrategy.minimize_path``), which runs on it only.

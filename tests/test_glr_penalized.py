@@ -1,0 +1,161 @@
+"""GeneralizedLinearRegression beyond MLlib: the elastic net (``elasticNetParam``) and more features than MLlib's
+IRLS takes, fitted by L-BFGS / OWL-QN on the penalized mean deviance. Against glum (the same objective: its
+``alpha`` is regParam, its ``l1_ratio`` elasticNetParam), against this library's IRLS (MLlib's model, equal to 1e-6)
+at regParam 0, and the files stock MLlib loads."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from pyspark.ml.linalg import Vectors
+from pyspark.ml.regression import GeneralizedLinearRegression as MLlibGLR
+from pyspark.ml.regression import GeneralizedLinearRegressionModel as StockModel
+
+from sparkml.glm import estimator as glr_estimator
+from sparkml.regression import GeneralizedLinearRegression, GeneralizedLinearRegressionModel
+
+glum = pytest.importorskip("glum")
+N, D = 2000, 6
+BETA = np.array([0.4, -0.3, 0.0, 0.2, 0.0, -0.1])
+
+
+def _problem(family, seed=2):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(N, D)) * [1.0, 0.5, 2.0, 1.0, 1.0, 3.0]
+    offset = np.log(rng.uniform(0.5, 2.0, N))  # log exposure
+    w = rng.uniform(0.5, 2.0, N)
+    mu = np.exp(0.3 + x @ BETA / 2 + offset)
+    if family == "poisson":
+        y = rng.poisson(mu).astype(float)
+    elif family == "gamma":
+        y = rng.gamma(3.0, mu / 3.0)
+    else:  # tweedie 1.5: compound Poisson-gamma, zeros included
+        counts = rng.poisson(mu**0.5 / 0.5)
+        y = np.array([rng.gamma(2.0, m**0.5 / 2.0, c).sum() if c else 0.0 for c, m in zip(counts, mu)])
+    return x, y, w, offset
+
+
+def _frame(spark, x, y, w, offset):
+    rows = [(Vectors.dense(x[i]), float(y[i]), float(w[i]), float(offset[i])) for i in range(len(y))]
+    return spark.createDataFrame(rows, ["features", "label", "w", "offset"])
+
+
+def _glum_family(family):
+    return glum.TweedieDistribution(1.5) if family == "tweedie" else family
+
+
+def _estimator(family, **kwargs):
+    extra = {"variancePower": 1.5, "linkPower": 0.0} if family == "tweedie" else {"family": family, "link": "log"}
+    if family == "tweedie":
+        extra["family"] = "tweedie"
+    return GeneralizedLinearRegression(weightCol="w", offsetCol="offset", **extra, **kwargs)
+
+
+def _objective(family, x, y, w, offset, beta, b, lam, alpha):
+    """The penalized mean deviance (``sparkml.glm.penalized``), in numpy."""
+    mu = np.exp(x @ beta + b + offset)
+    if family == "poisson":
+        d = 2 * (np.where(y > 0, y * np.log(np.where(y > 0, y, 1) / mu), 0) - (y - mu))
+    elif family == "gamma":
+        d = -2 * (np.log(y / mu) - (y - mu) / mu)
+    else:
+        p = 1.5
+        d = 2 * (
+            y * (np.maximum(y, 0.1) ** (1 - p) - mu ** (1 - p)) / (1 - p) - (y ** (2 - p) - mu ** (2 - p)) / (2 - p)
+        )
+    return (w * d).sum() / (2 * w.sum()) + lam * (alpha * np.abs(beta).sum() + (1 - alpha) / 2 * beta @ beta)
+
+
+@pytest.mark.parametrize(
+    "family, lam, alpha",
+    [("poisson", 0.02, 1.0), ("poisson", 0.01, 0.5), ("gamma", 0.01, 0.7), ("tweedie", 0.005, 1.0)],
+)
+def test_elastic_net_reaches_glums_minimum(spark, family, lam, alpha):
+    x, y, w, offset = _problem(family)
+    model = _estimator(family, regParam=lam, elasticNetParam=alpha, tol=1e-12, maxIter=500).fit(
+        _frame(spark, x, y, w, offset)
+    )
+    reference = glum.GeneralizedLinearRegressor(
+        family=_glum_family(family), link="log", alpha=lam, l1_ratio=alpha, gradient_tol=1e-12, max_iter=1000
+    ).fit(x, y, sample_weight=w, offset=offset)
+    ours = _objective(family, x, y, w, offset, model.coefficients.toArray(), model.intercept, lam, alpha)
+    theirs = _objective(family, x, y, w, offset, reference.coef_, reference.intercept_, lam, alpha)
+    assert ours <= theirs * (1 + 1e-6)
+    np.testing.assert_allclose(model.coefficients.toArray(), reference.coef_, atol=2e-4)
+    assert model.intercept == pytest.approx(reference.intercept_, abs=2e-4)
+    zeros = np.abs(reference.coef_) < 1e-10
+    if alpha > 0 and zeros.any():  # OWL-QN's exact zeros where glum's coordinate descent has them
+        assert np.all(model.coefficients.toArray()[zeros] == 0.0)
+
+
+@pytest.mark.parametrize("family", ["poisson", "gamma", "tweedie"])
+def test_quasi_newton_finds_irls_maximum_likelihood(spark, family, monkeypatch):
+    """regParam 0: the penalized deviance's minimum is the MLE, the model of MLlib's IRLS."""
+    df = _frame(spark, *_problem(family))
+    irls = _estimator(family, tol=1e-10).fit(df)
+    monkeypatch.setattr(glr_estimator, "IRLS_MAX_FEATURES", 0)
+    quasi = _estimator(family, tol=1e-12, maxIter=500).fit(df)
+    np.testing.assert_allclose(quasi.coefficients.toArray(), irls.coefficients.toArray(), rtol=1e-5, atol=1e-7)
+    assert quasi.intercept == pytest.approx(irls.intercept, rel=1e-5)
+    with pytest.raises(Exception, match="No Std. Error"):  # MLlib's answer for a fit without IRLS's matrix
+        quasi.summary.coefficientStandardErrors
+
+
+def test_wider_than_mllib_sparse(spark):
+    """5,000 hashed sparse features: MLlib's IRLS refuses more than 4,096; this fit reaches glum's objective."""
+    rng = np.random.default_rng(5)
+    n, d, nnz = 3000, 5000, 8
+    cols = rng.integers(0, d, size=(n, nnz))
+    vals = rng.normal(size=(n, nnz))
+    x = sp.csr_matrix((vals.ravel(), cols.ravel(), np.arange(0, n * nnz + 1, nnz)), shape=(n, d))
+    x.sum_duplicates()
+    beta = np.zeros(d)
+    beta[:50] = rng.normal(scale=0.3, size=50)
+    y = rng.poisson(np.exp(0.2 + x @ beta)).astype(float)
+    rows = [
+        (
+            Vectors.sparse(d, x.indices[x.indptr[i] : x.indptr[i + 1]], x.data[x.indptr[i] : x.indptr[i + 1]]),
+            float(y[i]),
+        )
+        for i in range(n)
+    ]
+    df = spark.createDataFrame(rows, ["features", "label"])
+    with pytest.raises(Exception, match="4096"):
+        MLlibGLR(family="poisson", regParam=0.01).fit(df)
+    lam, alpha = 0.01, 0.5
+    model = GeneralizedLinearRegression(family="poisson", regParam=lam, elasticNetParam=alpha, tol=1e-12, maxIter=500)
+    fitted = model.fit(df)
+    reference = glum.GeneralizedLinearRegressor(
+        family="poisson", alpha=lam, l1_ratio=alpha, gradient_tol=1e-12, max_iter=1000
+    ).fit(x, y)
+    zero = np.zeros(n)
+    ours = _objective("poisson", x, y, np.ones(n), zero, fitted.coefficients.toArray(), fitted.intercept, lam, alpha)
+    theirs = _objective("poisson", x, y, np.ones(n), zero, reference.coef_, reference.intercept_, lam, alpha)
+    assert ours <= theirs * (1 + 1e-6)
+
+
+def test_elastic_net_param_is_saved_beside_mllibs(spark, tmp_path):
+    x, y, w, offset = _problem("poisson")
+    df = _frame(spark, x, y, w, offset)
+    model = _estimator("poisson", regParam=0.02, elasticNetParam=1.0).fit(df)
+    assert model.getElasticNetParam() == 1.0
+    path = str(tmp_path / "model")
+    model.save(path)
+    stock = StockModel.load(path)
+    np.testing.assert_array_equal(stock.coefficients.toArray(), model.coefficients.toArray())
+    loaded = GeneralizedLinearRegressionModel.load(path)
+    assert loaded.getElasticNetParam() == 1.0
+    expected = np.array([r.prediction for r in model.transform(df).select("prediction").collect()])
+    np.testing.assert_allclose([r.prediction for r in stock.transform(df).select("prediction").collect()], expected)
+    # served without Spark, the offset read from its column
+    import pandas as pd
+
+    from sparkml import serving
+
+    frame = pd.DataFrame({"features": list(x), "offset": offset})
+    served = serving.PandasModel(serving.load(path)).predict(frame)
+    np.testing.assert_allclose(served["prediction"].to_numpy(), expected, rtol=1e-12)
+
+
+def test_elastic_net_param_out_of_range_is_refused():
+    with pytest.raises(ValueError, match="elasticNetParam"):
+        GeneralizedLinearRegression(elasticNetParam=1.5)._check_params()
