@@ -113,6 +113,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_cv.py --model svc
 	$(PY) benchmarks/bench_cv.py --pipeline
 	$(PY) benchmarks/bench_glr.py
+	$(PY) benchmarks/bench_glr_sparse.py
 	$(PY) benchmarks/bench_kernel_svc.py --sizes 5000,100000 --landmarks auto --strategy auto
 	$(PY) benchmarks/bench_kernel_svc_probability.py
 	$(PY) benchmarks/bench_sparse.py

@@ -132,7 +132,10 @@ CASES = {  # data, estimator, evaluator, foldCol
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+FULL = {"svc-rand-folds", "linear-regression-fold-col", "sparse-linear-regression-fold-col"}  # make test-full
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.full) if c in FULL else c for c in sorted(CASES)])
 def test_cross_validator_converts_once(frames, conversions, case):
     kind, make, evaluator, fold_col = CASES[case]
     estimator = make()
@@ -193,7 +196,7 @@ def test_subset_is_the_conversion_of_the_training_rows(frames, kind):
 
 @pytest.mark.parametrize(
     "fold_col, kwargs",
-    [("fold_double", {}), ("fold", {"classWeight": "balanced"})],
+    [("fold_double", {}), pytest.param("fold", {"classWeight": "balanced"}, marks=pytest.mark.full)],
     ids=["fraction-fold-col", "class-weight"],
 )
 def test_searches_that_cannot_convert_once_convert_each_fold(data, conversions, fold_col, kwargs):
