@@ -41,7 +41,6 @@ import report
 from bench_linear import environment, make_session
 from bench_sparse import hashed_rows
 
-
 SIGNAL = 0.02  # of the hashed columns carry an effect, N(0, 1)
 INTERCEPT = 1.0
 
