@@ -30,6 +30,7 @@ KNOWN_DIRECTIONS = {
     "logLoss": False,
     "rmse": False,
     "mae": False,
+    "deviance": False,  # a generalized linear model's, on the holdout
 }
 
 

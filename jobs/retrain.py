@@ -80,7 +80,7 @@ def load_config(path, overrides, dry_run=False):
         )
     rules = gate.parse(cfg["gate"]["metrics"])
     task = config.task_of(cfg["model"]["estimator"])
-    gate.check_metrics_exist(rules, train.metric_names(task), task)
+    gate.check_metrics_exist(rules, train.metric_names(task, cfg["model"]["estimator"]), task)
     return cfg
 
 
@@ -209,7 +209,7 @@ class Retrain:
         label, weight = self.cfg["data"]["label"], self.cfg["data"]["weight"]
         pred = model.transform(test).cache()
         try:
-            metrics = train.evaluate_predictions(model, pred, self.task, label, weight)
+            metrics = train.evaluate_predictions(model, pred, self.task, label, weight, data=test)
             scores = report.scores(
                 pred, report_task(model, self.task), label, weight_col=weight, prediction_col=model.getPredictionCol()
             )

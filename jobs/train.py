@@ -68,16 +68,17 @@ def build_estimator(cfg, features_col):
 
 def evaluate(model, df, task, label, weight=None):
     """Holdout metrics with stock evaluators: binary AUC/accuracy/f1, multiclass accuracy/f1/logLoss,
-    regression rmse/r2/mae."""
+    regression rmse/r2/mae, and a generalized linear model's deviance (`holdout_deviance`)."""
     pred = model.transform(df).cache()
     try:
-        return evaluate_predictions(model, pred, task, label, weight)
+        return evaluate_predictions(model, pred, task, label, weight, data=df)
     finally:
         pred.unpersist()
 
 
-def evaluate_predictions(model, pred, task, label, weight=None):
-    """`evaluate` on predictions already made (`model.transform(df)`, cached by the caller)."""
+def evaluate_predictions(model, pred, task, label, weight=None, data=None):
+    """`evaluate` on predictions already made (`model.transform(data)`, cached by the caller); ``data`` (the
+    rows before scoring) gives a generalized linear model its deviance."""
     from pyspark.ml.evaluation import (
         BinaryClassificationEvaluator,
         MulticlassClassificationEvaluator,
@@ -87,7 +88,10 @@ def evaluate_predictions(model, pred, task, label, weight=None):
     extra = {"weightCol": weight} if weight else {}
     if task == "regression":
         ev = RegressionEvaluator(labelCol=label, predictionCol=model.getPredictionCol(), **extra)
-        return {m: ev.evaluate(pred, {ev.metricName: m}) for m in ("rmse", "r2", "mae")}
+        metrics = {m: ev.evaluate(pred, {ev.metricName: m}) for m in ("rmse", "r2", "mae")}
+        if data is not None and _is_glm(model):
+            metrics["deviance"] = holdout_deviance(model, data)
+        return metrics
     mc = MulticlassClassificationEvaluator(labelCol=label, predictionCol=model.getPredictionCol(), **extra)
     metrics = {}
     if model.numClasses == 2:
@@ -107,9 +111,26 @@ def evaluate_predictions(model, pred, task, label, weight=None):
     return metrics
 
 
-def metric_names(task):
-    """The holdout metrics `evaluate` may compute for a task ('classification' or 'regression')."""
-    return ("rmse", "r2", "mae") if task == "regression" else ("areaUnderROC", "accuracy", "f1", "logLoss")
+def _is_glm(model):
+    return model.hasParam("family") and model.hasParam("link") and hasattr(model, "evaluate")
+
+
+def holdout_deviance(model, data):
+    """The deviance of a generalized linear model on held-out rows: MLlib's ``evaluate(data).deviance``,
+    sum_i w_i d(y_i, mu_i) of the model's family (with ``offsetCol`` and ``weightCol`` as in training).
+    A sum, so a candidate and a champion compare on the same holdout; smaller is better."""
+    return float(model.evaluate(data).deviance)
+
+
+GLM_ESTIMATORS = ("GeneralizedLinearRegression",)
+
+
+def metric_names(task, estimator=None):
+    """The holdout metrics `evaluate` may compute for a task ('classification' or 'regression') and, when
+    given, the estimator's config name (a generalized linear model adds ``deviance``)."""
+    if task != "regression":
+        return ("areaUnderROC", "accuracy", "f1", "logLoss")
+    return ("rmse", "r2", "mae", "deviance") if estimator in GLM_ESTIMATORS else ("rmse", "r2", "mae")
 
 
 def _json_value(v):
