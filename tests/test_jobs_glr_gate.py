@@ -87,8 +87,9 @@ def test_a_poisson_model_is_gated_on_its_holdout_deviance(spark, claims, tmp_pat
     assert retrain.main(["--config", strict, "--window", "2"], spark=spark) == 0
     third = decision(tmp_path, "2", 3)
     assert third["decision"]["outcome"] == "rejected"
-    assert f"deviance {third['metrics']['candidate']['deviance']:.4f} is above the threshold 1.0000" in (
-        third["decision"]["reason"]
+    assert (
+        f"deviance {third['metrics']['candidate']['deviance']:.4f} is above the threshold 1.0000"
+        in (third["decision"]["reason"])
     )
 
 
