@@ -145,6 +145,7 @@ def test_tweedie_is_mllibs(spark, variance_power, link_power):
     df.unpersist()
 
 
+@pytest.mark.compat
 def test_outputs_and_model_files_are_mllibs(spark, tmp_path):
     df = _frame(spark, "poisson", "log")
     params = dict(family="poisson", offsetCol="offset", linkPredictionCol="eta")
@@ -258,6 +259,7 @@ def test_apache_sparks_doctest_passes_with_the_import_swapped(spark, tmp_path):
     assert runner.tries == len(test.examples) and runner.failures == 0
 
 
+@pytest.mark.compat
 def test_apache_sparks_regression_test_passes_with_the_import_swapped(spark, tmp_path):
     """Apache Spark's ``test_generalized_linear_regression`` (python/pyspark/ml/tests/test_regression.py): its
     data, Params and expected numbers, with this library's classes."""

@@ -13,7 +13,6 @@ from pyspark.ml.regression import GeneralizedLinearRegressionModel as StockModel
 from sparkml.glm import estimator as glr_estimator
 from sparkml.regression import GeneralizedLinearRegression, GeneralizedLinearRegressionModel
 
-glum = pytest.importorskip("glum")
 N, D = 2000, 6
 BETA = np.array([0.4, -0.3, 0.0, 0.2, 0.0, -0.1])
 
@@ -39,8 +38,13 @@ def _frame(spark, x, y, w, offset):
     return spark.createDataFrame(rows, ["features", "label", "w", "offset"])
 
 
+def _glum():
+    """glum, a test dependency (the compatibility runs on older Spark lines go without it)."""
+    return pytest.importorskip("glum")
+
+
 def _glum_family(family):
-    return glum.TweedieDistribution(1.5) if family == "tweedie" else family
+    return _glum().TweedieDistribution(1.5) if family == "tweedie" else family
 
 
 def _estimator(family, **kwargs):
@@ -74,9 +78,13 @@ def test_elastic_net_reaches_glums_minimum(spark, family, lam, alpha):
     model = _estimator(family, regParam=lam, elasticNetParam=alpha, tol=1e-12, maxIter=500).fit(
         _frame(spark, x, y, w, offset)
     )
-    reference = glum.GeneralizedLinearRegressor(
-        family=_glum_family(family), link="log", alpha=lam, l1_ratio=alpha, gradient_tol=1e-12, max_iter=1000
-    ).fit(x, y, sample_weight=w, offset=offset)
+    reference = (
+        _glum()
+        .GeneralizedLinearRegressor(
+            family=_glum_family(family), link="log", alpha=lam, l1_ratio=alpha, gradient_tol=1e-12, max_iter=1000
+        )
+        .fit(x, y, sample_weight=w, offset=offset)
+    )
     ours = _objective(family, x, y, w, offset, model.coefficients.toArray(), model.intercept, lam, alpha)
     theirs = _objective(family, x, y, w, offset, reference.coef_, reference.intercept_, lam, alpha)
     assert ours <= theirs * (1 + 1e-6)
@@ -124,15 +132,18 @@ def test_wider_than_mllib_sparse(spark):
     lam, alpha = 0.01, 0.5
     model = GeneralizedLinearRegression(family="poisson", regParam=lam, elasticNetParam=alpha, tol=1e-12, maxIter=500)
     fitted = model.fit(df)
-    reference = glum.GeneralizedLinearRegressor(
-        family="poisson", alpha=lam, l1_ratio=alpha, gradient_tol=1e-12, max_iter=1000
-    ).fit(x, y)
+    reference = (
+        _glum()
+        .GeneralizedLinearRegressor(family="poisson", alpha=lam, l1_ratio=alpha, gradient_tol=1e-12, max_iter=1000)
+        .fit(x, y)
+    )
     zero = np.zeros(n)
     ours = _objective("poisson", x, y, np.ones(n), zero, fitted.coefficients.toArray(), fitted.intercept, lam, alpha)
     theirs = _objective("poisson", x, y, np.ones(n), zero, reference.coef_, reference.intercept_, lam, alpha)
     assert ours <= theirs * (1 + 1e-6)
 
 
+@pytest.mark.compat
 def test_elastic_net_param_is_saved_beside_mllibs(spark, tmp_path):
     x, y, w, offset = _problem("poisson")
     df = _frame(spark, x, y, w, offset)
@@ -159,3 +170,40 @@ def test_elastic_net_param_is_saved_beside_mllibs(spark, tmp_path):
 def test_elastic_net_param_out_of_range_is_refused():
     with pytest.raises(ValueError, match="elasticNetParam"):
         GeneralizedLinearRegression(elasticNetParam=1.5)._check_params()
+
+
+@pytest.mark.parametrize(
+    "solver, extra",
+    [("irls", dict(regParam=0.01, tol=0.0, maxIter=8)), ("owlqn", dict(regParam=0.01, elasticNetParam=0.5, maxIter=8))],
+)
+def test_a_fit_resumed_from_a_checkpoint_ends_at_the_uninterrupted_model(spark, tmp_path, solver, extra):
+    """MLlib's IRLS and the penalized fits (OWL-QN here) checkpoint every checkpointInterval iterations; a fit
+    that finds the checkpoint a killed fit left resumes from it and ends at the uninterrupted fit's model."""
+    import os
+    import shutil
+
+    df = _frame(spark, *_problem("poisson"))
+    directory, copy = str(tmp_path / "checkpoints"), str(tmp_path / "copy")
+
+    def make():
+        return _estimator("poisson", checkpointDir=directory, checkpointInterval=2, **extra)
+
+    def keep(event):  # what a fit killed in its iteration 5 leaves behind
+        if event.iteration == 5:
+            shutil.copytree(directory, copy)
+
+    reference = make()._add_iteration_callback(keep).fit(df)
+    assert not os.path.exists(directory)  # removed once the fit succeeded
+    assert os.listdir(copy) == ["iteration-000004"] and reference.summary.numIterations > 5
+    os.rename(copy, directory)
+    seen = []
+    resumed = make()._add_iteration_callback(lambda event: seen.append(event.iteration)).fit(df)
+    assert seen[0] == 5  # iterations 1 to 4 came from the checkpoint
+    np.testing.assert_allclose(resumed.coefficients.toArray(), reference.coefficients.toArray(), rtol=0, atol=1e-12)
+    assert resumed.intercept == pytest.approx(reference.intercept, abs=1e-12)
+    assert resumed.summary.numIterations == reference.summary.numIterations
+    assert not os.path.exists(directory)
+    if solver == "irls":  # the standard errors of the last weighted least-squares solve, as uninterrupted
+        np.testing.assert_allclose(
+            resumed.summary.coefficientStandardErrors, reference.summary.coefficientStandardErrors, rtol=1e-12
+        )

@@ -17,6 +17,7 @@ driver. Unlike MLlib's, the fit has no limit on the number of features beyond th
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,7 +31,7 @@ from sparkml.glm import penalized
 from sparkml.glm.irls import irls
 from sparkml.glm.model import GeneralizedLinearRegressionModel, _Params, family_and_link
 from sparkml.gpu.glm import FAMILIES, LINKS, DevianceLoss, IRLSPass
-from sparkml.optim.iterations import TrainingSummary
+from sparkml.optim.iterations import Iteration, TrainingSummary
 from sparkml.param_table import Rule, choice_of
 from sparkml.strategies import table as strategy_table
 
@@ -166,6 +167,7 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
         def one_pass(coef, initial):
             return strategy.loss_gradient_hessian(coef, loss=passes[initial])
 
+        checkpoint = self._checkpoint(s)
         result = irls(
             one_pass,
             d,
@@ -175,11 +177,33 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
             max_iter=self.getMaxIter(),
             tol=self.getTol(),
             identity_gaussian=family.name == "gaussian" and link.name == "identity",
+            progress=self._irls_progress(),
+            checkpoint=checkpoint,
         )
+        if checkpoint is not None:
+            checkpoint.remove()  # the fit succeeded, as MLlib removes its checkpoint files
         model = GeneralizedLinearRegressionModel(DenseVector(result.coefficients), result.intercept)
         model._diag_inv_atwa = result.diag_inv_atwa
         record = TrainingSummary(result.deviance_history or [0.0], result.iterations)
         return self._fitted(model, [record], data.source)
+
+    def _irls_progress(self):
+        """IRLS's per-iteration report (``irls``' ``progress``) as the fit's ``Iteration`` events: the deviance
+        at the coefficients the iteration started from, and the largest coefficient change it made."""
+        progress, name, last = self._progress(), type(self).__name__, [time.perf_counter()]
+
+        def report(iteration, deviance, step):
+            now = time.perf_counter()
+            detail = f"largest coefficient change {step:.3e}"
+            progress(Iteration(name, "IRLS iteration", iteration, deviance, None, now - last[0], detail))
+            last[0] = now
+
+        return report
+
+    def _checkpoint_refusal(self):
+        """None: both of its strategies checkpoint, IRLS on the driver and the quasi-Newton fits as the linear
+        estimators' do."""
+        return None
 
     def _quasi_newton(self, d):
         """Whether the fit minimizes the penalized deviance by L-BFGS / OWL-QN rather than MLlib's IRLS: with an L1
@@ -198,6 +222,7 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
             np.zeros((1, d)), [penalized.start_intercept(s, d, family, link, has_offset) if fit_intercept else 0.0]
         )
         max_iter = self.getMaxIter() if self.isSet("maxIter") else penalized.DEFAULT_MAX_ITER
+        checkpoint = self._checkpoint(s, theta0)
         theta, record = strategy.minimize(
             objective,
             theta0,
@@ -207,7 +232,10 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
             owlqn=lam * alpha > 0,
             last_pass=last_pass,
             progress=self._progress(),
+            checkpoint=checkpoint,
         )
+        if checkpoint is not None:
+            checkpoint.remove()
         beta, b = objective.to_original(theta)
         model = GeneralizedLinearRegressionModel(DenseVector(beta[0]), float(b[0]))
         model._diag_inv_atwa = None  # no standard errors: MLlib's summary says so, as for its other solvers

@@ -78,25 +78,45 @@ def weighted_least_squares(sums, d, has_offset, *, fit_intercept, reg_param, ini
     return solution.coefficients, solution.intercept, solution.diag_inv_atwa
 
 
-def irls(passes, d, has_offset, *, fit_intercept, reg_param, max_iter, tol, identity_gaussian, progress=None):
+def irls(
+    passes,
+    d,
+    has_offset,
+    *,
+    fit_intercept,
+    reg_param,
+    max_iter,
+    tol,
+    identity_gaussian,
+    progress=None,
+    checkpoint=None,
+):
     """``IRLSResult``: MLlib's IRLS (module docstring). ``passes(coef, initial)``: one distributed pass's sums at
-    coef = [beta, (1 for the offset column), b]; ``progress(iteration, deviance, step)``: called per iteration."""
+    coef = [beta, (1 for the offset column), b]; ``progress(iteration, deviance, step)``: called per iteration.
+    ``checkpoint``: an ``optim.checkpoint.Checkpoint`` (or None): every ``checkpointInterval`` iterations that did
+    not converge write the coefficients, the iteration count and the deviance history; a fit that finds one
+    resumes from it, with the iterates and history an uninterrupted fit has."""
 
     def coef_of(beta, b):
         return np.concatenate([beta, [1.0] if has_offset else [], [b]])
 
-    beta, b, diag = weighted_least_squares(
-        passes(coef_of(np.zeros(d), 0.0), True),
-        d,
-        has_offset,
-        fit_intercept=fit_intercept,
-        reg_param=reg_param,
-        initial=True,
-    )
-    if identity_gaussian:
-        return IRLSResult(beta, b, 1, diag)
-    history: list[float] = []
-    iteration = 0
+    resume = checkpoint.resume if checkpoint is not None else None
+    if resume is not None and not identity_gaussian:
+        beta, b, diag = resume["beta"], float(resume["intercept"]), resume.get("diag")
+        history: list[float] = list(resume["history"])
+        iteration = int(resume["iteration"])
+    else:
+        beta, b, diag = weighted_least_squares(
+            passes(coef_of(np.zeros(d), 0.0), True),
+            d,
+            has_offset,
+            fit_intercept=fit_intercept,
+            reg_param=reg_param,
+            initial=True,
+        )
+        if identity_gaussian:
+            return IRLSResult(beta, b, 1, diag)
+        history, iteration = [], 0
     while iteration < max_iter:
         sums = passes(coef_of(beta, b), False)
         history.append(float(sums[0][1]))  # the deviance at the coefficients this step starts from
@@ -110,4 +130,9 @@ def irls(passes, d, has_offset, *, fit_intercept, reg_param, max_iter, tol, iden
             progress(iteration, history[-1], step)
         if step < tol:
             break
+        if checkpoint is not None:
+            state = {"beta": beta, "intercept": b, "iteration": iteration, "history": list(history)}
+            if diag is not None:
+                state["diag"] = diag
+            checkpoint.snapshot(iteration, lambda state=state: state)
     return IRLSResult(beta, b, iteration, diag, history)
