@@ -87,8 +87,10 @@ def test_connect_summaries_are_mllibs(connect_results, case):
     got = connect_results["summaries"][case]
     for label in ("training", "evaluate"):
         assert got[label]["instances"] == [True, True]
-        assert got[label]["diffs"] == {} and got[label]["compared"] >= 15, got[label]["diffs"]
-    np.testing.assert_allclose(*got["objectiveHistory"], rtol=1e-9, atol=1e-12)
+        members = 12 if case == "glr_poisson" and label == "evaluate" else 15  # GLR's evaluation summary has 12
+        assert got[label]["diffs"] == {} and got[label]["compared"] >= members, got[label]["diffs"]
+    if case != "glr_poisson":  # IRLS reports numIterations, a member the walk compared
+        np.testing.assert_allclose(*got["objectiveHistory"], rtol=1e-9, atol=1e-12)
 
 
 def test_connect_interrupt_ends_a_barrier_fit_as_cancelled(connect_results):

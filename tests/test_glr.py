@@ -323,3 +323,23 @@ def test_estimates_and_standard_errors_are_statsmodels(spark, family, link):
     np.testing.assert_allclose(ours.summary.coefficientStandardErrors, reference.bse, rtol=1e-5)
     assert ours.summary.dispersion == pytest.approx(reference.scale, rel=1e-6)
     df.unpersist()
+
+
+@pytest.mark.parametrize("family,link", [("poisson", "log"), ("gamma", "log")])
+def test_the_summary_built_without_mllibs_training_summary_class_is_mllibs(spark, family, link):
+    """Where the JVM's GeneralizedLinearRegressionTrainingSummary cannot be built (Spark Connect), the summary is
+    MLlib's evaluation plus this fit's standard errors: the same numbers as MLlib's training summary, here both
+    in one classic session (normal p-values for poisson, Student's t for gamma)."""
+    from pyspark.ml.regression import GeneralizedLinearRegressionTrainingSummary as Stock
+
+    df = _frame(spark, family, link, seed=23)
+    model = GeneralizedLinearRegression(family=family, link=link, weightCol="w", offsetCol="offset").fit(df)
+    jvm = model.summary
+    built = model._summary_from_evaluation(model._summaries[0], df)
+    assert isinstance(built, Stock)
+    assert (built.numIterations, built.solver) == (jvm.numIterations, jvm.solver) and built.numIterations > 1
+    for name in ("coefficientStandardErrors", "tValues", "pValues"):
+        np.testing.assert_allclose(getattr(built, name), getattr(jvm, name), rtol=1e-9, atol=1e-15, err_msg=name)
+    for name in ("dispersion", "deviance", "nullDeviance", "aic", "residualDegreeOfFreedom", "rank"):
+        assert getattr(built, name) == pytest.approx(getattr(jvm, name), rel=1e-12), name
+    df.unpersist()

@@ -131,6 +131,58 @@ class LinearRegressionTrainingSummary(_OptimizerRecord, _regression.LinearRegres
         return float(row[0])
 
 
+class GeneralizedLinearRegressionTrainingSummary(_regression.GeneralizedLinearRegressionTrainingSummary):
+    """pyspark.ml's GLR training summary where MLlib cannot build it (Spark Connect: the server's copy of the
+    model has no parent estimator, no training summary): MLlib's evaluation of the stock model on the training
+    rows, with IRLS's iteration count, solver and D = diag((A^T W A)^-1) from the fit and MLlib's formulas,
+
+        coefficientStandardErrors_j = sqrt(dispersion D_j),  tValues_j = estimate_j / se_j,
+        pValues_j = 2 (1 - Phi(|t_j|)) (binomial, poisson) or 2 (1 - F_t(|t_j|; residualDegreeOfFreedom)),
+
+    for the coefficients, then the intercept. Without D (the L-BFGS / OWL-QN fits) they raise as MLlib's do."""
+
+    _numIterations: int
+    _solver: str
+    _diag_inv_atwa: np.ndarray | None
+    _estimate: np.ndarray  # the coefficients, then the intercept when fitted
+    _family_name: str  # the family, lower case
+
+    @property
+    def numIterations(self) -> int:
+        return self._numIterations
+
+    @property
+    def solver(self) -> str:
+        return self._solver
+
+    def _need_standard_errors(self):
+        if self._diag_inv_atwa is None:
+            from pyspark.errors import UnsupportedOperationException
+
+            raise UnsupportedOperationException(
+                "No Std. Error of coefficients available for this GeneralizedLinearRegressionModel"
+            )
+
+    @property
+    def coefficientStandardErrors(self) -> list[float]:
+        self._need_standard_errors()
+        return list(np.sqrt(np.asarray(self._diag_inv_atwa) * self.dispersion))
+
+    @property
+    def tValues(self) -> list[float]:
+        self._need_standard_errors()
+        return list(self._estimate / np.asarray(self.coefficientStandardErrors))
+
+    @property
+    def pValues(self) -> list[float]:
+        from scipy.stats import norm, t
+
+        t_abs = np.abs(self.tValues)
+        if self._family_name in ("binomial", "poisson"):
+            return list(2.0 * (1.0 - norm.cdf(t_abs)))
+        return list(2.0 * (1.0 - t.cdf(t_abs, self.residualDegreeOfFreedom)))
+
+
 class KernelSVCSummary(_BinaryClassificationSummary):
     """A two-class KernelSVC's evaluation: pyspark.ml's binary classification summary, score =
     ``rawPrediction`` (the decision value)."""

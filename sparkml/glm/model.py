@@ -126,10 +126,8 @@ class GeneralizedLinearRegressionModel(
         from pyspark import SparkContext
 
         sc: Any = SparkContext._active_spark_context
-        if sc is None:
-            raise RuntimeError(
-                "the training summary of a GeneralizedLinearRegressionModel needs a classic SparkSession"
-            )
+        if sc is None or not hasattr(dataset, "_jdf"):  # Spark Connect
+            return self._summary_from_evaluation(record, dataset)
         stock = self.toSpark()
         diag = self._diag_inv_atwa if self._diag_inv_atwa is not None else np.zeros(1)
         array = sc._gateway.new_array(sc._jvm.double, len(diag))
@@ -140,3 +138,24 @@ class GeneralizedLinearRegressionModel(
         summary: Any = GeneralizedLinearRegressionTrainingSummary(java)
         summary.__source_transformer__ = stock  # keeps a Spark Connect server's model alive with the summary
         return summary
+
+    def _summary_from_evaluation(self, record, dataset):
+        """The training summary as MLlib's evaluation of the stock model on the training rows plus this fit's
+        iterations, solver and standard errors (``sparkml.base.summary``): where the JVM's training summary
+        class cannot be reached (Spark Connect)."""
+        from sparkml.base.summary import GeneralizedLinearRegressionTrainingSummary, training_summary
+
+        estimate = self._coefficients.toArray()
+        if self.getFitIntercept():
+            estimate = np.append(estimate, self._intercept)
+        return training_summary(
+            GeneralizedLinearRegressionTrainingSummary,
+            self.toSpark(),
+            dataset,
+            record,
+            _numIterations=int(record.totalIterations),
+            _solver=self.getSolver(),
+            _diag_inv_atwa=self._diag_inv_atwa,
+            _estimate=estimate,
+            _family_name=self.getFamily().lower(),
+        )

@@ -96,7 +96,15 @@ SUMMARY_CASES = [  # (name, estimator, params, training summary class, evaluatio
         "regression.LinearRegressionTrainingSummary",
         "regression.LinearRegressionSummary",
     ),
+    (
+        "glr_poisson",
+        "GeneralizedLinearRegression",
+        {"family": "poisson", "link": "log", "tol": 1e-10},
+        "regression.GeneralizedLinearRegressionTrainingSummary",
+        "regression.GeneralizedLinearRegressionSummary",
+    ),
 ]
+REGRESSORS = ("LinearRegression", "GeneralizedLinearRegression")
 
 
 def summary_walks(df):
@@ -111,7 +119,7 @@ def summary_walks(df):
     for name, est_name, params, training_cls, evaluation_cls in SUMMARY_CASES:
         ours = estimator(est_name, {**params, "dtype": "float64"}).fit(train)
         stock_module = importlib.import_module(
-            f"pyspark.ml.{'regression' if est_name == 'LinearRegression' else 'classification'}"
+            f"pyspark.ml.{'regression' if est_name in REGRESSORS else 'classification'}"
         )
         theirs = getattr(stock_module, est_name)(**params).fit(train)
         case = {}
@@ -123,7 +131,11 @@ def summary_walks(df):
             cls = getattr(importlib.import_module(f"pyspark.ml.{module}"), cls_attr)
             diffs, compared = summary_differences(*pair, cls)
             case[label] = {"instances": [isinstance(s, cls) for s in pair], "diffs": diffs, "compared": compared}
-        case["objectiveHistory"] = [training_summary(ours).objectiveHistory, training_summary(theirs).objectiveHistory]
+        if est_name != "GeneralizedLinearRegression":  # IRLS's record is numIterations, walked above
+            case["objectiveHistory"] = [
+                training_summary(ours).objectiveHistory,
+                training_summary(theirs).objectiveHistory,
+            ]
         out[name] = case
     return out
 
@@ -132,7 +144,7 @@ def estimator(name, params):
     import sparkml.classification
     import sparkml.regression
 
-    module = sparkml.regression if name == "LinearRegression" else sparkml.classification
+    module = sparkml.regression if name in REGRESSORS else sparkml.classification
     return getattr(module, name)(**params)
 
 
