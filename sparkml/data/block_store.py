@@ -143,6 +143,19 @@ class PartitionWriter:
             f.close()
         shutil.rmtree(self.staging, ignore_errors=True)
 
+    def finish(self, keep):
+        """``commit`` when ``keep`` (the partition's rows are good), else ``abort``."""
+        return self.commit() if keep else self.abort()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        """An exception while writing (a bad batch, a killed task) leaves nothing behind."""
+        if exc_type is not None:
+            self.abort()
+        return False
+
 
 def _load_all(directory):
     """{name: ndarray} of a committed partition. Mode "c": a copy-on-write map, writable for

@@ -157,50 +157,45 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
     invalid_folds = 0
     writer = block_store.PartitionWriter(dataset_id, partition)
     try:
-        if sparse:  # CSR needs the whole partition (row offsets); sparse partitions are small
-            batches = [b for b in batches if b.num_rows]
-            if batches:
-                y, w = stats.labels(_concat(batches, "y"), _concat(batches, "w"))
-                column = _concat(batches, "x")
-                x, sizes, invalid = _sparse_rows(column, dtype)
-                if offset_col and x is not None:
-                    d = max(sizes)
-                    x, sizes = _with_sparse_offset(x, _offsets(_concat(batches, "o"), offset_col), d), {d + 1}
-                stats.features(x, w, sizes, column.null_count, invalid)
-                if not stats.has_problems():
-                    indptr, indices, values = x
-                    arrays = [("indptr", indptr), ("indices", indices), ("values", values)]
-                    arrays += [("shape", np.array([len(y), max(sizes)])), ("y", y), ("w", w)]
-                    if folds:
-                        fold = _fold_ids(_concat(batches, "f"))
-                        arrays.append(("fold", fold))
-                        invalid_folds += int(np.count_nonzero(fold == INVALID_FOLD))
-                    for name, array in arrays:
-                        writer.append(name, array)
-        else:
-            for batch in batches:
-                if not batch.num_rows:
-                    continue
-                y, w = stats.labels(batch.column("y"), batch.column("w"))
-                x, sizes, nulls = _dense_rows(batch.column("x"), dtype)
-                if offset_col and x is not None:
-                    x, sizes = _with_dense_offset(x, _offsets(batch.column("o"), offset_col)), {x.shape[1] + 1}
-                stats.features(x, w, sizes, nulls)
-                if not stats.has_problems():  # after a problem: keep counting, stop writing
-                    writer.append("x", x)
-                    writer.append("y", y)
-                    writer.append("w", w)
-                    if folds:
-                        fold = _fold_ids(batch.column("f"))
-                        writer.append("fold", fold)
-                        invalid_folds += int(np.count_nonzero(fold == INVALID_FOLD))
-        if stats.rows and not stats.has_problems():
-            writer.commit()
-        else:
-            writer.abort()
-    except BaseException:
-        writer.abort()
-        raise
+        with writer:
+            if sparse:  # CSR needs the whole partition (row offsets); sparse partitions are small
+                batches = [b for b in batches if b.num_rows]
+                if batches:
+                    y, w = stats.labels(_concat(batches, "y"), _concat(batches, "w"))
+                    column = _concat(batches, "x")
+                    x, sizes, invalid = _sparse_rows(column, dtype)
+                    if offset_col and x is not None:
+                        d = max(sizes)
+                        x, sizes = _with_sparse_offset(x, _offsets(_concat(batches, "o"), offset_col), d), {d + 1}
+                    stats.features(x, w, sizes, column.null_count, invalid)
+                    if not stats.has_problems():
+                        indptr, indices, values = x
+                        arrays = [("indptr", indptr), ("indices", indices), ("values", values)]
+                        arrays += [("shape", np.array([len(y), max(sizes)])), ("y", y), ("w", w)]
+                        if folds:
+                            fold = _fold_ids(_concat(batches, "f"))
+                            arrays.append(("fold", fold))
+                            invalid_folds += int(np.count_nonzero(fold == INVALID_FOLD))
+                        for name, array in arrays:
+                            writer.append(name, array)
+            else:
+                for batch in batches:
+                    if not batch.num_rows:
+                        continue
+                    y, w = stats.labels(batch.column("y"), batch.column("w"))
+                    x, sizes, nulls = _dense_rows(batch.column("x"), dtype)
+                    if offset_col and x is not None:
+                        x, sizes = _with_dense_offset(x, _offsets(batch.column("o"), offset_col)), {x.shape[1] + 1}
+                    stats.features(x, w, sizes, nulls)
+                    if not stats.has_problems():  # after a problem: keep counting, stop writing
+                        writer.append("x", x)
+                        writer.append("y", y)
+                        writer.append("w", w)
+                        if folds:
+                            fold = _fold_ids(batch.column("f"))
+                            writer.append("fold", fold)
+                            invalid_folds += int(np.count_nonzero(fold == INVALID_FOLD))
+            writer.finish(stats.rows > 0 and not stats.has_problems())
     finally:
         warm.join()
     info, moments = stats.info()

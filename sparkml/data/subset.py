@@ -33,8 +33,7 @@ def subset_partition(source, target, partition, rows, exclude):
     fold ``exclude`` as dataset ``target``'s; returns (rows written, info, moments): the conversion's statistics
     row (``convert.STATS_SCHEMA``) for them."""
     stats = PartitionStats()
-    writer = block_store.PartitionWriter(target, partition)
-    try:
+    with block_store.PartitionWriter(target, partition) as writer:
         if rows:
             arrays = block_store.partition_arrays(source, partition)
             keep = np.asarray(arrays["fold"]) != exclude
@@ -59,13 +58,7 @@ def subset_partition(source, target, partition, rows, exclude):
                 writer.append("shape", np.array([len(y), d]))
                 writer.append("y", y)
                 writer.append("w", w)
-        if stats.rows:
-            writer.commit()
-        else:
-            writer.abort()
-    except BaseException:
-        writer.abort()
-        raise
+        writer.finish(stats.rows > 0)
     info, moments = stats.info()
     info.update(partition=partition, store=block_store.store_key(), bytes=writer.nbytes)
     return stats.rows, info, moments
