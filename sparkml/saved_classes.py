@@ -268,6 +268,7 @@ _GENERALIZED_LINEAR_REGRESSION = SavedClass(
     {
         **_TRAINING,
         **_strings("family", "link", "linkPredictionCol", "solver", "offsetCol"),
+        "elasticNetParam": to_float,  # this library's, saved beside MLlib's Params
         "variancePower": to_float,
         "linkPower": to_float,
     },
