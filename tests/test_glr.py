@@ -145,7 +145,6 @@ def test_tweedie_is_mllibs(spark, variance_power, link_power):
     df.unpersist()
 
 
-@pytest.mark.compat
 def test_outputs_and_model_files_are_mllibs(spark, tmp_path):
     df = _frame(spark, "poisson", "log")
     params = dict(family="poisson", offsetCol="offset", linkPredictionCol="eta")

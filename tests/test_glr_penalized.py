@@ -174,7 +174,11 @@ def test_elastic_net_param_out_of_range_is_refused():
 
 @pytest.mark.parametrize(
     "solver, extra",
-    [("irls", dict(regParam=0.01, tol=0.0, maxIter=8)), ("owlqn", dict(regParam=0.01, elasticNetParam=0.5, maxIter=8))],
+    [
+        ("irls", dict(regParam=0.01, tol=0.0, maxIter=8)),
+        # the linear estimators' checkpoint path, tested with them in test_checkpoint.py
+        pytest.param("owlqn", dict(regParam=0.01, elasticNetParam=0.5, maxIter=8), marks=pytest.mark.full),
+    ],
 )
 def test_a_fit_resumed_from_a_checkpoint_ends_at_the_uninterrupted_model(spark, tmp_path, solver, extra):
     """MLlib's IRLS and the penalized fits (OWL-QN here) checkpoint every checkpointInterval iterations; a fit
