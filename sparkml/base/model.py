@@ -118,6 +118,13 @@ class HasCoefficientVector:
     def _margin(self, value):
         return float(self._coefficients.dot(value) + self._intercept)
 
+    def _estimates(self):
+        """The coefficients, then the intercept when one is fitted: the order of MLlib's summaries' standard
+        errors, t and p values."""
+        estimate = self._coefficients.toArray()
+        fits_intercept = self.getFitIntercept()  # type: ignore[attr-defined]  # the models' fitIntercept Param
+        return np.append(estimate, self._intercept) if fits_intercept else estimate
+
 
 class ConvertsToStock:
     """``toSpark``: the stock pyspark.ml model; ``evaluate`` and ``transform`` through it. Subclasses set

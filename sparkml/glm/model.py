@@ -145,9 +145,6 @@ class GeneralizedLinearRegressionModel(
         class cannot be reached (Spark Connect)."""
         from sparkml.base.summary import GeneralizedLinearRegressionTrainingSummary, training_summary
 
-        estimate = self._coefficients.toArray()
-        if self.getFitIntercept():
-            estimate = np.append(estimate, self._intercept)
         return training_summary(
             GeneralizedLinearRegressionTrainingSummary,
             self.toSpark(),
@@ -156,6 +153,6 @@ class GeneralizedLinearRegressionModel(
             _numIterations=int(record.totalIterations),
             _solver=self.getSolver(),
             _diag_inv_atwa=self._diag_inv_atwa,
-            _estimate=estimate,
+            _estimate=self._estimates(),
             _family_name=self.getFamily().lower(),
         )

@@ -370,9 +370,6 @@ class LinearRegressionModel(
     _diag_inv_atwa = None  # the normal solver's diag((A^T W A)^-1), for the summary's standard errors
 
     def _training_summary(self, record, dataset):
-        estimate = self._coefficients.toArray()
-        if self.getFitIntercept():
-            estimate = np.append(estimate, self._intercept)
         weight = self.getOrDefault("weightCol") if self.isDefined("weightCol") else None
         return training_summary(
             LinearRegressionTrainingSummary,
@@ -380,6 +377,6 @@ class LinearRegressionModel(
             dataset,
             record,
             _diag_inv_atwa=self._diag_inv_atwa,
-            _estimate=estimate,
+            _estimate=self._estimates(),
             _weight_col=weight or None,
         )
