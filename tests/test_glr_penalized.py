@@ -211,3 +211,29 @@ def test_a_fit_resumed_from_a_checkpoint_ends_at_the_uninterrupted_model(spark, 
         np.testing.assert_allclose(
             resumed.summary.coefficientStandardErrors, reference.summary.coefficientStandardErrors, rtol=1e-12
         )
+
+
+def test_a_checkpoint_of_other_coefficients_is_refused(tmp_path):
+    """A checkpoint whose coefficients do not fit the data (a damaged or foreign file) is refused by name, before
+    any pass."""
+    from sparkml.glm.irls import irls
+    from sparkml.optim.checkpoint import Checkpoint
+
+    checkpoint = Checkpoint(str(tmp_path / "ck"), 1, {"estimator": "x"}, "GeneralizedLinearRegression")
+    checkpoint.resume = {"beta": np.zeros(3), "intercept": 0.0, "iteration": 2, "history": [1.0, 0.5]}
+
+    def no_pass(coef, initial):
+        raise AssertionError("a pass ran")
+
+    with pytest.raises(ValueError, match=r"holds 3 coefficients, this fit has 5 features"):
+        irls(
+            no_pass,
+            5,
+            False,
+            fit_intercept=True,
+            reg_param=0.0,
+            max_iter=10,
+            tol=1e-6,
+            identity_gaussian=False,
+            checkpoint=checkpoint,
+        )

@@ -103,6 +103,11 @@ def irls(
     resume = checkpoint.resume if checkpoint is not None else None
     if resume is not None and not identity_gaussian:
         beta, b, diag = resume["beta"], float(resume["intercept"]), resume.get("diag")
+        if beta.shape != (d,):
+            raise ValueError(
+                f"cannot resume from the checkpoint in {checkpoint.directory}: it holds {beta.size} coefficients, "
+                f"this fit has {d} features. Remove it or set another checkpointDir to start afresh"
+            )
         history: list[float] = list(resume["history"])
         iteration = int(resume["iteration"])
     else:
