@@ -5,7 +5,7 @@ search that cannot convert once (a fraction or an out-of-range ``foldCol``, ``cl
 
 import numpy as np
 import pytest
-from pyspark.ml.evaluation import BinaryClassificationEvaluator, RegressionEvaluator
+from pyspark.ml.evaluation import BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator
 from pyspark.ml.linalg import Vectors, VectorUDT
 from pyspark.ml.tuning import CrossValidator as StockCrossValidator
 from pyspark.ml.tuning import TrainValidationSplit as StockTrainValidationSplit
@@ -16,7 +16,7 @@ from support.helpers import coefficient_vector
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.data.training_data import TrainingData
 from sparkml.regression import LinearRegression
-from sparkml.tuning import CrossValidator, ParamGridBuilder, TrainValidationSplit
+from sparkml.tuning import CrossValidator, ParamGridBuilder, TrainValidationSplit, scores
 
 N, D = 2400, 6
 
@@ -81,6 +81,20 @@ def conversions(monkeypatch):
     return calls
 
 
+@pytest.fixture
+def scored_from_blocks(monkeypatch):
+    """The folds whose validation rows were scored where the search's conversion stored them (their fold ids)."""
+    folds = []
+    original = scores._metrics_from_blocks
+
+    def counted(plan, evaluator, blocks, weight):
+        folds.append(blocks.fold)
+        return original(plan, evaluator, blocks, weight)
+
+    monkeypatch.setattr(scores, "_metrics_from_blocks", counted)
+    return folds
+
+
 def _grid(estimator, values=(0.002, 0.05, 0.4)):
     builder = ParamGridBuilder().addGrid(estimator.regParam, list(values))
     if estimator.hasParam("elasticNetParam") and not isinstance(estimator, LinearSVC):
@@ -89,7 +103,8 @@ def _grid(estimator, values=(0.002, 0.05, 0.4)):
 
 
 def _same_search(ours, theirs):
-    np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-9)
+    # ours scores the validation rows from the stored copy: features rounded to float32 (relative 6e-8)
+    np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-7)
     np.testing.assert_allclose(coefficient_vector(ours.bestModel), coefficient_vector(theirs.bestModel), rtol=1e-9)
     for fold_ours, fold_theirs in zip(ours.subModels, theirs.subModels):
         for a, b in zip(fold_ours, fold_theirs):
@@ -129,6 +144,12 @@ CASES = {  # data, estimator, evaluator, foldCol
         lambda: RegressionEvaluator(labelCol="y"),
         "fold",
     ),
+    "logistic-weighted-log-loss": (
+        "dense",
+        lambda: LogisticRegression(weightCol="w", family="multinomial"),
+        lambda: MulticlassClassificationEvaluator(weightCol="w", metricName="logLoss"),
+        "",
+    ),
 }
 
 
@@ -136,7 +157,7 @@ FULL = {"svc-rand-folds", "linear-regression-fold-col", "sparse-linear-regressio
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.full) if c in FULL else c for c in sorted(CASES)])
-def test_cross_validator_converts_once(frames, conversions, case):
+def test_cross_validator_converts_once(frames, conversions, scored_from_blocks, case):
     kind, make, evaluator, fold_col = CASES[case]
     estimator = make()
     kwargs = dict(
@@ -150,13 +171,14 @@ def test_cross_validator_converts_once(frames, conversions, case):
     )
     ours = CrossValidator(**kwargs).fit(frames[kind])
     assert conversions == ["fold ids", "subset 0", "subset 1", "subset 2"]
+    assert scored_from_blocks == [0, 1, 2]  # the validation rows were read where the conversion stored them
     conversions.clear()
     theirs = StockCrossValidator(**kwargs).fit(frames[kind])
     assert conversions.count("rows") == 4  # one per fold and the refit
     _same_search(ours, theirs)
 
 
-def test_train_validation_split_converts_once(data, conversions):
+def test_train_validation_split_converts_once(data, conversions, scored_from_blocks):
     estimator = LogisticRegression(regParam=0.01)
     kwargs = dict(
         estimator=estimator,
@@ -167,12 +189,31 @@ def test_train_validation_split_converts_once(data, conversions):
         collectSubModels=True,
     )
     ours = TrainValidationSplit(**kwargs).fit(data)
-    assert conversions == ["fold ids", "subset 0"]
+    assert conversions == ["fold ids", "subset 0"] and scored_from_blocks == [0]
     theirs = StockTrainValidationSplit(**kwargs).fit(data)
-    np.testing.assert_allclose(ours.validationMetrics, theirs.validationMetrics, rtol=1e-9)
+    np.testing.assert_allclose(ours.validationMetrics, theirs.validationMetrics, rtol=1e-7)
     np.testing.assert_allclose(coefficient_vector(ours.bestModel), coefficient_vector(theirs.bestModel), rtol=1e-9)
     for a, b in zip(ours.subModels, theirs.subModels):
         np.testing.assert_allclose(coefficient_vector(a), coefficient_vector(b), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "evaluator",
+    [
+        lambda: BinaryClassificationEvaluator(weightCol="w"),
+        lambda: RegressionEvaluator(labelCol="y", predictionCol="prediction"),
+    ],
+    ids=["weights-the-fit-did-not-read", "another-label"],
+)
+def test_validation_rows_the_conversion_lacks_are_read_from_the_fold(data, scored_from_blocks, evaluator):
+    """An evaluator weighing the rows by a column the fit did not read, or reading another label: the stored rows
+    lack it, so the fold is scored from its DataFrame, with the same metrics as pyspark's."""
+    estimator = LogisticRegression()
+    kwargs = dict(estimator=estimator, estimatorParamMaps=_grid(estimator), evaluator=evaluator(), foldCol="fold")
+    ours = CrossValidator(**kwargs).fit(data)
+    assert scored_from_blocks == []
+    theirs = StockCrossValidator(**kwargs).fit(data)
+    np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-9)
 
 
 @pytest.mark.parametrize("kind", ["dense", "sparse"])

@@ -62,3 +62,22 @@ def subset_partition(source, target, partition, rows, exclude):
     info, moments = stats.info()
     info.update(partition=partition, store=block_store.store_key(), bytes=writer.nbytes)
     return stats.rows, info, moments
+
+
+def fold_rows(source, partition, rows, fold):
+    """(x, y, w) of dataset ``source``'s partition ``partition`` (``rows`` rows, stored with fold ids) whose fold
+    id is ``fold``: fold ``fold``'s validation rows there, in stored order. ``x`` is an (n, d) array as stored
+    or, for CSR blocks, a scipy CSR matrix; None when the partition holds none."""
+    if not rows:
+        return None
+    arrays = block_store.partition_arrays(source, partition)
+    keep = np.asarray(arrays["fold"]) == fold
+    if not keep.any():
+        return None
+    y, w = np.asarray(arrays["y"])[keep], np.asarray(arrays["w"])[keep]
+    if "x" in arrays:
+        return np.ascontiguousarray(arrays["x"][keep]), y, w
+    from scipy.sparse import csr_matrix
+
+    indptr, indices, values = _select_csr(arrays, keep)
+    return csr_matrix((values, indices, indptr), shape=(len(y), int(arrays["shape"][1]))), y, w

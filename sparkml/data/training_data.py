@@ -208,6 +208,25 @@ class TrainingData:
             raise
         return data
 
+    def map_folds(self, fold, fn):
+        """``fn(x, y, w)`` of each partition's rows whose fold id is ``fold`` (converted with ``fold``; ``x`` as
+        ``sparkml.data.subset.fold_rows`` reads it), run where the blocks are; the list of what the calls
+        return, partitions holding none of those rows skipped. One Spark job; no row leaves the executor but
+        what ``fn`` returns. Classic sessions."""
+        from sparkml.data.subset import fold_rows
+
+        if self.connect:
+            raise ValueError("TrainingData.map_folds runs in a classic session")
+        source = self.dataset_id
+
+        def run(pairs):
+            for partition, rows in pairs:
+                rows_of_fold = fold_rows(source, partition, rows, fold)
+                if rows_of_fold is not None:
+                    yield fn(*rows_of_fold)
+
+        return self.handles.mapPartitions(lambda it: run([(r[0], r[1]) for r in it])).collect()
+
     def barrier_handles(self):
         """The handles, as the input of a barrier stage that runs one task per partition where its blocks are.
 

@@ -167,57 +167,102 @@ def _stats_batch(rows):
     )
 
 
-def stats_partition(batches: Iterator[pa.RecordBatch], plan: PassPlan) -> Iterator[pa.RecordBatch]:
-    """The sufficient statistics of one partition (module docstring) as rows of ``STATS_SCHEMA``: part
-    ``label`` (regression: W, W2, mean, M2, SSy), part ``model`` (model j's sums or confusion), or one row of
-    part ``irregular``."""
-    k = len(plan.stack.specs)
-    prediction, probability = plan.prediction or "", plan.probability or ""  # the keys the evaluator reads
-    labels = LabelMoments()
-    sums = np.zeros((k, REGRESSION_SUMS))
-    confusions = _Confusions(k)
-    irregular = False
-    for batch in batches:
-        if irregular:
-            continue  # drained, so Spark may reuse the worker
-        y, y_valid = _doubles(batch.column("y"))
-        w, w_valid = _doubles(batch.column("w"))
-        x = feature_rows(batch.column("x"), plan.n_features)
-        irregular = x is None or not y_valid.all() or not np.isfinite(y).all() or not _regular_weights(w, w_valid)
-        if irregular or not len(y):
-            continue
+class FoldStatistics:
+    """The sufficient statistics of a validation fold (module docstring), added a run of rows at a time:
+    ``add(x, y, w)`` with the rows' features (``feature_rows``), labels and weights, all regular but for what
+    ``add`` checks itself (log-loss needs labels that index the probability); ``irregular`` once a run fails
+    that; ``rows()`` the statistics as ``STATS_SCHEMA`` rows."""
+
+    def __init__(self, plan: PassPlan):
+        self.plan, self.k = plan, len(plan.stack.specs)
+        self.labels = LabelMoments()
+        self.sums = np.zeros((self.k, REGRESSION_SUMS))
+        self.confusions = _Confusions(self.k)
+        self.irregular = False
+
+    def add(self, x, y, w) -> None:
+        plan = self.plan
+        if self.irregular or not len(y):
+            return
+        prediction, probability = plan.prediction or "", plan.probability or ""  # the keys the evaluator reads
         outputs = model_outputs(x, plan)
         if plan.log_loss:  # Spark's log-loss takes the probability at index y: y a whole number in range
             y_index = y.astype(np.int64)
             width = min(out[probability].shape[1] for out in outputs)
-            irregular = bool((y_index != y).any() or (y < 0).any() or (y_index >= width).any())
-            if irregular:
-                continue
+            self.irregular = bool((y_index != y).any() or (y < 0).any() or (y_index >= width).any())
+            if self.irregular:
+                return
         if plan.kind == "regression":
             kept = w > 0  # colStats skips the rows of weight 0
             y, w = y[kept], w[kept]
-            labels = labels.merge(LabelMoments.of(y, w))
+            self.labels = self.labels.merge(LabelMoments.of(y, w))
             for j, out in enumerate(outputs):
                 p = out[prediction][kept]
                 e = y - p
-                sums[j] += ((w * e * e).sum(), (w * np.abs(e)).sum(), (w * p).sum(), (w * p * p).sum())
+                self.sums[j] += ((w * e * e).sum(), (w * np.abs(e)).sum(), (w * p).sum(), (w * p * p).sum())
         else:
             for j, out in enumerate(outputs):
-                confusions.add(j, y, out[prediction], w)
+                self.confusions.add(j, y, out[prediction], w)
                 if plan.log_loss:
-                    confusions.add_log_loss(j, y_index, out[probability], w, plan.eps)
-    if irregular:
-        yield _stats_batch([_stats_row("irregular", -1, [])])
-        return
-    if plan.kind == "regression":
-        rows = [_stats_row("label", -1, [labels.weight, labels.weight_sq, labels.mean, labels.m2, labels.sum_sq])]
-        rows += [_stats_row("model", j, sums[j]) for j in range(k)]
-    else:
-        rows = [
+                    self.confusions.add_log_loss(j, y_index, out[probability], w, plan.eps)
+
+    def rows(self) -> list[tuple]:
+        if self.irregular:
+            return [_stats_row("irregular", -1, [])]
+        if self.plan.kind == "regression":
+            labels = self.labels
+            rows = [_stats_row("label", -1, [labels.weight, labels.weight_sq, labels.mean, labels.m2, labels.sum_sq])]
+            return rows + [_stats_row("model", j, self.sums[j]) for j in range(self.k)]
+        confusions = self.confusions
+        return [
             _stats_row("model", j, [*confusions.log_loss[j], *np.ravel(list(entries_of(confusions.entries[j])))])
-            for j in range(k)
+            for j in range(self.k)
         ]
-    yield _stats_batch(rows)
+
+
+def stats_partition(batches: Iterator[pa.RecordBatch], plan: PassPlan) -> Iterator[pa.RecordBatch]:
+    """The sufficient statistics of one partition (module docstring) as rows of ``STATS_SCHEMA``: part
+    ``label`` (regression: W, W2, mean, M2, SSy), part ``model`` (model j's sums or confusion), or one row of
+    part ``irregular``."""
+    statistics = FoldStatistics(plan)
+    for batch in batches:
+        if statistics.irregular:
+            continue  # drained, so Spark may reuse the worker
+        y, y_valid = _doubles(batch.column("y"))
+        w, w_valid = _doubles(batch.column("w"))
+        x = feature_rows(batch.column("x"), plan.n_features)
+        if x is None or not y_valid.all() or not np.isfinite(y).all() or not _regular_weights(w, w_valid):
+            statistics.irregular = True
+            continue
+        statistics.add(x, y, w)
+    yield _stats_batch(statistics.rows())
+
+
+def _float64(x):
+    """Stored rows (an ndarray or a CSR matrix, float32 or float64) in float64: the models score them as they
+    score the rows' vectors, in float64."""
+    return x.astype(np.float64, copy=False) if x.dtype != np.float64 else x
+
+
+def block_statistics(x, y, w, plan: PassPlan) -> list[tuple]:
+    """``FoldStatistics.rows`` of validation rows read from a conversion's blocks (already checked by it)."""
+    statistics = FoldStatistics(plan)
+    statistics.add(_float64(x), y, w)
+    return statistics.rows()
+
+
+def binary_scores(x, plan: PassPlan) -> list[np.ndarray]:
+    """Each model's score (the binary evaluator's raw prediction, its column 1 for a vector) of the rows ``x``."""
+    scores = []
+    for out in model_outputs(x, plan):
+        s = out[plan.score or ""]
+        scores.append(np.ascontiguousarray(s[:, 1] if plan.score_vector else s, dtype=np.float64))
+    return scores
+
+
+def block_scores(x, y, w, plan: PassPlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(labels, weights, (n, k) scores) of validation rows read from a conversion's blocks."""
+    return y, w, np.stack(binary_scores(_float64(x), plan), axis=1)
 
 
 def entries_of(entries):
@@ -230,19 +275,13 @@ def scores_partition(batches: Iterator[pa.RecordBatch], plan: PassPlan) -> Itera
     """The binary evaluator's input for one partition: per row ``BAD_COLUMN`` (its features are irregular),
     the label and weight as they came (``plan.label_name``, ``plan.weight_name``) and each model's score
     (``SCORE_PREFIX`` + j)."""
-    k, score = len(plan.stack.specs), plan.score or ""
+    k = len(plan.stack.specs)
     names = [BAD_COLUMN, plan.label_name] + ([plan.weight_name] if plan.weight_name else [])
     names += [f"{SCORE_PREFIX}{j}" for j in range(k)]
     for batch in batches:
         n = batch.num_rows
         x = feature_rows(batch.column("x"), plan.n_features) if n else None
-        if x is None:
-            scores = [np.full(n, np.nan)] * k
-        else:
-            scores = []
-            for out in model_outputs(x, plan):
-                s = out[score]
-                scores.append(np.ascontiguousarray(s[:, 1] if plan.score_vector else s, dtype=np.float64))
+        scores = [np.full(n, np.nan)] * k if x is None else binary_scores(x, plan)
         carried = [batch.column("y")] + ([batch.column("w")] if plan.weight_name else [])
         arrays = [pa.array(np.full(n, x is None and n > 0)), *carried, *[pa.array(s) for s in scores]]
         yield pa.RecordBatch.from_arrays(arrays, names=names)

@@ -63,8 +63,8 @@ class CrossValidator(stock.CrossValidator):
                 # training rows the fold converts itself are cached first, as pyspark caches them
                 kept = cached(train, dataset) if once is None else contextlib.nullcontext(train)
                 with kept as train, cached(validation, dataset) as validation:
-                    with fold_training(once, i, train) as rows:
-                        metrics, models = fit_and_score(est, epm, eva, train, validation, self.getParallelism(), rows)
+                    with fold_training(once, i, train) as blocks:
+                        metrics, models = fit_and_score(est, epm, eva, train, validation, self.getParallelism(), blocks)
                 metrics_all.append(metrics)
                 if sub_models is not None:
                     sub_models.append(models)

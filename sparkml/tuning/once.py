@@ -17,6 +17,7 @@ also returns to that path, where pyspark's own error is raised.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +72,27 @@ def shared_conversion(estimator, param_maps, dataset: DataFrame) -> dict | None:
     return arguments[0]
 
 
+@dataclasses.dataclass(frozen=True)
+class ValidationBlocks:
+    """Fold ``fold``'s validation rows (``rows`` of them) in the search's conversion ``data``: the scoring pass
+    reads them there (``map``) instead of from the JVM, when they hold what the evaluator reads (``serves``)."""
+
+    data: TrainingData
+    fold: int
+    rows: int
+
+    def serves(self, features: str, label: str, weight: str | None) -> bool:
+        """Whether the stored rows are the evaluator's: the models' ``features`` the conversion's, the
+        evaluator's ``label`` the conversion's, its ``weight`` the conversion's or none (each row then weighs 1).
+        The features are as stored: rounded to the estimator's ``dtype`` (float32 by default, relative 6e-8)."""
+        stored_features, stored_label, stored_weight = self.data.columns
+        return (features, label) == (stored_features, stored_label) and weight in (None, stored_weight)
+
+    def map(self, fn) -> list[Any]:
+        """``fn(x, y, w)`` of each partition's validation rows, where they are stored (``TrainingData.map_folds``)."""
+        return self.data.map_folds(self.fold, fn)
+
+
 class ConvertedOnce:
     """The search's one conversion (``fold``: each row's fold id); ``training`` lends fold i's subset to the
     fits of that fold's ``train``, ``whole`` the conversion itself to the refit. ``release`` when done."""
@@ -79,14 +101,14 @@ class ConvertedOnce:
         self.data, self.arguments = data, arguments
 
     @contextlib.contextmanager
-    def training(self, fold: int, train: DataFrame) -> Iterator[int]:
-        """Lends fold ``fold``'s training rows to the fits of ``train``; yields how many rows the fold's
-        validation set has (the others)."""
+    def training(self, fold: int, train: DataFrame) -> Iterator[ValidationBlocks]:
+        """Lends fold ``fold``'s training rows to the fits of ``train``; yields the fold's validation rows as
+        stored (the others)."""
         subset = self.data.subset(fold)
         subset.source = train
         try:
             with lent.lend(train, self.arguments, subset):
-                yield self.data.summary.rows - subset.summary.rows
+                yield ValidationBlocks(self.data, fold, self.data.summary.rows - subset.summary.rows)
         finally:
             subset.release()
 
@@ -117,7 +139,7 @@ def convert_once(estimator, param_maps, dataset: DataFrame, folds: tuple[DataFra
 
 def fold_training(once: ConvertedOnce | None, fold: int, train: DataFrame):
     """The context in which fold ``fold``'s grid fits ``train``: lent its subset when the search converted once.
-    It yields the fold's validation rows, or None when they are not known without counting."""
+    It yields the fold's ``ValidationBlocks``, or None when the search did not convert once."""
     return contextlib.nullcontext() if once is None else once.training(fold, train)
 
 

@@ -23,6 +23,12 @@ the fold's features, label and weight scores all k models in one product per bat
   as the fold, and the stock evaluator runs on each model's score column: exactly its computation on the same
   scores, k jobs on a narrow cached frame instead of k scorings of the fold.
 
+Where the search converted its dataset once (``sparkml.tuning.once``), the fold's validation rows are already
+stored on the executors beside their fold id: the pass reads them there (``TrainingData.map_folds``) instead of
+from the JVM, when they hold the evaluator's columns (its label the fit's, its weight the fit's or none). The
+stored features are rounded to the estimator's ``dtype`` (float32 by default, relative 6e-8), so each metric
+is pyspark's to about 1e-7 relative (float64: to the rounding of the sums).
+
 Anything else (another evaluator, a metric it does not know, a kernel model, columns that do not line up with
 the models' outputs, a Spark Connect session) returns None and the caller evaluates model by model, as pyspark
 does; so does a fold whose rows the stock path would treat otherwise (``batches``: null labels, refused
@@ -34,6 +40,7 @@ from __future__ import annotations
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,7 +55,16 @@ from sparkml.scoring.kinds import OUTPUTS
 from sparkml.scoring.stack import ModelStack
 from sparkml.session_kind import is_connect
 from sparkml.tuning import curves
-from sparkml.tuning.batches import BAD_COLUMN, SCORE_PREFIX, STATS_SCHEMA, PassPlan, scores_partition, stats_partition
+from sparkml.tuning.batches import (
+    BAD_COLUMN,
+    SCORE_PREFIX,
+    STATS_SCHEMA,
+    PassPlan,
+    block_scores,
+    block_statistics,
+    scores_partition,
+    stats_partition,
+)
 from sparkml.tuning.metrics import (
     MULTICLASS_METRICS,
     REGRESSION_METRICS,
@@ -167,18 +183,24 @@ def plan_pass(models: Sequence[Any], param_maps: Sequence[dict], evaluator: Eval
 
 
 def fold_metrics(
-    models, param_maps, evaluator, validation, parallelism: int = 1, rows: int | None = None
+    models, param_maps, evaluator, validation, parallelism: int = 1, blocks: Any = None
 ) -> list[float] | None:
     """Each model's metric on ``validation`` from one pass (module docstring); None where the pass does not
     apply, or the fold holds rows the stock path treats otherwise: the caller evaluates model by model.
-    ``parallelism``: the threads that run the binary evaluator's k jobs. ``rows``: ``validation``'s row count
-    when the caller knows it (else counted by a job of its own where the binary metrics need it)."""
+    ``parallelism``: the threads that run the binary evaluator's k jobs. ``blocks``: ``validation``'s rows as
+    the search's conversion stored them (``sparkml.tuning.once.ValidationBlocks``), scored there when they
+    hold what the evaluator reads, or None."""
     try:
         plan, features, label, weight = plan_pass(models, param_maps, evaluator, validation)
     except NotOnePass as why:
         logger.info("the validation fold is scored model by model: %s", why)
         return None
+    rows = blocks.rows if blocks is not None else None
     try:
+        k = len(plan.stack.specs)
+        if blocks is not None and blocks.serves(features, label, weight):
+            if plan.kind != "binary" or blocks.rows * (k + 2) <= DRIVER_VALUES:
+                return _metrics_from_blocks(plan, evaluator, blocks, weight)
         if plan.kind == "binary":
             return _binary_metrics(plan, evaluator, validation, features, label, weight, parallelism, rows)
         return _metrics_from_stats(plan, evaluator, validation, features, label, weight)
@@ -217,24 +239,29 @@ def _metrics_from_stats(plan, evaluator, validation, features, label, weight):
     y = F.col(label).cast("double")
     selected = validation.select(_features(validation, features, plan.n_features), y.alias("y"), w.alias("w"))
     rows = selected.mapInArrow(lambda batches: stats_partition(batches, plan), STATS_SCHEMA).collect()
+    return _reduce_stats(plan, evaluator, [tuple(r) for r in rows])
+
+
+def _reduce_stats(plan, evaluator, rows):
+    """Each model's metric from the (part, model, stats) rows of every partition (``batches.FoldStatistics``)."""
     k = len(plan.stack.specs)
-    if any(r["part"] == "irregular" for r in rows):
+    if any(part == "irregular" for part, _, _ in rows):
         raise NotOnePass("rows the evaluator refuses or vectors the models cannot score")
     metric = evaluator.getOrDefault("metricName")
     if plan.kind == "regression":
         labels, sums = LabelMoments(), np.zeros((k, REGRESSION_SUMS))
-        for r in rows:
-            values = np.frombuffer(r["stats"], dtype=np.float64)
-            if r["part"] == "label":
+        for part, model, stats in rows:
+            values = np.frombuffer(stats, dtype=np.float64)
+            if part == "label":
                 labels = labels.merge(LabelMoments(*values.tolist()))
             else:
-                sums[r["model"]] += values
+                sums[model] += values
         through_origin = bool(evaluator.getOrDefault("throughOrigin"))
         return [regression_metric(metric, through_origin, labels, sums[j]) for j in range(k)]
     confusions = [Confusion({}) for _ in range(k)]
-    for r in rows:
-        values = np.frombuffer(r["stats"], dtype=np.float64)
-        c = confusions[r["model"]]
+    for _, model, stats in rows:
+        values = np.frombuffer(stats, dtype=np.float64)
+        c = confusions[model]
         c.log_loss_sum += float(values[0])
         c.log_loss_weight += float(values[1])
         for label_value, prediction, v in values[2:].reshape(-1, 3).tolist():
@@ -292,24 +319,42 @@ def _column(table, name) -> np.ndarray:
 
 
 def _binary_metrics_on_driver(table, evaluator, label, weight, k):
-    """Each model's area from the collected (label, weight, scores) of the fold (``sparkml.tuning.curves``);
-    ``NotOnePass`` for rows whose stock evaluation would differ or fail (irregular vectors, a null label, a
-    weight Spark refuses, a score that is not finite or a signed zero beside an unsigned one, which Spark
-    keeps as two distinct scores)."""
+    """Each model's area from the collected (label, weight, scores) of the fold; ``NotOnePass`` for rows whose
+    stock evaluation would differ or fail (irregular vectors, a null label, and ``_areas``'s)."""
     if table.num_rows and np.asarray(table.column(BAD_COLUMN).to_numpy(zero_copy_only=False)).any():
         raise NotOnePass("vectors the models cannot score")
     y = _column(table, label)
     w = _column(table, weight) if weight else np.ones(table.num_rows)
+    return _areas(evaluator, y, w, [_column(table, f"{SCORE_PREFIX}{j}") for j in range(k)])
+
+
+def _areas(evaluator, y, w, scores):
+    """Each model's area under the evaluator's curve (``sparkml.tuning.curves``) from the fold's labels,
+    weights and each model's scores; ``NotOnePass`` for a weight Spark refuses, or a score that is not finite
+    or a signed zero beside an unsigned one (which Spark keeps as two distinct scores)."""
     if not (np.isfinite(w).all() and (w >= 0).all()):
         raise NotOnePass("weights Spark's evaluator refuses")
     metric, num_bins = evaluator.getOrDefault("metricName"), int(evaluator.getOrDefault("numBins"))
-    scores = []
-    for j in range(k):
-        s = _column(table, f"{SCORE_PREFIX}{j}")
+    for s in scores:
         zeros = s == 0
         if not np.isfinite(s).all() or (zeros.any() and len(set(np.signbit(s[zeros]).tolist())) > 1):
             raise NotOnePass("scores that are not finite, or zeros of both signs")
-        scores.append(s)
     # each area is a sort of the fold's scores: numpy sorts without the GIL, so the models' curves run side by side
-    with ThreadPoolExecutor(max(1, min(k, os.cpu_count() or 1))) as pool:
+    with ThreadPoolExecutor(max(1, min(len(scores), os.cpu_count() or 1))) as pool:
         return list(pool.map(lambda s: curves.area(metric, s, y, w, num_bins), scores))
+
+
+def _metrics_from_blocks(plan, evaluator, blocks, weight):
+    """Each model's metric from the fold's validation rows as the search's conversion stored them
+    (``blocks``: ``sparkml.tuning.once.ValidationBlocks``): one job where they are, no row read from the JVM.
+    Binary: each partition returns its rows' labels, weights and k scores; the others their statistics."""
+    if plan.kind != "binary":
+        return _reduce_stats(
+            plan, evaluator, [r for rows in blocks.map(partial(block_statistics, plan=plan)) for r in rows]
+        )
+    parts = blocks.map(partial(block_scores, plan=plan))
+    k = len(plan.stack.specs)
+    y = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0)
+    w = np.concatenate([p[1] for p in parts]) if weight and parts else np.ones(len(y))
+    scores = np.concatenate([p[2] for p in parts]) if parts else np.zeros((0, k))
+    return _areas(evaluator, y, w, [np.ascontiguousarray(scores[:, j]) for j in range(k)])

@@ -52,8 +52,8 @@ class TrainValidationSplit(stock.TrainValidationSplit):
         once = None if last_stage_search(est, epm) else convert_once(est, epm, dataset, draws)
         try:
             kept = cached(train, dataset) if once is None else contextlib.nullcontext(train)
-            with kept as train, cached(validation, dataset) as validation, fold_training(once, 0, train) as rows:
-                metrics, models = fit_and_score(est, epm, eva, train, validation, self.getParallelism(), rows)
+            with kept as train, cached(validation, dataset) as validation, fold_training(once, 0, train) as blocks:
+                metrics, models = fit_and_score(est, epm, eva, train, validation, self.getParallelism(), blocks)
             with whole_dataset(once, dataset):
                 best = est.fit(dataset, epm[best_index(metrics, eva)])
         finally:

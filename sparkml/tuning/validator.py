@@ -102,12 +102,12 @@ def evaluate_each(models, param_maps, evaluator, validation, parallelism) -> lis
 
 
 def fit_and_score(
-    estimator, param_maps, evaluator, train, validation, parallelism, validation_rows=None
+    estimator, param_maps, evaluator, train, validation, parallelism, validation_blocks=None
 ) -> tuple[list[float], list[Any]]:
     """(metric of each map on ``validation``, its model fitted on ``train``), by index. A ``Pipeline`` whose grid
     sets its last stage's Params: the stages before it fitted and applied once, the last stage's grid fitted and
-    scored on what they output, each model the ``PipelineModel`` of both. ``validation_rows``: how many rows
-    ``validation`` has, when the caller knows (else the scoring counts them where it needs to)."""
+    scored on what they output, each model the ``PipelineModel`` of both. ``validation_blocks``: ``validation``'s
+    rows as the search's conversion stored them (``sparkml.tuning.once.ValidationBlocks``), or None."""
     search = last_stage_search(estimator, param_maps)
     if search is not None:
         stages, last = search
@@ -117,7 +117,7 @@ def fit_and_score(
         )
         return scored, [with_prefix(prefix, model) for model in fitted]
     models = fit_grid(estimator, train, param_maps, parallelism)
-    metrics = fold_metrics(models, param_maps, evaluator, validation, parallelism, validation_rows)
+    metrics = fold_metrics(models, param_maps, evaluator, validation, parallelism, validation_blocks)
     if metrics is None:
         metrics = evaluate_each(models, param_maps, evaluator, validation, parallelism)
     return metrics, models
