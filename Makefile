@@ -66,13 +66,8 @@ test-compat: dist
 compat-venvs:
 	@for v in $(WHEEL_PYSPARK); do $(MAKE) --no-print-directory compat-venv-$$v || exit 1; done
 
-# the lines run side by side (each its own Spark session and scratch directory; much of a test's time is Spark's
-# latency, not CPU), each into its own log, printed when both are done
 test-compat-run:
-	@pids=""; for v in $(COMPAT_PYSPARK); do \
-	  $(MAKE) --no-print-directory compat-run-$$v > compat-run-$$v.log 2>&1 & pids="$$pids $$!"; done; \
-	status=0; for p in $$pids; do wait $$p || status=1; done; \
-	for v in $(COMPAT_PYSPARK); do echo "== pyspark $$v"; cat compat-run-$$v.log; done; exit $$status
+	@for v in $(COMPAT_PYSPARK); do $(MAKE) --no-print-directory compat-run-$$v || exit 1; done
 	@for v in $(WHEEL_PYSPARK); do $(MAKE) --no-print-directory wheel-demo PYTHON_BIN=$(CURDIR)/.venv-pyspark-$$v/bin \
 	  || exit 1; done
 
@@ -89,8 +84,8 @@ compat-venv-%:
 # sparkml from the checkout there
 COMPAT_CWD := /tmp/sparkml-compat-run
 compat-run-%:
-	mkdir -p $(COMPAT_CWD)-$*
-	cd $(COMPAT_CWD)-$* && SPARKML_TESTS_INSTALLED=1 $(CURDIR)/$(call COMPAT_VENV,$*)/bin/pytest -q -p no:cacheprovider \
+	mkdir -p $(COMPAT_CWD)
+	cd $(COMPAT_CWD) && SPARKML_TESTS_INSTALLED=1 $(CURDIR)/$(call COMPAT_VENV,$*)/bin/pytest -q -p no:cacheprovider \
 	  -W ignore::DeprecationWarning -m compat --durations=10 $(CURDIR)/tests
 
 # The example job from an installed package (PYTHON_BIN: its venv's bin/): its console script and bundled config,
