@@ -14,10 +14,16 @@ scored for the whole param grid in one pass, and pyspark's ``ParamGridBuilder``.
   ``parallelism`` threads.
 """
 
-from pyspark.ml.tuning import CrossValidatorModel, ParamGridBuilder, TrainValidationSplitModel
+from __future__ import annotations
 
-from sparkml.tuning.cross_validator import CrossValidator
-from sparkml.tuning.train_validation_split import TrainValidationSplit
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.ml.tuning import CrossValidatorModel, ParamGridBuilder, TrainValidationSplitModel
+
+    from sparkml.tuning.cross_validator import CrossValidator
+    from sparkml.tuning.train_validation_split import TrainValidationSplit
 
 __all__ = [
     "CrossValidator",
@@ -26,3 +32,26 @@ __all__ = [
     "CrossValidatorModel",
     "TrainValidationSplitModel",
 ]
+
+# the names above, imported when first asked for: a Spark task that runs ``batches`` imports this package, and
+# should not pay for pyspark.ml and the validators (about 2 s in a fresh Python worker)
+_HOMES = {
+    "CrossValidator": "sparkml.tuning.cross_validator",
+    "TrainValidationSplit": "sparkml.tuning.train_validation_split",
+    "ParamGridBuilder": "pyspark.ml.tuning",
+    "CrossValidatorModel": "pyspark.ml.tuning",
+    "TrainValidationSplitModel": "pyspark.ml.tuning",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])
