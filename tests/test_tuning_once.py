@@ -256,3 +256,78 @@ def test_a_fold_col_out_of_range_is_pysparks_error(data, conversions):
     with pytest.raises(Exception, match="[Ff]old number"):
         cv.setEvaluator(BinaryClassificationEvaluator()).fit(bad)
     assert conversions[0] == "fold ids"  # converted once, found the bad ids, returned to pyspark's folds
+
+
+@pytest.fixture(scope="module")
+def raw_columns(frames):
+    """The dense frame's features as raw columns c0..c5 (what a VectorAssembler starts from), cached."""
+    from pyspark.ml.functions import vector_to_array
+
+    values = vector_to_array(F.col("features"))
+    df = frames["dense"].select(*[values[j].alias(f"c{j}") for j in range(D)], "label", "w", "fold").cache()
+    df.count()
+    yield df
+    df.unpersist()
+
+
+def _assembled(estimator, prefix=()):
+    from pyspark.ml import Pipeline
+    from pyspark.ml.feature import VectorAssembler
+
+    assembler = VectorAssembler(inputCols=[f"c{j}" for j in range(D)], outputCol="features")
+    return Pipeline(stages=[*prefix, assembler, estimator])
+
+
+@pytest.mark.parametrize(
+    "cls, extra",
+    [(CrossValidator, {"foldCol": "fold"}), (CrossValidator, {}), (TrainValidationSplit, {})],
+    ids=["cv-fold-col", "cv-rand-folds", "tvs"],
+)
+def test_a_pipeline_of_transformers_converts_once(raw_columns, conversions, scored_from_blocks, cls, extra):
+    """Pipeline(VectorAssembler, LogisticRegression): the rows are assembled and converted once for every split and
+    the refit. The folds and models are those of the bare estimator's search on the assembled rows (the same
+    regularization path); against pyspark's search of the pipeline, which fits each map from a cold start, the
+    metrics agree to the solvers' tolerance and name the same best map."""
+    from pyspark.ml import PipelineModel
+
+    estimator = LogisticRegression(weightCol="w")
+    pipeline = _assembled(estimator)
+    kwargs = dict(estimatorParamMaps=_grid(estimator), evaluator=BinaryClassificationEvaluator(), seed=4)
+    kwargs.update(collectSubModels=True, **extra)
+    ours = cls(estimator=pipeline, **kwargs).fit(raw_columns)
+    splits = 3 if cls is CrossValidator else 1
+    assert conversions == ["fold ids"] + [f"subset {i}" for i in range(splits)]
+    assert scored_from_blocks == list(range(splits))
+    bare = cls(estimator=estimator, **kwargs).fit(pipeline.getStages()[0].transform(raw_columns))
+    theirs = (StockCrossValidator if cls is CrossValidator else StockTrainValidationSplit)(
+        estimator=pipeline, **kwargs
+    ).fit(raw_columns)
+    metric = "avgMetrics" if cls is CrossValidator else "validationMetrics"
+    np.testing.assert_allclose(getattr(ours, metric), getattr(bare, metric), rtol=1e-12)
+    np.testing.assert_allclose(getattr(ours, metric), getattr(theirs, metric), rtol=1e-5)
+    assert np.argmax(getattr(ours, metric)) == np.argmax(getattr(theirs, metric))
+    assert type(ours.bestModel) is PipelineModel
+    assert [s.uid for s in ours.bestModel.stages[:-1]] == [s.uid for s in pipeline.getStages()[:-1]]
+    np.testing.assert_allclose(coefficient_vector(ours.bestModel.stages[-1]), coefficient_vector(bare.bestModel))
+    sub_ours = ours.subModels if cls is CrossValidator else [ours.subModels]
+    sub_bare = bare.subModels if cls is CrossValidator else [bare.subModels]
+    for fold_ours, fold_bare in zip(sub_ours, sub_bare):
+        for a, b in zip(fold_ours, fold_bare):
+            assert type(a) is PipelineModel and len(a.stages) == 2
+            np.testing.assert_allclose(coefficient_vector(a.stages[-1]), coefficient_vector(b), rtol=1e-12)
+
+
+def test_a_pipeline_stage_that_drops_the_draws_converts_each_fold(raw_columns, conversions, scored_from_blocks):
+    """A stage that leaves out the column the folds are drawn from: each fold is converted on its own, and the
+    search is still pyspark's."""
+    from pyspark.ml.feature import SQLTransformer
+
+    estimator = LogisticRegression()
+    keep = ", ".join([f"c{j}" for j in range(D)] + ["label"])
+    pipeline = _assembled(estimator, prefix=[SQLTransformer(statement=f"SELECT {keep} FROM __THIS__")])
+    kwargs = dict(estimator=pipeline, estimatorParamMaps=_grid(estimator, (0.01, 0.2)), seed=4)
+    kwargs.update(evaluator=BinaryClassificationEvaluator(), numFolds=2)
+    ours = CrossValidator(**kwargs).fit(raw_columns)
+    assert "fold ids" not in conversions and conversions.count("rows") == 3  # one per fold, then the refit
+    theirs = StockCrossValidator(**kwargs).fit(raw_columns)  # cold fits of each map: the solvers' tolerance
+    np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-5)

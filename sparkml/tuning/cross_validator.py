@@ -9,12 +9,25 @@ from pyspark.ml import tuning as stock
 
 from sparkml.tuning import persistence
 from sparkml.tuning.grid import check_param_maps
-from sparkml.tuning.once import column_fold_ids, convert_once, fold_training, random_fold_ids, whole_dataset
-from sparkml.tuning.pipeline import last_stage_search
+from sparkml.tuning.once import (
+    column_fold_ids,
+    convert_once,
+    draw_column,
+    fold_training,
+    random_fold_ids,
+    whole_dataset,
+)
+from sparkml.tuning.pipeline import last_stage_search, transformed_search
 from sparkml.tuning.validator import best_index, cached, fit_and_score, one_pass_applies
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from sparkml.tuning.once import ConvertedOnce
+
+
+def _unchanged(model: Any) -> Any:
+    return model
 
 
 class CrossValidator(stock.CrossValidator):
@@ -35,7 +48,9 @@ class CrossValidator(stock.CrossValidator):
 
     A ``Pipeline`` whose last stage is one of these estimators, with a grid over that stage's Params only, fits
     and applies its earlier stages once per fold (pyspark refits them for every map), then runs its last stage's
-    grid as above; each model is the ``PipelineModel`` ``Pipeline.fit(train, paramMap)`` would return.
+    grid as above; each model is the ``PipelineModel`` ``Pipeline.fit(train, paramMap)`` would return. When the
+    earlier stages are all Transformers (a ``VectorAssembler``: nothing to fit), the dataset is transformed and
+    converted once for every fold and the refit.
 
     The folds are pyspark's (``_kFold``: ``foldCol``, or ``rand(seed)``). Any other estimator (``KernelSVC``,
     pyspark.ml's, a ``Pipeline`` with a grid over an earlier stage), evaluator (a subclass of these three
@@ -57,21 +72,32 @@ class CrossValidator(stock.CrossValidator):
         collect = self.getCollectSubModels()
         metrics_all: list[list[float]] = []
         sub_models: list[list[Any]] | None = [] if collect else None
-        once = None if last_stage_search(est, epm) else convert_once(est, epm, dataset, self._fold_ids(dataset))
+        once: ConvertedOnce | None
+        drawn = self.getOrDefault(self.foldCol) or draw_column(self.uid)  # the column the fold ids are read from
+        staged = transformed_search(est, epm, self._fold_ids(dataset), drawn) if last_stage_search(est, epm) else None
+        if staged is not None:  # a Pipeline of Transformers, then the estimator: searched on the rows transformed
+            searched, data, once, wrap = staged.last, staged.frame, staged.once, staged.wrap
+            splits = [staged.split(i) for i in range(n_folds)]
+        else:
+            searched, data, wrap = est, dataset, _unchanged
+            once = None if last_stage_search(est, epm) else convert_once(est, epm, dataset, self._fold_ids(dataset))
+            splits = self._kFold(dataset)
         try:
-            for i, (train, validation) in enumerate(self._kFold(dataset)):
+            for i, (train, validation) in enumerate(splits):
                 # training rows the fold converts itself are cached first, as pyspark caches them
-                kept = cached(train, dataset) if once is None else contextlib.nullcontext(train)
-                with kept as train, cached(validation, dataset) as validation:
+                kept = cached(train, data) if once is None else contextlib.nullcontext(train)
+                with kept as train, cached(validation, data) as validation:
                     with fold_training(once, i, train) as blocks:
-                        metrics, models = fit_and_score(est, epm, eva, train, validation, self.getParallelism(), blocks)
+                        metrics, models = fit_and_score(
+                            searched, epm, eva, train, validation, self.getParallelism(), blocks
+                        )
                 metrics_all.append(metrics)
                 if sub_models is not None:
-                    sub_models.append(models)
+                    sub_models.append([wrap(m) for m in models])
             assert len(metrics_all) == n_folds
             avg, std = stock.CrossValidator._gen_avg_and_std_metrics(metrics_all)
-            with whole_dataset(once, dataset):
-                best = est.fit(dataset, epm[best_index(avg, eva)])
+            with whole_dataset(once, data):
+                best = wrap(searched.fit(data, epm[best_index(avg, eva)]))
         finally:
             if once is not None:
                 once.release()

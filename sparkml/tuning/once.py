@@ -37,11 +37,16 @@ logger = logging.getLogger("sparkml")
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 
 
+def draw_column(uid: str) -> str:
+    """The name of the column of ``rand(seed)`` draws a validator of ``uid`` adds, as pyspark's validators name it."""
+    return uid + "_rand"
+
+
 def random_fold_ids(dataset: DataFrame, uid: str, seed: int, bounds: Sequence[tuple[float, float]]):
     """(``dataset`` with pyspark's ``rand(seed)`` column, each row's fold id): fold i holds the rows whose draw
     is in ``bounds[i]`` = [lower, upper), the comparisons pyspark's validators filter with; a row in no range is
     -1 (a training row of every fold)."""
-    rand_col = uid + "_rand"
+    rand_col = draw_column(uid)
     df = dataset.select("*", F.rand(seed).alias(rand_col))
     r = F.col(rand_col)
     fold: Any = F

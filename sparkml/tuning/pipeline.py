@@ -7,17 +7,25 @@ for every map: here they are fitted once on the split's training rows, the split
 rows are transformed once, and the last stage runs the grid as a bare estimator would (one conversion, the
 regularization path, the one scoring pass). Each map's model is pyspark's ``PipelineModel`` of the fitted
 stages and that map's model, as ``Pipeline.fit(train, paramMap)`` returns it.
+
+When every stage before the estimator is a ``Transformer`` (a ``VectorAssembler``, a fitted model: nothing is
+fitted per split), their output is the same for every split: the dataset, with each row's fold draw already
+drawn, is transformed once and the search runs on it as on a bare estimator's (``transformed_search``), so it
+is converted once for every split and the refit (``sparkml.tuning.once``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from pyspark.ml import Estimator, PipelineModel
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
+
+    from sparkml.tuning.once import ConvertedOnce
 
 
 def last_stage_search(estimator: Estimator, param_maps: Sequence[dict]) -> tuple[list[Any], Any] | None:
@@ -52,3 +60,52 @@ def with_prefix(prefix: PipelineModel, model: Any) -> PipelineModel:
     from pyspark.ml import PipelineModel
 
     return PipelineModel([*prefix.stages, model])
+
+
+@dataclasses.dataclass
+class TransformedSearch:
+    """A search of a ``Pipeline`` of Transformers then one of this library's estimators, run on the dataset
+    transformed once: ``frame`` (the transformed rows with their fold draws), each row's ``fold`` id, the
+    ``last`` stage searched as a bare estimator, converted ``once``, and the ``prefix`` each model is put
+    behind (``wrap``)."""
+
+    prefix: PipelineModel
+    last: Any
+    frame: DataFrame
+    fold: Column
+    once: ConvertedOnce
+
+    def split(self, fold: int) -> tuple[DataFrame, DataFrame]:
+        """(training rows, validation rows) of split ``fold``: the rows whose fold id is not / is ``fold``."""
+        return self.frame.filter(self.fold != fold), self.frame.filter(self.fold == fold)
+
+    def wrap(self, model: Any) -> PipelineModel:
+        return with_prefix(self.prefix, model)
+
+
+def transformed_search(estimator: Estimator, param_maps: Sequence[dict], draws, drawn: str) -> TransformedSearch | None:
+    """The ``TransformedSearch`` of ``estimator`` (a ``Pipeline`` whose grid sets its last stage's Params only and
+    whose earlier stages are all Transformers) on ``draws`` = (the dataset with its fold draws, each row's fold
+    id: ``once.random_fold_ids``, ``once.column_fold_ids``), whose fold ids are read from the column ``drawn``; or
+    None where it does not apply: another estimator, a stage that is fitted, a stage that drops ``drawn``, or a
+    dataset that cannot be converted once."""
+    from pyspark.ml import Estimator as StockEstimator
+    from pyspark.ml import PipelineModel as StockPipelineModel
+
+    from sparkml.tuning.once import convert_once
+
+    search = last_stage_search(estimator, param_maps)
+    if search is None or draws is None:
+        return None
+    stages, last = search
+    if any(isinstance(stage, StockEstimator) for stage in stages):
+        return None
+    df, fold = draws
+    prefix = StockPipelineModel(list(stages))
+    frame = prefix.transform(df)
+    if drawn not in frame.columns:
+        return None
+    once = convert_once(last, param_maps, frame, (frame, fold))
+    if once is None:
+        return None
+    return TransformedSearch(prefix, last, frame, fold, once)

@@ -10,12 +10,14 @@ from pyspark.sql import functions as F
 
 from sparkml.tuning import persistence
 from sparkml.tuning.grid import check_param_maps
-from sparkml.tuning.once import convert_once, fold_training, random_fold_ids, whole_dataset
-from sparkml.tuning.pipeline import last_stage_search
+from sparkml.tuning.once import convert_once, draw_column, fold_training, random_fold_ids, whole_dataset
+from sparkml.tuning.pipeline import last_stage_search, transformed_search
 from sparkml.tuning.validator import best_index, cached, fit_and_score, one_pass_applies
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from sparkml.tuning.once import ConvertedOnce
 
 
 class TrainValidationSplit(stock.TrainValidationSplit):
@@ -34,7 +36,7 @@ class TrainValidationSplit(stock.TrainValidationSplit):
     def _split(self, dataset: DataFrame) -> tuple[DataFrame, DataFrame]:
         """(train, validation): pyspark's split, a row in validation when its ``rand(seed)`` is at least
         ``trainRatio`` (the lines of pyspark's ``TrainValidationSplit._fit``, which keeps them inline)."""
-        rand_col = self.uid + "_rand"
+        rand_col = draw_column(self.uid)
         df = dataset.select("*", F.rand(self.getOrDefault(self.seed)).alias(rand_col))
         condition = df[rand_col] >= self.getOrDefault(self.trainRatio)
         return df.filter(~condition), df.filter(condition)
@@ -46,19 +48,28 @@ class TrainValidationSplit(stock.TrainValidationSplit):
         check_param_maps(est, epm, type(self).__name__)
         if not epm or not one_pass_applies(est, epm, eva, dataset):
             return super()._fit(dataset)
-        train, validation = self._split(dataset)
         ratio = self.getOrDefault(self.trainRatio)
         draws = random_fold_ids(dataset, self.uid, self.getOrDefault(self.seed), [(ratio, 2.0)])  # rand() < 1
-        once = None if last_stage_search(est, epm) else convert_once(est, epm, dataset, draws)
+        once: ConvertedOnce | None
+        staged = transformed_search(est, epm, draws, draw_column(self.uid)) if last_stage_search(est, epm) else None
+        if staged is not None:  # a Pipeline of Transformers, then the estimator: searched on the rows transformed
+            searched, data, once, wrap = staged.last, staged.frame, staged.once, staged.wrap
+            train, validation = staged.split(0)
+        else:
+            searched, data, wrap = est, dataset, None
+            once = None if last_stage_search(est, epm) else convert_once(est, epm, dataset, draws)
+            train, validation = self._split(dataset)
         try:
-            kept = cached(train, dataset) if once is None else contextlib.nullcontext(train)
-            with kept as train, cached(validation, dataset) as validation, fold_training(once, 0, train) as blocks:
-                metrics, models = fit_and_score(est, epm, eva, train, validation, self.getParallelism(), blocks)
-            with whole_dataset(once, dataset):
-                best = est.fit(dataset, epm[best_index(metrics, eva)])
+            kept = cached(train, data) if once is None else contextlib.nullcontext(train)
+            with kept as train, cached(validation, data) as validation, fold_training(once, 0, train) as blocks:
+                metrics, models = fit_and_score(searched, epm, eva, train, validation, self.getParallelism(), blocks)
+            with whole_dataset(once, data):
+                best = searched.fit(data, epm[best_index(metrics, eva)])
         finally:
             if once is not None:
                 once.release()
+        if wrap is not None:
+            best, models = wrap(best), [wrap(m) for m in models]
         sub_models = models if self.getCollectSubModels() else None
         return self._copyValues(stock.TrainValidationSplitModel(best, metrics, sub_models))
 
