@@ -201,7 +201,7 @@ def test_train_validation_split_converts_once(data, conversions, scored_from_blo
     "evaluator",
     [
         lambda: BinaryClassificationEvaluator(weightCol="w"),
-        lambda: RegressionEvaluator(labelCol="y", predictionCol="prediction"),
+        pytest.param(lambda: RegressionEvaluator(labelCol="y"), marks=pytest.mark.full),
     ],
     ids=["weights-the-fit-did-not-read", "another-label"],
 )
@@ -280,8 +280,11 @@ def _assembled(estimator, prefix=()):
 
 @pytest.mark.parametrize(
     "cls, extra",
-    [(CrossValidator, {"foldCol": "fold"}), (CrossValidator, {}), (TrainValidationSplit, {})],
-    ids=["cv-fold-col", "cv-rand-folds", "tvs"],
+    [
+        pytest.param(CrossValidator, {"foldCol": "fold"}, marks=pytest.mark.full, id="cv-fold-col"),
+        pytest.param(CrossValidator, {}, marks=pytest.mark.compat, id="cv-rand-folds"),
+        pytest.param(TrainValidationSplit, {}, id="tvs"),
+    ],
 )
 def test_a_pipeline_of_transformers_converts_once(raw_columns, conversions, scored_from_blocks, cls, extra):
     """Pipeline(VectorAssembler, LogisticRegression): the rows are assembled and converted once for every split and
