@@ -17,17 +17,13 @@ from sparkml.tuning.once import (
     random_fold_ids,
     whole_dataset,
 )
-from sparkml.tuning.pipeline import last_stage_search, transformed_search
+from sparkml.tuning.pipeline import last_stage_search, transformed_search, unwrapped
 from sparkml.tuning.validator import best_index, cached, fit_and_score, one_pass_applies
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from sparkml.tuning.once import ConvertedOnce
-
-
-def _unchanged(model: Any) -> Any:
-    return model
 
 
 class CrossValidator(stock.CrossValidator):
@@ -79,7 +75,7 @@ class CrossValidator(stock.CrossValidator):
             searched, data, once, wrap = staged.last, staged.frame, staged.once, staged.wrap
             splits = [staged.split(i) for i in range(n_folds)]
         else:
-            searched, data, wrap = est, dataset, _unchanged
+            searched, data, wrap = est, dataset, unwrapped
             once = None if last_stage_search(est, epm) else convert_once(est, epm, dataset, self._fold_ids(dataset))
             splits = self._kFold(dataset)
         try:

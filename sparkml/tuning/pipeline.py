@@ -62,6 +62,11 @@ def with_prefix(prefix: PipelineModel, model: Any) -> PipelineModel:
     return PipelineModel([*prefix.stages, model])
 
 
+def unwrapped(model: Any) -> Any:
+    """A search's model as fitted: what a search not run on transformed rows puts its models behind."""
+    return model
+
+
 @dataclasses.dataclass
 class TransformedSearch:
     """A search of a ``Pipeline`` of Transformers then one of this library's estimators, run on the dataset

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from sparkml.tuning import persistence
 from sparkml.tuning.grid import check_param_maps
 from sparkml.tuning.once import convert_once, draw_column, fold_training, random_fold_ids, whole_dataset
-from sparkml.tuning.pipeline import last_stage_search, transformed_search
+from sparkml.tuning.pipeline import last_stage_search, transformed_search, unwrapped
 from sparkml.tuning.validator import best_index, cached, fit_and_score, one_pass_applies
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class TrainValidationSplit(stock.TrainValidationSplit):
             searched, data, once, wrap = staged.last, staged.frame, staged.once, staged.wrap
             train, validation = staged.split(0)
         else:
-            searched, data, wrap = est, dataset, None
+            searched, data, wrap = est, dataset, unwrapped
             once = None if last_stage_search(est, epm) else convert_once(est, epm, dataset, draws)
             train, validation = self._split(dataset)
         try:
@@ -68,8 +68,7 @@ class TrainValidationSplit(stock.TrainValidationSplit):
         finally:
             if once is not None:
                 once.release()
-        if wrap is not None:
-            best, models = wrap(best), [wrap(m) for m in models]
+        best, models = wrap(best), [wrap(m) for m in models]
         sub_models = models if self.getCollectSubModels() else None
         return self._copyValues(stock.TrainValidationSplitModel(best, metrics, sub_models))
 
