@@ -19,7 +19,7 @@ from .losses import (
     SquaredLoss,
 )
 from .make import make_block
-from .problems import OneVsOneProblems, OneVsRestProblems, PlattProblems
+from .problems import GridProblems, OneVsOneProblems, OneVsRestProblems, PlattProblems
 
 __all__ = [
     "KERNELS",
@@ -37,6 +37,7 @@ __all__ = [
     "BlockLoss",
     "NewtonCGProblems",
     "LinearLoss",
+    "GridProblems",
     "LogisticLoss",
     "SoftmaxLoss",
     "OneVsOneProblems",

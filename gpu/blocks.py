@@ -144,6 +144,18 @@ def transposed_product(x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
     return (r.T @ x).T
 
 
+def columns_product(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """X v for a 2-D X and v of shape (d,) or (d, k), computed as (v^T X^T)^T when v has columns.
+
+    The same numbers either way; torch's CPU GEMM of a (4096, 100) float64 X by a few columns runs up to 3x
+    slower than the product with the operands swapped (k = 4: 0.46 ms against 0.15 ms on one core; k = 12:
+    0.31 against 0.27), which the passes of several problems at once (``problems.GridProblems``) pay on every
+    chunk. The result is a transposed view."""
+    if v.dim() < 2:
+        return x @ v
+    return (v.T @ x.T).T
+
+
 def _compute_dtype(storage: torch.dtype, compute) -> torch.dtype | None:
     """None when products run in the storage dtype; float64 for a float32 block computed in float64."""
     if compute is None or compute == storage:
@@ -224,7 +236,7 @@ class DenseBlock(_Block):
         out = torch.zeros((self.n_features,) + tuple(v.shape[1:]), dtype=self.dtype, device=self.device)
         # runs of 4096 rows: fn's per-run overhead stays small next to the products
         for i, xc in self._upcast_chunks(_PASS_CHUNK_ROWS):
-            out += transposed_product(xc, self._vec(fn(i, i + len(xc), xc @ v)))
+            out += transposed_product(xc, self._vec(fn(i, i + len(xc), columns_product(xc, v))))
         return out
 
     def matmul(self, v: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""Several binary problems over the same rows, evaluated in one pass: one-vs-rest and Platt scaling.
+"""Several binary problems over the same rows, evaluated in one pass: one-vs-rest, a grid's maps and Platt scaling.
 
 A kernel SVM on K classes solves K one-vs-rest problems on one set of features, and then fits one
 Platt sigmoid per problem. Evaluating all the problems still being solved in one pass reads the
@@ -17,6 +17,9 @@ l_ij = l(x~_i . theta_j, 1[y_i = c_j]); the margins of all problems are one matm
 the gradients one X^T R; each Hessian (the binary loss's generalized one, over the rows where
 l'' != 0) is its own weighted Gram matrix.
 
+``GridProblems(loss, k)``: one loss at k coefficient vectors on the same labels, l_ij = l(x~_i . theta_j, y_i)
+(the maps of a parameter grid, solved side by side).
+
 ``PlattProblems(svm_coef, classes, targets, pairs=None)``: Platt scaling (Platt 1999, with the targets of
 Lin, Lin & Weng 2007). For problem j with decision values s_ij = x~_i . svm_coef_j (fixed),
 P(y = c_j | s) = sigmoid(a_j s + b_j) is fitted by the log loss against smoothed targets
@@ -34,7 +37,7 @@ import torch
 
 from .losses import LinearLoss, _product_operand
 
-__all__ = ["OneVsOneProblems", "OneVsRestProblems", "PlattProblems"]
+__all__ = ["GridProblems", "OneVsOneProblems", "OneVsRestProblems", "PlattProblems"]
 
 _F64 = torch.float64
 # ``hessp_operator`` copies the active rows out when they are at most this share of the block. The
@@ -43,8 +46,8 @@ _F64 = torch.float64
 _ACTIVE_COPY_FRACTION = 0.75
 
 
-def _inputs(coef, X, y, w, classes, shape):
-    """coef (k, p), y, w and the (n, k) indicators 1[y_i == c_j], float64 on X's device."""
+def _inputs(coef, X, y, w, shape):
+    """coef (k, p), y and w, float64 on X's device."""
     coef = torch.as_tensor(coef).to(device=X.device, dtype=_F64)
     if tuple(coef.shape) != shape:
         raise ValueError(f"coef has shape {tuple(coef.shape)}, expected {shape}")
@@ -56,8 +59,12 @@ def _inputs(coef, X, y, w, classes, shape):
     )
     if y.numel() != X.n_rows or w.numel() != X.n_rows:
         raise ValueError(f"y and w need {X.n_rows} entries, got {y.numel()} and {w.numel()}")
-    labels = (y[:, None] == torch.tensor(classes, dtype=_F64, device=X.device)[None, :]).to(_F64)
-    return coef, labels, w, y
+    return coef, w, y
+
+
+def _indicators(y, classes):
+    """(n, k): 1[y_i == c_j], float64."""
+    return (y[:, None] == torch.tensor(classes, dtype=_F64, device=y.device)[None, :]).to(_F64)
 
 
 def _row_weights(w, y, count, pairs=None):
@@ -87,32 +94,40 @@ class OneVsRestProblems:
     def coef_shape(self, n_features: int) -> tuple[int, int]:
         return (len(self.classes), int(n_features) + int(self.fit_intercept))
 
+    def _labels(self, y):
+        """(n, k): each problem's label of each row, the indicators 1[y_i == c_j]."""
+        return _indicators(y, self.classes)
+
     def _setup(self, coef, X, y, w):
         """(coef, labels (n, k), the rows' weight in each problem (n, k), margins (n, k))."""
-        coef, labels, w, y = _inputs(coef, X, y, w, self.classes, self.coef_shape(X.n_features))
+        coef, w, y = _inputs(coef, X, y, w, self.coef_shape(X.n_features))
+        labels = self._labels(y)
         return coef, labels, _row_weights(w, y, len(self.classes), self.pairs), self.binary._margins(coef, X)
 
     def loss_gradient(self, coef, X, y, w=None):
         """(f (k,), G (k, p)) as in the module docstring."""
-        return self._pass(coef, X, y, w)[:2]
+        return self._pass(coef, X, y, w, keep_margins=False)[:2]
 
     def _hess_weights(self, labels, w, margins):
         return w * self.binary._pointwise_hessian(margins, labels)  # (n, k)
 
-    def _pass(self, coef, X, y, w):
-        """(f, G, labels, the rows' weights, margins (n, k)) in one ``margin_pass`` over X: the margins and
-        X^T R from one read of each run of rows (one computation of each chunk of a kernel block)."""
-        coef, labels, w, y = _inputs(coef, X, y, w, self.classes, self.coef_shape(X.n_features))
+    def _pass(self, coef, X, y, w, keep_margins=True):
+        """(f, G, labels, the rows' weights, margins (n, k); None unless ``keep_margins``) in one ``margin_pass``
+        over X: the margins and X^T R from one read of each run of rows (one computation of each chunk of a
+        kernel block)."""
+        coef, w, y = _inputs(coef, X, y, w, self.coef_shape(X.n_features))
+        labels = self._labels(y)
         w = _row_weights(w, y, len(self.classes), self.pairs)
         binary = self.binary
         beta, b = binary._split(coef)
-        margins = torch.empty(labels.shape, dtype=_F64, device=X.device)
+        margins = torch.empty(labels.shape, dtype=_F64, device=X.device) if keep_margins else None
         f = torch.zeros(len(self.classes), dtype=_F64, device=X.device)
         r_sum = torch.zeros_like(f)
 
         def residuals(start, stop, m):
             m = m.to(_F64) if b is None else m.to(_F64) + b
-            margins[start:stop] = m
+            if margins is not None:
+                margins[start:stop] = m
             loss, g = binary._pointwise(m, labels[start:stop])
             r = w[start:stop] * g
             f.add_((w[start:stop] * loss).sum(0))
@@ -196,6 +211,31 @@ class OneVsOneProblems(OneVsRestProblems):
         return f"OneVsOneProblems({self.binary!r}, pairs={self.pairs})"
 
 
+class GridProblems(OneVsRestProblems):
+    """One loss at ``count`` coefficient vectors over the same rows and labels, in one pass: the maps of a
+    parameter grid solved side by side (``sparkml.optim.lockstep``), l_ij = l(x~_i . theta_j, y_i).
+
+    The margins of all maps are one (n, p) x (p, k) product and the gradients one X^T R, so a pass for k maps
+    reads each row once: a (4096, 100) float64 chunk times 12 columns costs a few times one column's product
+    on a CPU, where the pass of one map is bound by reading the rows."""
+
+    def __init__(self, loss: LinearLoss, count: int):
+        if not self.accepts(loss):
+            raise ValueError(f"GridProblems needs a single-output loss of coefficients (d + intercept,), got {loss!r}")
+        super().__init__(loss, [0.0] * int(count))
+
+    @staticmethod
+    def accepts(loss) -> bool:
+        """Whether ``loss`` is one output of plain coefficients (not a softmax's (K, p), nor Huber's scale)."""
+        return isinstance(loss, LinearLoss) and loss.coef_shape(1) == (1 + int(loss.fit_intercept),)
+
+    def __repr__(self) -> str:
+        return f"GridProblems({self.binary!r}, count={len(self.classes)})"
+
+    def _labels(self, y):
+        return y[:, None].expand(-1, len(self.classes))
+
+
 class PlattProblems:
     """Platt sigmoids of fixed decision values; theta_j = (a_j, b_j). Problem j is class c_j against the
     rest, or with ``pairs`` class a against class b of pair j = (a, b) (then ``classes`` are the a's)."""
@@ -219,7 +259,8 @@ class PlattProblems:
 
     def _setup(self, coef, X, y, w):
         """(decision values s, margins a s + b, targets t, the rows' weight in each problem), all (n, k)."""
-        coef, labels, w, y = _inputs(coef, X, y, w, self.classes, (len(self.classes), 2))
+        coef, w, y = _inputs(coef, X, y, w, (len(self.classes), 2))
+        labels = _indicators(y, self.classes)
         w = _row_weights(w, y, len(self.classes), self.pairs)
         s = self.decision._margins(self.svm_coef.to(X.device), X)
         targets = self.targets.to(X.device)

@@ -1,9 +1,13 @@
 """gpu.loss_protocol: every loss and problem set of sparkml.gpu offers what its Protocol says."""
 
+import numpy as np
 import pytest
+import torch
 
 from sparkml.gpu import (
     BlockLoss,
+    DenseBlock,
+    GridProblems,
     HingeLoss,
     HuberLoss,
     LogisticLoss,
@@ -43,3 +47,21 @@ def test_problem_sets():
     assert isinstance(platt, BlockLoss)
     assert not isinstance(platt, NewtonCGProblems)  # Platt scaling's Newton forms its (2, 2) Hessians
     assert not isinstance(ovr, Loss)  # no curvature bound: not a loss a first-order strategy steps with
+
+
+@pytest.mark.parametrize("loss", [HingeLoss(), LogisticLoss(), SquaredLoss(False)], ids=repr)
+def test_grid_problems_are_the_loss_at_each_coefficient_vector(loss):
+    """``GridProblems(loss, k)``: one pass, the sums each coefficient vector's own ``loss_gradient`` gives
+    (float32 rows computed in float64, weighted, real labels for the squared loss)."""
+    rng = np.random.default_rng(3)
+    x = DenseBlock(torch.from_numpy(rng.normal(size=(3000, 6)).astype(np.float32)), torch.float64)
+    y = torch.from_numpy(rng.normal(size=3000) if isinstance(loss, SquaredLoss) else rng.integers(0, 2, 3000) * 1.0)
+    w = torch.from_numpy(rng.uniform(0.5, 2.0, 3000))
+    coef = torch.from_numpy(rng.normal(size=(4, 6 + loss.fit_intercept)))
+    grid = GridProblems(loss, 4)
+    assert isinstance(grid, NewtonCGProblems) and grid.coef_shape(6) == (4, 6 + loss.fit_intercept)
+    f, g = grid.loss_gradient(coef, x, y, w)
+    for j in range(4):
+        fj, gj = loss.loss_gradient(coef[j], x, y, w)
+        np.testing.assert_allclose(f[j].item(), fj.item(), rtol=1e-12)
+        np.testing.assert_allclose(g[j].numpy(), gj.numpy(), rtol=1e-10, atol=1e-10)
