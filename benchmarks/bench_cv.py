@@ -4,9 +4,9 @@ Three ways to run the same search (same folds: ``seed``, same grid, same evaluat
 
 * ``pyspark.ml``: pyspark's ``CrossValidator`` with pyspark.ml's estimator (the reference, ratio 1);
 * ``sparkml``: ``sparkml.tuning.CrossValidator`` with sparkml's estimator: each fold converted once, the grid
-  solved on the regularization path, every model scored on the validation fold in one pass;
+  solved in one run per fold (the maps side by side), every model scored on the validation fold in one pass;
 * ``stock CV + sparkml``: pyspark's ``CrossValidator`` with sparkml's estimator (only the estimator's import
-  swapped): the path in ``fitMultiple``, but one scoring job per model.
+  swapped): the same solve in ``fitMultiple``, but one scoring job per model.
 
 ``--pipeline`` puts the estimator in a ``Pipeline`` after a ``VectorAssembler`` over ``--features`` raw double
 columns, as most users' searches are written.
@@ -199,7 +199,8 @@ def main(argv=None):
         "BinaryClassificationEvaluator's areaUnderROC; the largest relative difference of avgMetrics from the first "
         "row's, and whether the best map is the same; for sparkml, the same against pyspark's CrossValidator "
         "scoring sparkml's models (the stock CV + sparkml row: the same models for a bare estimator, whose "
-        "fitMultiple solves the same path; cold fits of each map for a Pipeline, which pyspark fits map by map)."
+        "fitMultiple solves the grid the same way; cold fits of each map for a Pipeline, which pyspark fits map "
+        "by map)."
     )
     report.write(args.out, title, table(rows), {"environment": env, "summary": rows, "runs": runs}, notes)
     df.unpersist()
@@ -209,8 +210,8 @@ def main(argv=None):
 def _evaluation_check(rows):
     """sparkml's avgMetrics against pyspark's CrossValidator scoring sparkml's models (``stock CV + sparkml``):
     the largest relative difference and whether the best map is the same. For a bare estimator those are the
-    same models (its ``fitMultiple`` solves the same path on the same rows); pyspark fits a ``Pipeline`` map by
-    map, from cold starts. Against pyspark.ml's own models the metrics also differ by what two solvers'
+    same models (its ``fitMultiple`` solves the grid the same way on the same rows); pyspark fits a ``Pipeline``
+    map by map, from cold starts. Against pyspark.ml's own models the metrics also differ by what two solvers'
     tolerances leave, which on a flat grid can reorder the maps."""
     by_impl = {r["impl"]: r for r in rows}
     ours, stock = by_impl.get("sparkml"), by_impl.get("stock CV + sparkml")

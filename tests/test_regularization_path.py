@@ -1,7 +1,8 @@
-"""``fitMultiple`` solves the maps that differ only in the penalty and the stopping rule on one warm-started
-regularization path (``sparkml.base.path``): each model is a cold ``fit`` of its map, measured on MLlib's
-objective written out here in numpy; one conversion and one strategy run (one barrier stage with
-``allreduce``) per group; each model keeps its own Params and training summary."""
+"""``fitMultiple`` solves the maps that differ only in the penalty and the stopping rule in one strategy run
+(``sparkml.base.path``): side by side for one output (each model its cold ``fit``'s run, iteration for
+iteration), on a warm-started regularization path for the multinomial model (each model a cold ``fit``'s
+objective, measured on MLlib's objective written out here in numpy); one conversion and one strategy run (one
+barrier stage with ``allreduce``) per group; each model keeps its own Params and training summary."""
 
 import numpy as np
 import pytest
@@ -172,6 +173,14 @@ def test_each_path_model_is_its_cold_fit(frame, conversions, stages, kind, strat
                 np.testing.assert_allclose(
                     coefficient_vector(model), coefficient_vector(cold[index]), rtol=1e-4, atol=1e-5, err_msg=str(m)
                 )
+        if kind != "multinomial":  # one output: the maps run side by side, each its cold fit's run exactly
+            for index, m in enumerate(maps):
+                history, cold_history = path[index].summary.objectiveHistory, cold[index].summary.objectiveHistory
+                np.testing.assert_allclose(history, cold_history, rtol=1e-9, err_msg=str(m))
+                np.testing.assert_allclose(
+                    coefficient_vector(path[index]), coefficient_vector(cold[index]), rtol=1e-8, atol=1e-10
+                )
+            continue
         # each history starts where its solve started: fit's start, or the solution it follows on the path
         order = path_steps([estimator.copy(m) for m in maps])
         for step, ((index,), starts) in enumerate(order):
@@ -303,3 +312,28 @@ def test_a_warm_start_that_already_meets_the_stopping_rule_takes_one_step():
     assert warm.n_iter >= 1 and warm.fun < f0
     at_floor = minimize_lbfgs(fun_grad, np.zeros(3), tol=1e-6, min_iter=1)  # a zero gradient: nothing to take
     assert at_floor.n_iter == 0
+
+
+def test_a_grid_too_wide_to_run_side_by_side_walks_the_path(frame, monkeypatch):
+    """Side by side, every map keeps its own L-BFGS memory: past ``_SIDE_BY_SIDE_COEFFICIENTS`` (maps x
+    coefficients) the maps walk the warm-started path instead, one map's memory at a time."""
+    import sparkml.linear.estimator as linear_estimator
+
+    df, columns = frame
+    together = []
+    original = ComposedStrategy.minimize_path
+
+    def spy(self, steps, theta0, **kw):
+        together.append(kw.get("together"))
+        return original(self, steps, theta0, **kw)
+
+    monkeypatch.setattr(ComposedStrategy, "minimize_path", spy)
+    estimator = LogisticRegression(strategy="allreduce")
+    maps = grid(estimator, True)  # 6 maps of 5 coefficients
+    side_by_side = dict(estimator.fitMultiple(df, maps))
+    monkeypatch.setattr(linear_estimator, "_SIDE_BY_SIDE_COEFFICIENTS", 6 * 5 - 1)
+    walked = dict(estimator.fitMultiple(df, maps))
+    assert [None if t is None else len(t) for t in together] == [6, None]
+    for index, m in enumerate(maps):
+        ours, theirs = (mllib_objective(p[index], columns, "binomial") for p in (walked, side_by_side))
+        assert ours <= theirs * (1 + 1e-9), (m, ours, theirs)

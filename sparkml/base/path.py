@@ -23,6 +23,14 @@ has the lower objective: the solution at the same lambda of the previous elastic
 point) or ``fit``'s start. Neither is near in general: with a large lambda and an L1 term the optimum is often
 at or near zero (glmnet starts each elasticNetParam's path at zero), with a small one near the other
 penalty's solution; one objective evaluation each picks the better.
+
+The linear models of one output without bounds (binomial ``LogisticRegression``, ``LinearSVC``,
+``LinearRegression``'s squared error) do not walk the path: their steps run side by side, each from ``fit``'s
+start, every pass over the rows evaluating all the steps still running as one (n, d) x (d, k) product
+(``ComposedStrategy.minimize_path``, ``optim.lockstep``). On a CPU that pass costs a few single passes and the
+grid as many passes as its longest fit, less than the sum of the warm-started solves (which still take
+several iterations each, and LinearSVC's at least about 20: its hinge is not smooth); and each model is
+exactly its own ``fit``'s. The warm-started path remains for the multinomial model and bounded fits.
 """
 
 from __future__ import annotations

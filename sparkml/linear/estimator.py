@@ -30,6 +30,7 @@ import numpy as np
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.model import HasInitialModel
 from sparkml.base.path import PATH_PARAMS, path_label, path_steps
+from sparkml.gpu.problems import GridProblems
 from sparkml.optim.linear_objective import LinearObjective
 from sparkml.strategies import table
 
@@ -180,9 +181,15 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
         return [e._fitted(model, [summary], data.source) for e, (model, summary) in zip(estimators, solved)]
 
     def _solve_path(self, strategy, s, estimators, problems, last_pass):
-        """[(model, TrainingSummary)] of ``estimators`` (with their ``problems``), in their order: their
-        objectives minimized along ``base.path.path_steps`` in one run of the strategy, the first from
-        ``fit``'s start, each later one from the solution it follows (or ``fit``'s start, where lower)."""
+        """[(model, TrainingSummary)] of ``estimators`` (with their ``problems``), in their order, in one run of
+        the strategy. A single-output loss without bounds (binomial LogisticRegression, LinearSVC,
+        LinearRegression's squared error), up to ``_SIDE_BY_SIDE_COEFFICIENTS`` in all: the objectives are
+        minimized side by side, each from its own ``fit``'s start, one pass over the rows per round for all of
+        them (``ComposedStrategy.minimize_path``): each model is exactly its ``fit``'s, and the grid costs about
+        as many passes as its longest fit (a (n, d) x (d, k) product costs a few single passes on a CPU, about
+        one on a GPU). Otherwise (a multinomial model, bounds, a wide grid) along ``base.path.path_steps``: the
+        first from ``fit``'s start, each later one from the solution it follows (or ``fit``'s start, where
+        lower)."""
         steps = path_steps(estimators)
         setups = [estimators[ii[0]]._setup(s, problems[ii[0]]) for ii, _ in steps]  # (objective, theta0, bounds)
         path = [
@@ -199,7 +206,13 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
             )
             for (ii, starts), (objective, _, bounds) in zip(steps, setups)
         ]
-        runs = strategy.minimize_path(path, setups[0][1], last_pass=last_pass, progress=self._progress())
+        together = None
+        side_by_side = len(setups) * setups[0][0].size <= _SIDE_BY_SIDE_COEFFICIENTS
+        if side_by_side and GridProblems.accepts(problems[0].loss) and all(b is None for _, _, b in setups):
+            together = [theta0 for _, theta0, _ in setups]  # side by side, each from its own fit's start
+        runs = strategy.minimize_path(
+            path, setups[0][1], last_pass=last_pass, progress=self._progress(), together=together
+        )
         solved: list = [None] * len(estimators)
         for (ii, _), (objective, _, _), (theta, summary) in zip(steps, setups, runs):
             for i in ii:  # maps that differ only in Params no fit reads: one solve, a model (and summary) each
@@ -233,6 +246,12 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
     def _restrict(self, objective, theta0, s):
         """The objective the optimizer sees and its start (LinearRegression holds its intercept)."""
         return objective, theta0
+
+
+# The most coefficients (maps x coefficients per map) solved side by side: each run keeps its own L-BFGS memory
+# (2 x 10 vectors) in every task, about 350 MB at this bound; wider grids (hashed features) walk the path, one
+# map's memory at a time.
+_SIDE_BY_SIDE_COEFFICIENTS = 1 << 21
 
 
 def _row(name):
