@@ -24,7 +24,7 @@ demo: $(STAMP)
 
 # The test suite (the covering subset of the parity grid; the full grid is `make test-full`).
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider --durations=15 tests
+	$(PY) -m pytest -q -p no:cacheprovider --durations=60 tests
 
 test-full: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m "" tests
