@@ -30,7 +30,8 @@ start, every pass over the rows evaluating all the steps still running as one (n
 (``ComposedStrategy.minimize_path``, ``optim.lockstep``). On a CPU that pass costs a few single passes and the
 grid as many passes as its longest fit, less than the sum of the warm-started solves (which still take
 several iterations each, and LinearSVC's at least about 20: its hinge is not smooth); and each model is
-exactly its own ``fit``'s. The warm-started path remains for the multinomial model and bounded fits.
+exactly its own ``fit``'s. The warm-started path remains for the multinomial model, bounded fits and grids too wide
+to keep every run's L-BFGS memory at once (``linear.estimator._SIDE_BY_SIDE_COEFFICIENTS``).
 """
 
 from __future__ import annotations
