@@ -112,6 +112,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_cv.py
 	$(PY) benchmarks/bench_cv.py --model svc
 	$(PY) benchmarks/bench_cv.py --pipeline
+	$(PY) benchmarks/bench_cv.py --num-bins 0
+	$(PY) benchmarks/bench_cv.py --pipeline --num-bins 0
 	$(PY) benchmarks/bench_glr.py
 	$(PY) benchmarks/bench_glr_sparse.py
 	$(PY) benchmarks/bench_kernel_svc.py --sizes 5000,100000 --landmarks auto --strategy auto

@@ -52,6 +52,18 @@ def parse_args(argv=None):
     p.add_argument("--grid", default=None, help="regParam values (default: the model's, module docstring)")
     p.add_argument("--elastic-net", default=None, help="elasticNetParam values (logistic; default 0,0.5,1)")
     p.add_argument("--folds", type=int, default=3)
+    p.add_argument(
+        "--num-bins",
+        type=int,
+        default=1000,
+        help="BinaryClassificationEvaluator's numBins (default 1000, its default; 0: the exact curve, deterministic)",
+    )
+    p.add_argument(
+        "--spread-runs",
+        type=int,
+        default=5,
+        help="runs of the stock evaluator on one model's predictions, to measure its own spread (0: skip)",
+    )
     p.add_argument("--parallelism", type=int, default=1, help="the CrossValidators' parallelism")
     p.add_argument("--strategy", default="auto", help="sparkml's strategy (default: its default)")
     p.add_argument("--impls", default=",".join(IMPLS), help=f"which of {IMPLS} to run")
@@ -72,7 +84,7 @@ def parse_args(argv=None):
     unknown = set(args.impls) - set(IMPLS)
     if unknown:
         p.error(f"unknown --impls {sorted(unknown)}: choose from {IMPLS}")
-    name = f"cv_{args.model}" + ("_pipeline" if args.pipeline else "")
+    name = f"cv_{args.model}" + ("_pipeline" if args.pipeline else "") + ("_exact_curve" if args.num_bins == 0 else "")
     args.out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"{name}.json")
     return args
 
@@ -114,7 +126,7 @@ def search(args, impl):
     cv = CrossValidator(
         estimator=stage,
         estimatorParamMaps=builder.build(),
-        evaluator=BinaryClassificationEvaluator(),
+        evaluator=BinaryClassificationEvaluator(numBins=args.num_bins),
         numFolds=args.folds,
         parallelism=args.parallelism,
         seed=args.seed,
@@ -127,6 +139,12 @@ def best_map(model, estimator):
     best = model.bestModel
     best = best.stages[-1] if hasattr(best, "stages") else best
     return [best.getRegParam(), best.getElasticNetParam() if estimator.hasParam("elasticNetParam") else None]
+
+
+def _map_values(param_map, estimator):
+    """A grid map as [regParam, elasticNetParam or None], like ``best_map``."""
+    values = {p.name: v for p, v in param_map.items()}
+    return [values["regParam"], values.get("elasticNetParam") if estimator.hasParam("elasticNetParam") else None]
 
 
 def profile(jobs):
@@ -153,6 +171,7 @@ def cross_validate(spark, df, args, impl):
         "seconds": seconds,
         "avg_metrics": list(model.avgMetrics),
         "best_map": best_map(model, estimator),
+        "maps": [_map_values(m, estimator) for m in cv.getEstimatorParamMaps()],
         "spark_jobs": len(jobs),
         "profile": profile(jobs),
     }
@@ -188,7 +207,10 @@ def main(argv=None):
         diff = np.abs(np.subtract(r["avg_metrics"], reference["avg_metrics"]))
         r["max_metric_rel_diff"] = float(np.max(diff / np.maximum(np.abs(reference["avg_metrics"]), 1e-300)))
         r["same_best_map"] = r["best_map"] == reference["best_map"]
+        r["best_map_regret"] = regret(r, reference)
     _evaluation_check(rows)
+    if args.spread_runs > 0 and args.num_bins > 0:
+        env["stock_evaluator_spread"] = evaluator_spread(df, args, rows[-1]["best_map"])
     env["load_avg_at_end"] = os.getloadavg()
     title = (
         f"CrossValidator, {what}, {args.rows:,} x {args.features}: {args.folds} folds x {n_maps} maps "
@@ -196,15 +218,62 @@ def main(argv=None):
     )
     notes = (
         f"Ratio: seconds over {reference['impl']}'s in the same run (median of {args.repeats}). Metric: "
-        "BinaryClassificationEvaluator's areaUnderROC; the largest relative difference of avgMetrics from the first "
-        "row's, and whether the best map is the same; for sparkml, the same against pyspark's CrossValidator "
-        "scoring sparkml's models (the stock CV + sparkml row: the same models for a bare estimator, whose "
-        "fitMultiple solves the grid the same way; cold fits of each map for a Pipeline, which pyspark fits map "
-        "by map)."
+        f"BinaryClassificationEvaluator's areaUnderROC (numBins {args.num_bins}); the largest relative "
+        "difference of avgMetrics from the first row's, whether the best map is the same, and its regret (how "
+        "much worse the chosen map scores than the first row's best, by the first row's own avgMetrics); for "
+        "sparkml, the same against pyspark's CrossValidator scoring sparkml's models (the stock CV + sparkml "
+        "row: the same models for a bare estimator, whose fitMultiple solves the grid the same way; cold fits "
+        "of each map for a Pipeline, which pyspark fits map by map)."
     )
+    if "stock_evaluator_spread" in env:
+        notes += (
+            f" The stock evaluator run {args.spread_runs} times on one model's same predictions spreads by "
+            f"{env['stock_evaluator_spread']['relative_spread']:.1e} relative (numBins {args.num_bins} down-samples "
+            "its curve per partition of a randomly range-partitioned sort): differences below it are the "
+            "evaluator's, not the models'."
+        )
     report.write(args.out, title, table(rows), {"environment": env, "summary": rows, "runs": runs}, notes)
     df.unpersist()
     spark.stop()
+
+
+def regret(row, reference):
+    """How much worse, by the reference's own avgMetrics, the map ``row`` chose is than the reference's best:
+    (best - metric of row's best map) / best, 0 when both chose the same map. Below the evaluator's own spread
+    (``evaluator_spread``) the two choices cannot be told apart by the metric."""
+    maps = reference["maps"]
+    best = max(reference["avg_metrics"])
+    return float((best - reference["avg_metrics"][maps.index(row["best_map"])]) / abs(best))
+
+
+def evaluator_spread(df, args, best):
+    """The stock evaluator against itself: the relative spread (max - min) / mean of ``--spread-runs`` runs of
+    ``BinaryClassificationEvaluator`` on the very same predictions (one model of map ``best`` fitted on the first
+    fold's training share, scored on its validation share). With numBins > 0 Spark down-samples the curve per
+    partition of a sort whose range boundaries come from a sample seeded by the RDD's id, so its result moves
+    from run to run; differences of avgMetrics below this spread are the evaluator's, not the models'."""
+    from pyspark.ml.evaluation import BinaryClassificationEvaluator
+    from pyspark.sql import functions as F
+
+    _, estimator = search(args, "sparkml")
+    estimator.setRegParam(best[0])
+    if best[1] is not None:
+        estimator.setElasticNetParam(best[1])
+    frame = df
+    if args.pipeline:
+        from pyspark.ml.feature import VectorAssembler
+
+        frame = VectorAssembler(inputCols=[f"x{j}" for j in range(args.features)], outputCol="features").transform(df)
+    frame = frame.withColumn("_fold", F.rand(args.seed))
+    train, validation = frame.filter(F.col("_fold") >= 1 / args.folds), frame.filter(F.col("_fold") < 1 / args.folds)
+    scored = estimator.fit(train).transform(validation).select("label", "rawPrediction").cache()
+    scored.count()
+    evaluator = BinaryClassificationEvaluator(numBins=args.num_bins)
+    values = np.array([evaluator.evaluate(scored) for _ in range(args.spread_runs)])
+    scored.unpersist()
+    spread = float((values.max() - values.min()) / values.mean())
+    print(f"  the stock evaluator on the same predictions, {args.spread_runs} runs: relative spread {spread:.1e}")
+    return {"runs": values.tolist(), "relative_spread": spread, "map": best}
 
 
 def _evaluation_check(rows):
@@ -223,7 +292,7 @@ def _evaluation_check(rows):
 
 
 def table(rows):
-    head = ["impl", "CV s", "ratio", "Spark jobs", "best map", "same best", "max avgMetrics rel diff"]
+    head = ["impl", "CV s", "ratio", "Spark jobs", "best map", "same best", "regret", "max avgMetrics rel diff"]
     head.append("vs stock CV + sparkml")
     body = [
         [
@@ -233,6 +302,7 @@ def table(rows):
             str(r["spark_jobs"]),
             ", ".join("-" if v is None else f"{v:g}" for v in r["best_map"]),
             "yes" if r["same_best_map"] else "no",
+            f"{r['best_map_regret']:.1e}",
             f"{r['max_metric_rel_diff']:.1e}",
             _evaluation_cell(r),
         ]

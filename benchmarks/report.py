@@ -25,6 +25,8 @@ ORDER = [
     "refit",
     "refit_16k",
     "cv_logistic",
+    "cv_logistic_exact_curve",
+    "cv_logistic_pipeline_exact_curve",
     "transform",
     "kernel_svc",
     "kernel_svc_probability",
