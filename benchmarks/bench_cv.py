@@ -255,18 +255,11 @@ def evaluator_spread(df, args, best):
     from pyspark.ml.evaluation import BinaryClassificationEvaluator
     from pyspark.sql import functions as F
 
-    _, estimator = search(args, "sparkml")
-    estimator.setRegParam(best[0])
-    if best[1] is not None:
-        estimator.setElasticNetParam(best[1])
-    frame = df
-    if args.pipeline:
-        from pyspark.ml.feature import VectorAssembler
-
-        frame = VectorAssembler(inputCols=[f"x{j}" for j in range(args.features)], outputCol="features").transform(df)
-    frame = frame.withColumn("_fold", F.rand(args.seed))
+    cv, estimator = search(args, "sparkml")
+    chosen = {estimator.regParam: best[0], **({estimator.elasticNetParam: best[1]} if best[1] is not None else {})}
+    frame = df.withColumn("_fold", F.rand(args.seed))
     train, validation = frame.filter(F.col("_fold") >= 1 / args.folds), frame.filter(F.col("_fold") < 1 / args.folds)
-    scored = estimator.fit(train).transform(validation).select("label", "rawPrediction").cache()
+    scored = cv.getEstimator().fit(train, chosen).transform(validation).select("label", "rawPrediction").cache()
     scored.count()
     evaluator = BinaryClassificationEvaluator(numBins=args.num_bins)
     values = np.array([evaluator.evaluate(scored) for _ in range(args.spread_runs)])
