@@ -15,9 +15,20 @@ import torch
 
 
 def linear_margins(x, coef, intercept):
-    """M = X W^T + b as float64, (n, K); ``x`` (n, d), ``coef`` (K, d), ``intercept`` (K,)."""
+    """M = X W^T + b as float64, (n, K); ``x`` (n, d), ``coef`` (K, d), ``intercept`` (K,).
+
+    A row whose margins are not all finite (an infinite or NaN feature, or a product past float64's range) is
+    summed again from its products x_j w_kj, each rounded on its own, as MLlib's dot product sums them: a
+    fused multiply-add in the matrix product (the CPU's BLAS kernel decides) would keep an overflowing product
+    exact and turn MLlib's inf + (-inf) = NaN into inf."""
     x = x.to(torch.float64)
-    return torch.addmm(intercept.to(x).unsqueeze(0), x, coef.to(x).T)
+    w = coef.to(x)
+    b = intercept.to(x)
+    m = torch.addmm(b.unsqueeze(0), x, w.T)
+    rows = ~torch.isfinite(m).all(dim=1)
+    if bool(rows.any()):
+        m[rows] = (x[rows].unsqueeze(1) * w.unsqueeze(0)).sum(dim=2) + b
+    return m
 
 
 def binary_logistic_probability(margin):

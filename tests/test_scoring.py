@@ -150,3 +150,24 @@ def test_a_model_builds_its_spec_once_per_param_values():
     assert moved is not first and moved.raw_threshold == 0.7 and moved.fingerprint == first.fingerprint
     np.testing.assert_array_equal(score_rows(np.array([[1.0, 0.1]]), moved)["pred"], [1.0])  # 1.3 > 0.7
     np.testing.assert_array_equal(score_rows(np.array([[0.1, 0.0]]), moved)["pred"], [0.0])  # 0.6 <= 0.7
+
+
+def test_margins_past_float64s_range_are_mllibs_whatever_the_matrix_product():
+    """Each product x_j w_kj rounds on its own, as in MLlib's dot product: 1e308 * 2 + 1e308 * -2 is inf + -inf = NaN
+    (the fused multiply-add kernels of some CPUs' BLAS give inf: on AVX-512 with MKL an 8 x 4 by 4 x 3 product
+    does), inf * 0 is NaN, and finite rows keep the matrix product's value."""
+    import torch
+
+    from sparkml.gpu.prediction import linear_margins
+
+    x = torch.zeros(8, 4, dtype=torch.float64)
+    x[0, :2] = 1e308
+    x[1, 0] = float("inf")
+    x[2] = torch.tensor([1.0, 2.0, -1.0, 0.5])
+    w = torch.tensor([[2.0, -2.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [3.0, 1.5, 0.0, 0.0]], dtype=torch.float64)
+    b = torch.tensor([0.5, 0.0, -1.0], dtype=torch.float64)
+    m = linear_margins(x, w, b).numpy()
+    assert np.isnan(m[0, 0]) and m[0, 1] == 1e308 and m[0, 2] == np.inf
+    assert np.isnan(m[1, 1]) and m[1, 0] == np.inf and m[1, 2] == np.inf
+    np.testing.assert_array_equal(m[2], [2.0 - 4.0 + 0.5, 2.0, 3.0 + 3.0 - 1.0])
+    np.testing.assert_array_equal(m[3:], np.tile(b.numpy(), (5, 1)))
