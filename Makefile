@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-full docs docs-serve lint test-compat compat-venvs test-compat-run wheel-demo dist bench clean java
+.PHONY: demo test test-system test-full docs docs-serve lint test-compat compat-venvs test-compat-run wheel-demo dist bench clean java
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(MAKE) --no-print-directory java
@@ -22,9 +22,15 @@ java:
 demo: $(STAMP)
 	$(VENV)/bin/sparkml-train --config conf/logistic_demo.yaml
 
-# The test suite (the covering subset of the parity grid; the full grid is `make test-full`).
+# The tiers (CONTRIBUTING.md): `make test` is every module's contract in this process's one local[2] session (the
+# covering subset of the parity grid); `make test-system` the proofs that start Spark applications, servers or
+# builds of their own (local-cluster, spark-submit, kills, Spark Connect, MLflow servers, the notebook, the
+# wheel); `make test-full` both, plus the whole parity grid (marker full).
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider --durations=60 tests
+	$(PY) -m pytest -q -p no:cacheprovider --durations=30 tests
+
+test-system: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15 -m system tests
 
 test-full: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m "" tests
@@ -108,6 +114,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_linear.py --model svc --repeats 3 --configs allreduce:float32,sync:float32
 	$(PY) benchmarks/bench_refit.py
 	$(PY) benchmarks/bench_refit.py --rows 16000 --features 20 --out $(R)/refit_16k.json
+	$(PY) benchmarks/bench_small.py
 	$(PY) benchmarks/bench_transform.py --repeats 3
 	$(PY) benchmarks/bench_cv.py
 	$(PY) benchmarks/bench_cv.py --model svc

@@ -1,6 +1,7 @@
 """Shared fixtures: one local Spark session for the whole test run (2 cores here), and the data and
 fitted linear models of the model-level tests (test_model_outputs, test_persistence)."""
 
+import importlib.util
 import os
 import sys
 
@@ -27,14 +28,30 @@ def spark():
         .config("spark.driver.memory", "4g")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.python.worker.reuse", "true")
-        # most tests count conversions and the blocks left on the executors; test_conversion_reuse turns on
-        # the reuse of conversions (on by default) for its own tests
-        .config("spark.sparkml.conversionCache.enabled", "false")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def conversions_not_kept(request):
+    """Every fit of the module converts its DataFrame and releases the blocks when it ends: for the modules that
+    count conversions or the blocks left on the executors (``pytestmark = pytest.mark.usefixtures(...)``).
+    Elsewhere the session keeps the conversions of cached DataFrames between fits, as a user's session does
+    (``sparkml.data.reuse``)."""
+    if importlib.util.find_spec("pyspark") is None:  # a GPU machine without Spark runs the torch-only tests
+        yield
+        return
+    import sparkml
+    from sparkml.data.reuse import ENABLED_KEY
+
+    spark = request.getfixturevalue("spark")
+    sparkml.release_conversions(spark)
+    spark.conf.set(ENABLED_KEY, "false")
+    yield
+    spark.conf.unset(ENABLED_KEY)
 
 
 @pytest.fixture(scope="module")
@@ -71,10 +88,11 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_collection_finish(session):
-    """Start the subprocess runs of the selected modules (tests/support/background.py) while the rest runs."""
+    """Start the subprocess runs of the modules with selected system tests (tests/support/background.py) while the
+    rest runs. Every test that awaits a background run is marked ``system``: the fast tier starts none."""
     from support import background
 
-    modules = {item.module for item in session.items if hasattr(item, "module")}
+    modules = {item.module for item in session.items if hasattr(item, "module") and item.get_closest_marker("system")}
     for module in sorted(modules, key=lambda m: m.__name__):
         runs = getattr(module, "background_runs", None)
         if runs is not None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from support import archives_run, background
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.system]
 pytest.importorskip("venv_pack", reason="the packed environment is made with venv-pack (the test extra)")
 
 

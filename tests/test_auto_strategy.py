@@ -18,6 +18,9 @@ from sparkml.regression import LinearRegression
 from sparkml.strategies import auto_strategy
 from sparkml.strategies.barrier_task import ExecutorLost
 
+# counts barrier stages: a kept conversion whose blocks are lost is converted again first (sparkml.data.reuse)
+pytestmark = pytest.mark.usefixtures("conversions_not_kept")
+
 
 @pytest.fixture(scope="module")
 def frame(spark):

@@ -13,6 +13,8 @@ from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.data import block_store
 from sparkml.regression import LinearRegression
 
+pytestmark = pytest.mark.usefixtures("conversions_not_kept")  # counts conversions or blocks
+
 ESTIMATORS = {"LogisticRegression": LogisticRegression, "LinearSVC": LinearSVC, "LinearRegression": LinearRegression}
 CLASSIFIERS = ("LogisticRegression", "LinearSVC")
 # data_helpers.small_rows: SMALL_ROWS rows, two partitions of 20 in rows_frame; the bad rows go into partition 0 only

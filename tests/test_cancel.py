@@ -58,6 +58,7 @@ def outcome():
 
 
 @pytest.mark.cluster
+@pytest.mark.system
 @pytest.mark.parametrize("strategy,how", cancel_runs.CASES, ids=[f"{s}-{h}" for s, h in cancel_runs.CASES])
 def test_a_cancelled_fit_ends_with_fit_cancelled_and_leaves_nothing(outcome, strategy, how):
     record = outcome[f"{strategy}, {how}"]
@@ -70,6 +71,7 @@ def test_a_cancelled_fit_ends_with_fit_cancelled_and_leaves_nothing(outcome, str
 
 
 @pytest.mark.cluster
+@pytest.mark.system
 @pytest.mark.parametrize("strategy", cancel_runs.CTRL_C)
 def test_ctrl_c_cancels_the_fits_jobs_and_raises_keyboard_interrupt(outcome, strategy):
     """pyspark's own SIGINT handler cannot cancel from inside the gateway call it interrupts (py4j refuses the
@@ -80,6 +82,7 @@ def test_ctrl_c_cancels_the_fits_jobs_and_raises_keyboard_interrupt(outcome, str
     assert record["blocks left"] == [], record
 
 
+@pytest.mark.system
 def test_ctrl_c_on_spark_submit_of_the_train_job_exits_at_once():
     """SIGINT to the process group of ``spark-submit jobs/train.py`` mid-fit, as a terminal's Ctrl-C
     (tests/support/ctrl_c_submit.py): exit code 130 within seconds, nothing written, no process of the job left."""
@@ -90,6 +93,7 @@ def test_ctrl_c_on_spark_submit_of_the_train_job_exits_at_once():
 
 
 @pytest.mark.cluster
+@pytest.mark.system
 def test_a_cancelled_map_of_a_cross_validator_ends_it_and_the_other_map_finishes(outcome):
     record = outcome["CrossValidator, one job"]
     assert record["error"].startswith("FitCancelled: Recorded fit of param map"), record
@@ -99,6 +103,7 @@ def test_a_cancelled_map_of_a_cross_validator_ends_it_and_the_other_map_finishes
 
 
 @pytest.mark.cluster
+@pytest.mark.system
 def test_a_stopped_session_ends_the_fit_as_cancelled(outcome):
     record = outcome["allreduce, session stopped"]
     pattern = r"FitCancelled: LogisticRegression fit cancelled: Job \d+ cancelled because SparkContext was shut down"

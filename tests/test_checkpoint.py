@@ -363,6 +363,7 @@ def test_cross_validator_refuses_checkpoint_dir(data, tmp_path):
         cv.fit(data)
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("strategy", ["sync", "allreduce"])
 def test_a_killed_driver_resumes_in_another(spark, caplog, strategy):
     """The fit of ``tests/support/checkpoint_fit.py`` is SIGKILLed (driver, JVM and Python workers) once its checkpoint

@@ -16,6 +16,7 @@ from sparkml import compat
 pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect] (grpcio)")
 pytestmark = [
     pytest.mark.compat,
+    pytest.mark.system,
     pytest.mark.skipif(
         not compat.has_connect_ml(),
         reason="Spark Connect ML is new in Spark 4.0; a Connect session on 3.5 is refused (test_compat.py)",

@@ -21,10 +21,12 @@ from sparkml.data import reuse
 
 @pytest.fixture(autouse=True)
 def reuse_on(spark):
-    """On, as by default (the test session turns it off for the tests that count blocks)."""
+    """On, as by default (the test session's default too; a test here may turn it off), with nothing kept by
+    earlier tests."""
+    sparkml.release_conversions(spark)
     spark.conf.set(reuse.ENABLED_KEY, "true")
     yield
-    spark.conf.set(reuse.ENABLED_KEY, "false")
+    spark.conf.unset(reuse.ENABLED_KEY)
 
 
 @pytest.fixture

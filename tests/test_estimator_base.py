@@ -16,6 +16,8 @@ from sparkml.data.training_data import TrainingData
 from sparkml.gpu import SquaredLoss
 from sparkml.optim.linear_objective import LinearObjective
 
+pytestmark = pytest.mark.usefixtures("conversions_not_kept")  # counts conversions or blocks
+
 
 class _DummyParams(HasMaxIter, HasTol, HasFitIntercept, HasWeightCol, HasAggregationDepth, HasTorchTrainingParams):
     def __init__(self, *args):

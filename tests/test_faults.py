@@ -28,7 +28,7 @@ import pytest
 from support import background, fault_runs
 from support.helpers import SUPPORT
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.system]
 STRATEGIES = ("sync", "averaging", "allreduce", "allreduce-averaging")
 _SCRATCH = {}
 

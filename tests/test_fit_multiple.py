@@ -22,6 +22,8 @@ from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.data.training_data import TrainingData
 from sparkml.regression import LinearRegression
 
+pytestmark = pytest.mark.usefixtures("conversions_not_kept")  # counts conversions or blocks
+
 
 @pytest.fixture(scope="module")
 def data(spark):

@@ -53,6 +53,8 @@ from sparkml.data import block_store
 from sparkml.data.training_data import TrainingData
 from sparkml.regression import LinearRegression
 
+pytestmark = pytest.mark.usefixtures("conversions_not_kept")  # counts conversions or blocks
+
 PROFILE = os.environ.get("SPARKML_FUZZ_PROFILE", "default")
 if PROFILE not in ("default", "nightly"):
     raise ValueError(f"SPARKML_FUZZ_PROFILE must be 'default' or 'nightly', got {PROFILE!r}")

@@ -30,6 +30,7 @@ def background_runs():
 
 
 @pytest.mark.cluster
+@pytest.mark.system
 def test_each_task_computes_on_the_gpu_spark_assigned_it():
     run = background.result("gpu scheduling", background_runs())
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]

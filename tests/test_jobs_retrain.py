@@ -225,6 +225,7 @@ def free_port():
         return s.getsockname()[1]
 
 
+@pytest.mark.system
 def test_retrain_against_a_real_mlflow_server(spark, windows, tmp_path, capsys):
     pytest.importorskip("flask_cors")
     port, server_dir = free_port(), tmp_path / "server"
@@ -354,6 +355,7 @@ def wait_registered(proc, pause, timeout=300):
         time.sleep(0.5)
 
 
+@pytest.mark.system
 def test_two_runs_at_once_cannot_both_promote(spark, paused_runs, capsys):
     tmp_path, cfg, pause, other = paused_runs[RACE]  # gates against champion 1, registers version 2, waits
     try:
@@ -377,6 +379,7 @@ def test_two_runs_at_once_cannot_both_promote(spark, paused_runs, capsys):
     assert versions(client)["2"].tags["sparkml.decision"] == "lost"
 
 
+@pytest.mark.system
 def test_run_killed_before_promotion_is_finished_by_the_next(spark, paused_runs, capsys):
     tmp_path, cfg, pause, victim = paused_runs[KILLED]
     try:

@@ -73,6 +73,7 @@ def test_stored_notebook_is_clean_and_shows_the_swap():
     assert "# from pyspark.ml.classification import LogisticRegression" in swap
 
 
+@pytest.mark.system
 def test_quickstart_runs_headless():
     run = background.result("quickstart notebook", background_runs())
     out, workdir = _paths()

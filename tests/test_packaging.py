@@ -1,6 +1,9 @@
 """The installed names: the wheel claims one top-level package, ``sparkml`` (gpu/ and jobs/, linked in as
 sparkml/gpu and sparkml/jobs, install as ``sparkml.gpu`` and ``sparkml.jobs``), and the zip shipped to executors
-and a source checkout import the same way."""
+and a source checkout import the same way.
+
+The wheel and the sdist are built here (system tier), or taken from ``$SPARKML_TESTS_DIST`` (the ``dist/`` that
+``make dist`` built from this checkout, as CI does before it runs the system tier)."""
 
 import os
 import subprocess
@@ -8,6 +11,7 @@ import sys
 import tarfile
 import zipfile
 
+import pytest
 from support.helpers import ROOT
 
 from sparkml.jobs import session
@@ -24,16 +28,25 @@ def _import_from(path, cwd):
     return out.stdout.split()
 
 
-def test_the_wheel_claims_only_sparkml(tmp_path):
-    build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), ROOT],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def _built(suffix, tmp_path, argv):
+    """The path of the one ``suffix`` file of ``$SPARKML_TESTS_DIST``, or of ``argv`` + [outdir, ROOT] run into
+    ``tmp_path``."""
+    dist = os.environ.get("SPARKML_TESTS_DIST")
+    if dist:
+        (found,) = [f for f in os.listdir(dist) if f.endswith(suffix)]
+        return os.path.join(dist, found)
+    build = subprocess.run([*argv, str(tmp_path), ROOT], capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr[-2000:]
-    (wheel,) = [f for f in os.listdir(tmp_path) if f.endswith(".whl")]
-    names = zipfile.ZipFile(tmp_path / wheel).namelist()
+    (found,) = [f for f in os.listdir(tmp_path) if f.endswith(suffix)]
+    return str(tmp_path / found)
+
+
+@pytest.mark.system
+def test_the_wheel_claims_only_sparkml(tmp_path):
+    wheel = _built(
+        ".whl", tmp_path, [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w"]
+    )
+    names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"sparkml"}
     for module in (
         "sparkml/gpu/kernels.py",
@@ -44,7 +57,7 @@ def test_the_wheel_claims_only_sparkml(tmp_path):
         "sparkml/conf/retrain_demo.yaml",
     ):
         assert module in names
-    wheel_zip = zipfile.ZipFile(tmp_path / wheel)
+    wheel_zip = zipfile.ZipFile(wheel)
     info = next(n for n in names if n.endswith(".dist-info/METADATA"))
     requires = [ln for ln in wheel_zip.read(info).decode().splitlines() if ln.startswith("Requires-Dist: ")]
     pyspark = [ln for ln in requires if ln.split()[1].startswith("pyspark")]
@@ -59,7 +72,7 @@ def test_the_wheel_claims_only_sparkml(tmp_path):
         assert script in scripts
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(tmp_path / wheel)],
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), wheel],
         check=True,
         capture_output=True,
         timeout=300,
@@ -69,18 +82,12 @@ def test_the_wheel_claims_only_sparkml(tmp_path):
     assert estimator_file == str(target / "sparkml" / "base" / "estimator.py")
 
 
+@pytest.mark.system
 def test_the_sdist_holds_the_linked_folders_as_files(tmp_path):
     """The links sparkml/gpu and sparkml/jobs are copied through: the sdist (which `make dist` builds the wheel
     from) holds their files as plain members, and no link."""
-    build = subprocess.run(
-        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(tmp_path), ROOT],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert build.returncode == 0, build.stderr[-2000:]
-    (sdist,) = [f for f in os.listdir(tmp_path) if f.endswith(".tar.gz")]
-    with tarfile.open(tmp_path / sdist) as tar:
+    sdist = _built(".tar.gz", tmp_path, [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir"])
+    with tarfile.open(sdist) as tar:
         members = {m.name.split("/", 1)[1]: m for m in tar.getmembers() if "/" in m.name}
     assert not [name for name, m in members.items() if m.issym() or m.islnk()]
     for name in ("gpu", "jobs"):

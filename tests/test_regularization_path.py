@@ -20,6 +20,8 @@ from sparkml.regression import LinearRegression
 from sparkml.strategies import barrier_transport
 from sparkml.strategies.composed import ComposedStrategy
 
+pytestmark = pytest.mark.usefixtures("conversions_not_kept")  # counts conversions or blocks
+
 N = 800
 
 

@@ -73,6 +73,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
+@pytest.mark.system
 def test_a_logged_model_is_served_by_mlflow_models_serve(df, tmp_path, monkeypatch):
     import mlflow
     from mlflow.tracking._tracking_service import utils

@@ -24,6 +24,8 @@ from sparkml.classification import LogisticRegressionModel as OurLogisticRegress
 from sparkml.regression import LinearRegression
 from sparkml.tuning import CrossValidator, ParamGridBuilder, TrainValidationSplit, scores, validator
 
+pytestmark = pytest.mark.usefixtures("conversions_not_kept")  # counts conversions or blocks
+
 N, D, FOLDS = 3000, 5, 3
 
 

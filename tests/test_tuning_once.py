@@ -18,6 +18,8 @@ from sparkml.data.training_data import TrainingData
 from sparkml.regression import LinearRegression
 from sparkml.tuning import CrossValidator, ParamGridBuilder, TrainValidationSplit, scores
 
+pytestmark = pytest.mark.usefixtures("conversions_not_kept")  # counts conversions or blocks
+
 N, D = 2400, 6
 
 
