@@ -24,6 +24,7 @@ ORDER = [
     "sparse",
     "refit",
     "refit_16k",
+    "small",
     "cv_logistic",
     "cv_logistic_exact_curve",
     "cv_logistic_pipeline_exact_curve",
