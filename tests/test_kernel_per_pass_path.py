@@ -3,8 +3,10 @@ pass give the stored blocks' model (the Newton solve with Cholesky and with CG s
 task), on the CPU and on CUDA where torch sees a GPU; the per-pass fit learns the problem. Imports no pyspark.
 
 To 1e-6 in float64. In float32 a kernel row computed among other rows (a Newton round's active rows) can differ
-from the stored one in its last bit (the matrix product's path depends on the number of rows), and the solve
-amplifies that to about 1e-5: there the models agree to 1e-4 and predict alike."""
+from the stored one in its last bit (the matrix product's path depends on the number of rows and on the CPU's
+vector kernels), and the solve amplifies that as it amplifies float32's own rounding: there the per-pass model is
+held to the float64 model as closely as the stored float32 model is (within 2x its distance, which is about 1e-4
+for the CG problem), and both predict alike."""
 
 import os
 import sys
@@ -29,18 +31,24 @@ def data():
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype, tol", [("float64", 1e-6), ("float32", 1e-4)])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("landmarks", [120, 400], ids=["cholesky", "cg"])
-def test_per_pass_blocks_give_the_stored_blocks_model(data, device, dtype, tol, landmarks):
+def test_per_pass_blocks_give_the_stored_blocks_model(data, device, dtype, landmarks):
     (x, y), (xt, yt) = data
-    fits = {
-        blocks: harness.fit(x, y, landmarks=landmarks, blocks=blocks, device=device, partition_rows=1800, dtype=dtype)
-        for blocks in ("stored", "per_pass")
-    }
-    stored, per_pass = fits["stored"], fits["per_pass"]
+
+    def fit(blocks, dtype):
+        return harness.fit(x, y, landmarks=landmarks, blocks=blocks, device=device, partition_rows=1800, dtype=dtype)
+
+    stored, per_pass = fit("stored", dtype), fit("per_pass", dtype)
     assert (stored["stored_rows"], per_pass["stored_rows"]) == (len(y), 0)
     assert per_pass["device"].startswith(device) and stored["rounds"] == per_pass["rounds"]
-    np.testing.assert_allclose(per_pass["theta"], stored["theta"], rtol=0, atol=tol)
+    if dtype == "float64":
+        np.testing.assert_allclose(per_pass["theta"], stored["theta"], rtol=0, atol=1e-6)
+    else:
+        exact = fit("stored", "float64")["theta"]
+        rounding = np.abs(stored["theta"] - exact).max()  # what float32 alone does to the stored model
+        assert 0 < rounding < 5e-4, rounding
+        assert np.abs(per_pass["theta"] - exact).max() <= 2 * rounding
     acc = harness.accuracy(per_pass, xt, yt, device)
     assert abs(acc - harness.accuracy(stored, xt, yt, device)) <= (0 if dtype == "float64" else 1e-3)
     assert acc > 0.75, acc  # 8 features, 5000 rows: a learnable problem, learned
