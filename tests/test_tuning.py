@@ -20,8 +20,10 @@ from pyspark.sql.types import DoubleType, IntegerType, LongType, StructField, St
 from support.helpers import coefficient_vector
 
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
+from sparkml.classification import LinearSVCModel as OurLinearSVCModel
 from sparkml.classification import LogisticRegressionModel as OurLogisticRegressionModel
 from sparkml.regression import LinearRegression
+from sparkml.regression import LinearRegressionModel as OurLinearRegressionModel
 from sparkml.tuning import CrossValidator, ParamGridBuilder, TrainValidationSplit, scores, validator
 
 pytestmark = pytest.mark.usefixtures("conversions_not_kept")  # counts conversions or blocks
@@ -32,7 +34,7 @@ N, D, FOLDS = 3000, 5, 3
 @pytest.fixture(scope="module")
 def data(spark):
     """id, features (5 dense, different scales), label (binary), label3 (3 classes), y (real), w (weights in
-    [0.2, 3]), fold (0, 1, 2); 4 partitions, cached."""
+    [0.2, 3]), fold (0, 1, 2), half (id % 2: two folds); 4 partitions, cached."""
     rng = np.random.default_rng(3)
     x = rng.normal(size=(N, D)) * [1.0, 2.0, 0.5, 3.0, 1.0] + [0.0, 1.0, -1.0, 0.5, 2.0]
     m = x @ [0.8, -0.4, 1.2, 0.2, -0.5] + 0.3
@@ -42,13 +44,13 @@ def data(spark):
     w = rng.uniform(0.2, 3.0, N)
     fold = rng.integers(0, FOLDS, N)
     rows = [
-        (i, Vectors.dense(x[i]), float(label[i]), float(label3[i]), float(y[i]), float(w[i]), int(fold[i]))
+        (i, Vectors.dense(x[i]), float(label[i]), float(label3[i]), float(y[i]), float(w[i]), int(fold[i]), i % 2)
         for i in range(N)
     ]
     schema = StructType(
         [StructField("id", LongType()), StructField("features", VectorUDT())]
         + [StructField(c, DoubleType()) for c in ("label", "label3", "y", "w")]
-        + [StructField("fold", IntegerType())]
+        + [StructField("fold", IntegerType()), StructField("half", IntegerType())]
     )
     df = spark.createDataFrame(spark.sparkContext.parallelize(rows, 4), schema).cache()
     df.count()
@@ -71,54 +73,107 @@ CASES = {
 }
 
 
-@pytest.fixture
-def transforms(monkeypatch):
-    """How many times a fitted LogisticRegressionModel of this library scored a DataFrame (``_transform``)."""
-    calls = []
-    original = OurLogisticRegressionModel._transform
+def _count_transforms(monkeypatch, calls):
+    """Appends a model's uid to ``calls`` each time a fitted linear model of this library (LogisticRegressionModel,
+    LinearSVCModel, LinearRegressionModel) scores a DataFrame (``_transform``)."""
+    for cls in (OurLogisticRegressionModel, OurLinearSVCModel, OurLinearRegressionModel):
 
-    def counted(self, dataset):
-        calls.append(self.uid)
-        return original(self, dataset)
+        def counted(self, dataset, original=cls._transform):
+            calls.append(self.uid)
+            return original(self, dataset)
 
-    monkeypatch.setattr(OurLogisticRegressionModel, "_transform", counted)
-    return calls
-
-
-@pytest.fixture
-def one_pass_only(monkeypatch):
-    """Scoring a fold model by model (the path where the one pass does not apply) fails the test."""
-
-    def refused(*args):
-        raise AssertionError("a fold was scored model by model")
-
-    monkeypatch.setattr(validator, "evaluate_each", refused)
+        monkeypatch.setattr(cls, "_transform", counted)
 
 
 # on every Spark line: the binary and multiclass cases (TrainValidationSplit's below covers a regression metric)
 COMPAT_CASES = {"logistic-binomial", "logistic-multinomial"}
 
 
+@pytest.fixture
+def transforms(monkeypatch):
+    """How many times a fitted linear model of this library scored a DataFrame (``_transform``)."""
+    calls = []
+    _count_transforms(monkeypatch, calls)
+    return calls
+
+
+@pytest.fixture
+def one_pass_only(monkeypatch):
+    """Scoring a fold model by model (the path where the one pass does not apply) fails the test."""
+    _refuse_model_by_model(monkeypatch)
+
+
+def _refuse_model_by_model(monkeypatch):
+    def refused(*args):
+        raise AssertionError("a fold was scored model by model")
+
+    monkeypatch.setattr(validator, "evaluate_each", refused)
+
+
+@pytest.fixture(scope="module")
+def searches(data):
+    """``searches(case)``: the search of ``CASES[case]`` by a fold column, by this library's ``CrossValidator``
+    with scoring model by model refused (``one_pass_only``), then by pyspark's; run once per module (the parity
+    and persistence tests read the same searches). The logistic cases search 3 folds (``fold``), the others 2
+    (``half``); logistic-binomial ``_grid``'s three regParams, the others its first and last. A dict: ours,
+    theirs, grid, evaluator, folds, fold_col, and the fitted models' ``_transform`` calls and the one pass's
+    reductions of statistics (``scores._reduce_stats``) in ours ("transforms", "passes"), and the
+    ``_transform`` calls in pyspark's ("stock transforms")."""
+    cache = {}
+
+    def get(case):
+        if case not in cache:
+            make, make_evaluator = CASES[case]
+            estimator = make()
+            grid = _grid(estimator) if case == "logistic-binomial" else _grid(estimator, (0.001, 0.3))
+            folds, fold_col = (FOLDS, "fold") if case in COMPAT_CASES else (2, "half")
+            found = dict(grid=grid, evaluator=make_evaluator(), folds=folds, fold_col=fold_col)
+            transforms, passes = [], []
+            with pytest.MonkeyPatch.context() as mp:
+                _refuse_model_by_model(mp)
+                _count_transforms(mp, transforms)
+                original = scores._reduce_stats  # the statistics of one pass, from the fold or the stored rows
+
+                def counted(*args):
+                    passes.append(1)
+                    return original(*args)
+
+                mp.setattr(scores, "_reduce_stats", counted)
+                for key, cls in (("ours", CrossValidator), ("theirs", StockCrossValidator)):
+                    cv = cls(estimator=estimator, estimatorParamMaps=grid, evaluator=make_evaluator(), foldCol=fold_col)
+                    found[key] = cv.setNumFolds(folds).fit(data)
+                    if key == "ours":
+                        found.update(transforms=list(transforms), passes=list(passes))
+                        transforms.clear()
+                found["stock transforms"] = list(transforms)
+            cache[case] = found
+        return cache[case]
+
+    return get
+
+
 @pytest.mark.parametrize(
     "case", [pytest.param(c, marks=pytest.mark.compat) if c in COMPAT_CASES else c for c in sorted(CASES)]
 )
-def test_cross_validator_matches_pyspark(data, case, one_pass_only):
-    make, make_evaluator = CASES[case]
-    estimator = make()
-    grid = _grid(estimator)
-    results = {}
-    for cls in (CrossValidator, StockCrossValidator):
-        cv = cls(estimator=estimator, estimatorParamMaps=grid, evaluator=make_evaluator(), foldCol="fold")
-        results[cls] = cv.setNumFolds(FOLDS).fit(data)
-    ours, theirs = results[CrossValidator], results[StockCrossValidator]
+def test_cross_validator_matches_pyspark(searches, case):
+    """pyspark's folds, metrics, best map and best model, from the one scoring pass per fold: no fitted model's
+    ``transform`` runs in our search (pyspark's runs one per map and fold; the counter counts), and the
+    multiclass and regression metrics are one reduction of statistics per fold."""
+    found = searches(case)
+    ours, theirs, grid = found["ours"], found["theirs"], found["grid"]
     assert type(ours) is StockCrossValidatorModel
     np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-6)
     np.testing.assert_allclose(ours.stdMetrics, theirs.stdMetrics, rtol=1e-6, atol=1e-12)
     assert len(set(np.round(ours.avgMetrics, 9))) == len(grid)  # the maps' models differ
-    better = np.argmax if make_evaluator().isLargerBetter() else np.argmin
+    better = np.argmax if found["evaluator"].isLargerBetter() else np.argmin
     assert better(ours.avgMetrics) == better(theirs.avgMetrics)
     np.testing.assert_allclose(coefficient_vector(ours.bestModel), coefficient_vector(theirs.bestModel), rtol=1e-9)
-    assert ours.getFoldCol() == "fold" and ours.getNumFolds() == FOLDS
+    folds = found["folds"]
+    assert ours.getFoldCol() == found["fold_col"] and ours.getNumFolds() == folds
+    assert found["transforms"] == []
+    if not isinstance(found["evaluator"], BinaryClassificationEvaluator):
+        assert len(found["passes"]) == folds
+    assert len(found["stock transforms"]) == folds * len(grid)
 
 
 def test_random_folds_parallelism_and_sub_models(data, one_pass_only):
@@ -355,33 +410,7 @@ def test_feature_rows_of_the_vector_struct():
     np.testing.assert_array_equal(feature_rows(pa.array([[1.0, 2.0]], type=doubles), 2), [[1, 2]])
 
 
-# ---- the one pass really replaces the models' transform; everything else is pyspark's path -----------------
-
-
-def test_one_pass_scores_without_transform(data, transforms, monkeypatch):
-    passes = []
-    original = scores._reduce_stats  # the statistics of one pass, read from the fold or from the stored rows
-
-    def counted(*args):
-        passes.append(1)
-        return original(*args)
-
-    monkeypatch.setattr(scores, "_reduce_stats", counted)
-    estimator = LogisticRegression()
-    grid = _grid(estimator)
-    kwargs = dict(estimator=estimator, estimatorParamMaps=grid, evaluator=MulticlassClassificationEvaluator())
-    CrossValidator(foldCol="fold", **kwargs).fit(data)
-    assert transforms == [] and len(passes) == FOLDS
-    StockCrossValidator(foldCol="fold", **kwargs).fit(data)  # the counter counts: one transform per map and fold
-    assert len(transforms) == FOLDS * len(grid)
-
-
-def test_binary_pass_scores_without_transform(data, transforms):
-    estimator = LogisticRegression()
-    grid = _grid(estimator, (0.01, 0.2))
-    cv = CrossValidator(estimator=estimator, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator())
-    cv.setFoldCol("fold").fit(data)
-    assert transforms == []
+# ---- the one pass replaces the models' transform (counted by the parity tests above); else pyspark's path --
 
 
 class MeanAbsoluteLabelGap(Evaluator):
@@ -406,12 +435,10 @@ class MyRegressionEvaluator(RegressionEvaluator):
 def test_other_evaluators_run_pysparks_path(data, transforms, make_evaluator):
     estimator = LogisticRegression()
     grid = _grid(estimator, (0.01, 0.5))
-    results = [
-        cls(estimator=estimator, estimatorParamMaps=grid, evaluator=make_evaluator(), foldCol="fold").fit(data)
-        for cls in (CrossValidator, StockCrossValidator)
-    ]
+    kwargs = dict(estimator=estimator, estimatorParamMaps=grid, evaluator=make_evaluator(), numFolds=2, seed=3)
+    results = [cls(**kwargs).fit(data) for cls in (CrossValidator, StockCrossValidator)]
     np.testing.assert_allclose(results[0].avgMetrics, results[1].avgMetrics, rtol=1e-9)
-    assert len(transforms) == 2 * FOLDS * len(grid)  # both scored model by model
+    assert len(transforms) == 2 * 2 * len(grid)  # both scored model by model, each map on each of 2 folds
 
 
 def test_kernel_svc_grid_runs_pysparks_path(data):
@@ -464,9 +491,8 @@ def test_pipeline_stages_before_the_estimator_are_fitted_once_per_split(data, on
 
     raw, pipeline = _pipeline(data)
     last = pipeline.getStages()[-1]
-    grid = (
-        ParamGridBuilder().addGrid(last.regParam, [0.001, 0.1, 1.0]).addGrid(last.elasticNetParam, [0.0, 0.5]).build()
-    )
+    # two maps, each setting two of the last stage's Params
+    grid = [{last.regParam: 0.001, last.elasticNetParam: 0.0}, {last.regParam: 1.0, last.elasticNetParam: 0.5}]
     evaluator = RegressionEvaluator(labelCol="y", weightCol="w", metricName="mae")
     stock = StockCrossValidator if cls is CrossValidator else StockTrainValidationSplit
     kwargs = dict(estimator=pipeline, estimatorParamMaps=grid, evaluator=evaluator, collectSubModels=True)
@@ -507,13 +533,10 @@ def test_pipeline_grid_over_an_earlier_stage_runs_pysparks_path(data, transforms
     raw, pipeline = _pipeline(data)
     scaler = pipeline.getStages()[1]
     grid = ParamGridBuilder().addGrid(scaler.withStd, [True, False]).build()
-    evaluator = RegressionEvaluator(labelCol="y")
-    results = [
-        cls(estimator=pipeline, estimatorParamMaps=grid, evaluator=evaluator, foldCol="fold").fit(raw)
-        for cls in (CrossValidator, StockCrossValidator)
-    ]
+    kwargs = dict(estimator=pipeline, estimatorParamMaps=grid, evaluator=RegressionEvaluator(labelCol="y"))
+    results = [cls(numFolds=2, seed=3, **kwargs).fit(raw) for cls in (CrossValidator, StockCrossValidator)]
     np.testing.assert_allclose(results[0].avgMetrics, results[1].avgMetrics, rtol=1e-9)
-    assert len(scaler_fits) == 2 * (FOLDS * len(grid) + 1)  # both fitted the scaler for every map
+    assert len(scaler_fits) == 2 * (2 * len(grid) + 1)  # both fitted the scaler for every map of 2 folds
 
 
 def test_refused_weights_give_pysparks_error(data):
@@ -533,10 +556,9 @@ def test_refused_weights_give_pysparks_error(data):
 
 
 @pytest.mark.compat
-def test_fitted_model_loads_in_pyspark(data, tmp_path):
-    estimator = LogisticRegression()
-    cv = CrossValidator(estimator=estimator, estimatorParamMaps=_grid(estimator, (0.01, 0.2)), foldCol="fold")
-    model = cv.setEvaluator(BinaryClassificationEvaluator()).fit(data)
+def test_fitted_model_loads_in_pyspark(searches, tmp_path):
+    """The logistic-binomial search of test_cross_validator_matches_pyspark, saved and loaded by pyspark."""
+    model = searches("logistic-binomial")["ours"]
     model.save(str(tmp_path / "cv"))
     loaded = StockCrossValidatorModel.load(str(tmp_path / "cv"))
     np.testing.assert_allclose(loaded.avgMetrics, model.avgMetrics, rtol=1e-15)
