@@ -230,28 +230,33 @@ def test_retrain_against_a_real_mlflow_server(spark, windows, tmp_path, capsys):
     pytest.importorskip("flask_cors")
     port, server_dir = free_port(), tmp_path / "server"
     server_dir.mkdir()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mlflow",
-            "server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-            "--backend-store-uri",
-            f"sqlite:///{server_dir}/server.db",
-            "--artifacts-destination",
-            str(server_dir / "artifacts"),
-        ],
-        cwd=server_dir,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    log = tmp_path / "server.log"  # a file, not a pipe: a pipe nobody reads would fill up and stall the server
+    with log.open("w") as err:
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mlflow",
+                "server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                "1",
+                "--backend-store-uri",
+                f"sqlite:///{server_dir}/server.db",
+                "--artifacts-destination",
+                str(server_dir / "artifacts"),
+            ],
+            cwd=server_dir,
+            # no job runner: the tracking and registry API this test uses need none, and without huey installed
+            # the runner starts a failing consumer process again and again, busy for as long as the server runs
+            env=dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
     uri = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 120
@@ -261,7 +266,7 @@ def test_retrain_against_a_real_mlflow_server(spark, windows, tmp_path, capsys):
                 break
             except OSError:
                 if server.poll() is not None or time.time() > deadline:
-                    pytest.fail(f"mlflow server did not start: {server.stderr.read()[-3000:]}")
+                    pytest.fail(f"mlflow server did not start: {log.read_text()[-3000:]}")
                 time.sleep(0.5)
         cfg = write_config(tmp_path, windows, tracking={"uri": uri})
         code, lines, _ = run(spark, cfg, "1", capsys)

@@ -13,6 +13,7 @@
    with it, and prints one ``RESULTS {json}`` line with what the tasks saw and the numbers.
 """
 
+import glob
 import json
 import os
 import subprocess
@@ -32,14 +33,25 @@ def _run(argv, **kw):
     return time.time() - started, out
 
 
+def _wheel(scratch, timings):
+    """The wheel of this checkout: the one in ``$SPARKML_TESTS_DIST`` (the ``dist/`` that ``make dist`` built, as
+    CI does before the system tier; tests/test_packaging.py reads it too), or one built here."""
+    wheels = os.environ.get("SPARKML_TESTS_DIST")
+    if wheels:
+        timings["wheel"] = 0.0
+    else:
+        wheels = os.path.join(scratch, "wheel")
+        timings["wheel"], _ = _run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", wheels, ROOT]
+        )
+    (wheel,) = [os.path.join(wheels, f) for f in os.listdir(wheels) if f.endswith(".whl")]
+    return wheel
+
+
 def build(scratch):
     """The packed environment's path and the seconds each step took."""
     timings = {}
-    wheels = os.path.join(scratch, "wheel")
-    timings["wheel"], _ = _run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", wheels, ROOT]
-    )
-    (wheel,) = [os.path.join(wheels, f) for f in os.listdir(wheels) if f.endswith(".whl")]
+    wheel = _wheel(scratch, timings)
     env = os.path.join(scratch, "env")
     timings["venv"], _ = _run([sys.executable, "-m", "venv", env])
     timings["install"], _ = _run(
@@ -49,6 +61,7 @@ def build(scratch):
             "pip",
             "install",
             "-q",
+            "--no-compile",  # venv-pack leaves __pycache__ out: byte-compiling torch's files would be wasted
             "-c",
             os.path.join(ROOT, "constraints.txt"),
             wheel,
@@ -76,7 +89,10 @@ def build(scratch):
 
 def submit(scratch, archive):
     spark_submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")}
+    # without PYTHONDONTWRITEBYTECODE, each executor's first import of torch from the unpacked environment
+    # (packed without __pycache__) writes its bytecode there, and the Python workers started after it load it
+    # instead of compiling torch again, each
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "PYTHONDONTWRITEBYTECODE")}
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     seconds, out = _run(
         [
@@ -129,6 +145,7 @@ def job():
 
     from sparkml.classification import KernelSVC, LogisticRegression
 
+    t0 = time.time()
     spark = SparkSession.builder.getOrCreate()
     rng = np.random.default_rng(0)
     x = rng.normal(size=(2000, 5))
@@ -147,11 +164,13 @@ def job():
 
     tasks = spark.sparkContext.parallelize(range(2), 2).mapPartitions(_where).collect()
     result = {"tasks": tasks, "driver_sparkml": __import__("sparkml").__file__}
+    seconds = {"job_start_and_tasks": time.time() - t0}
     params = {"regParam": 0.01, "tol": 1e-10, "maxIter": 200}
     stock = StockLogisticRegression(**params).fit(df)
     for strategy in ("allreduce", "sync"):
         model = LogisticRegression(strategy=strategy, **params).fit(df)
         result[strategy] = {"coefficients": model.coefficients.toArray().tolist(), "intercept": model.intercept}
+    seconds["job_linear_fits"] = time.time() - t0 - seconds["job_start_and_tasks"]
     result["stock"] = {"coefficients": stock.coefficients.toArray().tolist(), "intercept": stock.intercept}
 
     kernel = KernelSVC(labelCol="ring", numLandmarks=100, gamma=1.0).fit(df)
@@ -163,6 +182,8 @@ def job():
         ),
         "rows": len(scored),
     }
+    seconds["job_kernel"] = time.time() - t0 - sum(seconds.values())
+    result["seconds"] = seconds
     print("RESULTS " + json.dumps(result), flush=True)
     spark.stop()
 
@@ -183,10 +204,12 @@ def main(scratch):
     before = set(os.listdir(work)) if os.path.isdir(work) else set()
     try:
         timings["spark_submit"], result = submit(scratch, archive)
-    finally:  # each executor unpacked the 1.2 GB environment there
+    finally:  # each executor unpacked the 1.2 GB environment there (only this run's applications have one: an
+        # application of another local-cluster started meanwhile keeps its executors' directories)
         for app in set(os.listdir(work)) - before if os.path.isdir(work) else ():
-            shutil.rmtree(os.path.join(work, app), ignore_errors=True)
-    result["timings"] = {k: round(v, 1) for k, v in timings.items()}
+            if glob.glob(os.path.join(work, app, "*", "environment")):
+                shutil.rmtree(os.path.join(work, app), ignore_errors=True)
+    result["timings"] = {k: round(v, 1) for k, v in {**timings, **result.pop("seconds")}.items()}
     result["base_python"] = os.path.realpath(os.path.join(scratch, "env", "bin", "python"))
     print("RESULTS " + json.dumps(result), flush=True)
 

@@ -5,12 +5,14 @@
 Each config is run as the file ``jobs/train.py`` itself (``runpy``: ``__main__``, no package, as
 ``spark-submit jobs/train.py --config CONFIG`` starts it), in the session this script starts first: the job
 finds it active, ships the library to the executors (``jobs.session.ship_packages``) and leaves it running
-for the next config, so the executor JVMs start once for all the runs. Exits with the largest exit code.
+for the next config, so the executor JVMs start once for all the runs. Prints ``CONFIG: exit CODE (SECONDS s)``
+per config, and exits with the largest exit code.
 """
 
 import os
 import runpy
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/support/ -> the root
 
@@ -23,12 +25,13 @@ def main(configs):
     try:
         for config in configs:
             sys.argv = [os.path.join(ROOT, "jobs", "train.py"), "--config", config]
+            started = time.time()
             try:
                 runpy.run_path(sys.argv[0], run_name="__main__")
                 codes.append(0)
             except SystemExit as e:
                 codes.append(e.code if isinstance(e.code, int) else 1)
-            print(f"{config}: exit {codes[-1]}", flush=True)
+            print(f"{config}: exit {codes[-1]} ({time.time() - started:.1f} s)", flush=True)
     finally:
         spark.stop()
     return max(codes)

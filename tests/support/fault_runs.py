@@ -29,6 +29,9 @@ STRATEGIES = ("sync", "averaging", "allreduce", "allreduce-averaging")
 # the conversion job is the same code for every strategy; its two layouts: one block per task slot (sync,
 # allreduce) and one per input partition (the averaging strategies)
 CONVERSION_LAYOUTS = ("sync", "averaging")
+# every fit runs all its iterations (tol is below reach): enough for the faults (a pass fails at the first or
+# second, an executor dies at the third) and a few iterations on the rebuilt blocks after them
+MAX_ITER = 8
 
 
 def session(scratch, conf=()):
@@ -115,7 +118,7 @@ def main(out, scratch):
     results = {}
 
     def fit(strategy, on_iteration=None):
-        est = LogisticRegression(regParam=0.01, maxIter=30, tol=1e-12, strategy=strategy)
+        est = LogisticRegression(regParam=0.01, maxIter=MAX_ITER, tol=1e-12, strategy=strategy)
         if on_iteration is not None:
             est._add_iteration_callback(on_iteration)
         start = time.time()
