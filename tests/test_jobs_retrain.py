@@ -280,7 +280,11 @@ def test_retrain_against_a_real_mlflow_server(spark, windows, tmp_path, capsys):
         assert os.listdir(server_dir / "artifacts")  # the server stored the artifacts
     finally:
         os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # a loaded machine: the server is not what this test is about
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
 
 
 def test_shipped_retrain_config_and_generated_windows():
