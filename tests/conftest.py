@@ -99,6 +99,45 @@ def pytest_collection_finish(session):
             background.start(runs())
 
 
+_JOBS = {}  # test id -> Spark jobs its setup, call and teardown started in the test session
+
+
+def _jobs_started():
+    """How many Spark jobs the test session has started so far (0 before it exists)."""
+    if "pyspark" not in sys.modules:
+        return 0
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context
+    return 0 if sc is None else sc._jsc.sc().dagScheduler().nextJobId()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item):
+    """Counts each test's Spark jobs: on a small machine a test's time is mostly its jobs' fixed cost."""
+    before = _jobs_started()
+    yield
+    after = _jobs_started()
+    if after >= before:  # else the session stopped in this test's teardown
+        _JOBS[item.nodeid] = after - before
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The tests that start the most Spark jobs, and how long each background run took (the system tier's time is
+    mostly theirs)."""
+    from support import background
+
+    if _JOBS:
+        terminalreporter.write_sep("=", f"most Spark jobs per test ({sum(_JOBS.values())} in all)")
+        for nodeid, jobs in sorted(_JOBS.items(), key=lambda kv: -kv[1])[:15]:
+            terminalreporter.write_line(f"{jobs:6d} {nodeid}")
+    runs = background.durations()
+    if runs:
+        terminalreporter.write_sep("=", "background runs")
+        for seconds, name in runs:
+            terminalreporter.write_line(f"{seconds:8.1f}s {name}")
+
+
 def pytest_sessionfinish(session):
     from support import background
 

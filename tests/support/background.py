@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 
 _RUNS = {}
@@ -31,6 +32,7 @@ class Run:
     prepare: object = None
     group: str = None
     timeout: float = 900
+    seconds: float = None  # how long the subprocess ran (reported at the end of the session)
     proc: subprocess.Popen = field(default=None, repr=False)
     done: threading.Event = field(default_factory=threading.Event, repr=False)
     outcome: subprocess.CompletedProcess = field(default=None, repr=False)
@@ -64,6 +66,7 @@ def _run_one(run):
         if run.prepare is not None:
             run.prepare()
         with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            t0 = time.monotonic()
             run.proc = subprocess.Popen(run.argv, env=run.env, cwd=run.cwd, stdout=out, stderr=err, text=True)
             try:
                 code = run.proc.wait(timeout=run.timeout)
@@ -71,6 +74,7 @@ def _run_one(run):
                 run.proc.kill()
                 code = run.proc.wait()
                 err.write(f"\n[killed after {run.timeout} s]\n")
+            run.seconds = time.monotonic() - t0
             out.seek(0)
             err.seek(0)
             run.outcome = subprocess.CompletedProcess(run.argv, code, out.read(), err.read())
@@ -96,6 +100,11 @@ def json_results(name, runs=None):
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULTS ")]
     assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-5000:]
     return json.loads(lines[-1][len("RESULTS ") :])
+
+
+def durations():
+    """(seconds, name) of every run that finished, slowest first."""
+    return sorted(((run.seconds, name) for name, run in _RUNS.items() if run.seconds is not None), reverse=True)
 
 
 def stop_all():
