@@ -1,6 +1,10 @@
 """``ssp`` and ``gossip`` fits in the shared Spark session: the optimum ``sync`` reaches, to the relative
 objective gaps the strategies promise, with F evaluated exactly at each model (a ``sync`` fit of maxIter 0
-started from it reports F there); the Params they refuse, before any Spark job runs."""
+started from it reports F there); the Params they refuse, before any Spark job runs.
+
+The optima are fitted by ``allreduce``: ``sync``'s L-BFGS / OWL-QN (``strategies.exact.quasi_newton``) in one
+barrier stage, the same iterates (``tests/test_strategies.py``) without a Spark job per evaluation (a tight
+``sync`` fit takes hundreds)."""
 
 import numpy as np
 import pytest
@@ -39,14 +43,15 @@ def optima(frame):
 
 
 class _Optima(dict):
-    """name -> sync's tight fit of that case on ``frame``, fitted when a test first asks for it."""
+    """name -> the tight fit of that case on ``frame`` (sync's optimizer, in one barrier stage), fitted when a test
+    first asks for it."""
 
     def __init__(self, frame):
         super().__init__()
         self.frame = frame
 
     def __missing__(self, name):
-        self[name] = dict(CASES)[name](strategy="sync", maxIter=1000, tol=1e-12).fit(self.frame)
+        self[name] = dict(CASES)[name](strategy="allreduce", maxIter=1000, tol=1e-12).fit(self.frame)
         return self[name]
 
 
@@ -72,12 +77,12 @@ def test_ssp_reaches_the_sync_optimum(frame, optima, name, make, staleness):
 @pytest.mark.parametrize("strategy", ["gossip", "ssp"])
 def test_bound_constraints_are_a_projection(frame, strategy):
     """LogisticRegression's coefficient bounds: the proximal step projects onto the box, and the fit ends at
-    the bounded optimum of L-BFGS-B (``sync``), the bound binding."""
+    the bounded optimum of L-BFGS-B (``sync``'s, fitted in one barrier stage), the bound binding."""
     from pyspark.ml.linalg import DenseMatrix
 
     upper = DenseMatrix(1, 5, [0.2, float("inf"), float("inf"), float("inf"), float("inf")], True)
     make = lambda **k: LogisticRegression(regParam=0.01, upperBoundsOnCoefficients=upper, **k)  # noqa: E731
-    optimum = make(strategy="sync", maxIter=1000, tol=1e-12).fit(frame)
+    optimum = make(strategy="allreduce", maxIter=1000, tol=1e-12).fit(frame)
     assert optimum.coefficients[0] == pytest.approx(0.2)  # the bound binds
     model = make(strategy=strategy, maxIter=5000, tol=1e-10).fit(frame)
     assert model.coefficients[0] <= 0.2 + 1e-12

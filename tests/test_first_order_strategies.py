@@ -1,11 +1,12 @@
 """``ssp`` (parameter server, bounded staleness) and ``gossip`` (decentralized gradient tracking).
 
-The algorithms first, in one process: every rank a thread, the exchanges queues, so rings of 5 and 8
-ranks and stragglers can be tried without a cluster, against scipy's optimum. Then the strategies in the
-shared Spark session against ``sync``'s optimum, with F evaluated exactly at each model (a ``sync`` fit
-of maxIter 0 from it), and the Params they refuse before any job runs.
+The algorithms, in one process: every rank a thread, the exchanges queues, so rings of 5 and 8
+ranks and stragglers can be tried without a cluster, against scipy's optimum. The strategies in the
+shared Spark session against ``sync``'s optimum, and the Params they refuse before any job runs, are in
+``tests/test_first_order_fits.py``.
 """
 
+import functools
 import queue
 import threading
 import time
@@ -22,6 +23,12 @@ from sparkml.strategies.gossip import diameter, gossip_descent, mixing_weights, 
 from sparkml.strategies.ssp import ParameterServer, serve, worker_loop
 
 
+@functools.cache
+def _optimum(l1, lam, n, d, seed):
+    """``_Problem(world, l1, lam, n, d, seed)``'s optimal objective, whatever ``world``."""
+    return _Problem(1, l1=l1, lam=lam, n=n, d=d, seed=seed)._solve()
+
+
 class _Problem:
     """Logistic regression with an elastic net over rows split among ``world`` ranks (plain numpy)."""
 
@@ -30,7 +37,7 @@ class _Problem:
         x = rs.standard_normal((n, d)) * np.linspace(0.5, 3.0, d)
         self.x = np.hstack([x, np.ones((n, 1))])
         self.y = (self.x @ rs.standard_normal(d + 1) + rs.standard_normal(n) > 0).astype(float)
-        self.world, self.lam, self.n = world, lam, n
+        self.world, self.lam, self.n, self._seed = world, lam, n, seed
         self.l1 = np.r_[np.full(d, l1), 0.0]
         self.parts = np.array_split(np.arange(n), world)
 
@@ -65,8 +72,11 @@ class _Problem:
         return self._data(np.arange(self.n), theta)[0] + self._l2(theta)[0] + self.l1 @ np.abs(theta)
 
     def optimum(self):
-        """scipy's L-BFGS without L1; with it, 20000 centralized proximal gradient steps."""
+        """scipy's L-BFGS without L1; with it, 20000 centralized proximal gradient steps. The rows' split among
+        the ranks does not enter it: computed once per problem (``_optimum``)."""
+        return _optimum(self.l1[0], self.lam, self.n, self.x.shape[1] - 1, self._seed)
 
+    def _solve(self):
         def fun(theta):
             f, g = self._data(np.arange(self.n), theta)
             r, dr = self._l2(theta)

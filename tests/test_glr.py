@@ -300,12 +300,30 @@ def test_apache_sparks_regression_test_passes_with_the_import_swapped(spark, tmp
     assert str(GeneralizedLinearRegressionModel.load(str(tmp_path / "glr"))) == str(model)
 
 
+@pytest.fixture(scope="module")
+def weighted_fits(spark):
+    """(family, link) -> (frame, this library's fit on it with weights and an offset at tol 1e-10), once per module:
+    the statsmodels comparison and the summary built without MLlib's class read the same fit."""
+    cache = {}
+
+    def get(family, link):
+        if (family, link) not in cache:
+            df = _frame(spark, family, link, seed=21)
+            params = dict(family=family, link=link, weightCol="w", offsetCol="offset", tol=1e-10)
+            cache[family, link] = df, GeneralizedLinearRegression(**params).fit(df)
+        return cache[family, link]
+
+    yield get
+    for df, _ in cache.values():
+        df.unpersist()
+
+
 @pytest.mark.parametrize("family,link", [("poisson", "log"), ("gamma", "log")])
-def test_estimates_and_standard_errors_are_statsmodels(spark, family, link):
+def test_estimates_and_standard_errors_are_statsmodels(weighted_fits, family, link):
     """statsmodels' GLM (prior weights as var_weights, the offset, Pearson's dispersion for gamma) on the same rows:
     a second, independent reference for the estimates and their standard errors."""
     sm = pytest.importorskip("statsmodels.api")
-    df = _frame(spark, family, link, seed=21)
+    df, ours = weighted_fits(family, link)
     rows = df.collect()
     x = np.array([r.features.toArray() for r in rows])
     design = np.column_stack([x, np.ones(len(rows))])  # the intercept last, as MLlib's summary lists it
@@ -317,22 +335,19 @@ def test_estimates_and_standard_errors_are_statsmodels(spark, family, link):
         offset=np.array([r.offset for r in rows]),
         var_weights=np.array([r.w for r in rows]),
     ).fit(tol=1e-12, scale=None if family == "poisson" else "X2")
-    ours = GeneralizedLinearRegression(family=family, link=link, weightCol="w", offsetCol="offset", tol=1e-10).fit(df)
     np.testing.assert_allclose(_estimates(ours), reference.params, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(ours.summary.coefficientStandardErrors, reference.bse, rtol=1e-5)
     assert ours.summary.dispersion == pytest.approx(reference.scale, rel=1e-6)
-    df.unpersist()
 
 
 @pytest.mark.parametrize("family,link", [("poisson", "log"), ("gamma", "log")])
-def test_the_summary_built_without_mllibs_training_summary_class_is_mllibs(spark, family, link):
+def test_the_summary_built_without_mllibs_training_summary_class_is_mllibs(weighted_fits, family, link):
     """Where the JVM's GeneralizedLinearRegressionTrainingSummary cannot be built (Spark Connect), the summary is
     MLlib's evaluation plus this fit's standard errors: the same numbers as MLlib's training summary, here both
     in one classic session (normal p-values for poisson, Student's t for gamma)."""
     from pyspark.ml.regression import GeneralizedLinearRegressionTrainingSummary as Stock
 
-    df = _frame(spark, family, link, seed=23)
-    model = GeneralizedLinearRegression(family=family, link=link, weightCol="w", offsetCol="offset").fit(df)
+    df, model = weighted_fits(family, link)
     jvm = model.summary
     built = model._summary_from_evaluation(model._summaries[0], df)
     assert isinstance(built, Stock)
@@ -341,4 +356,3 @@ def test_the_summary_built_without_mllibs_training_summary_class_is_mllibs(spark
         np.testing.assert_allclose(getattr(built, name), getattr(jvm, name), rtol=1e-9, atol=1e-15, err_msg=name)
     for name in ("dispersion", "deviance", "nullDeviance", "aic", "residualDegreeOfFreedom", "rank"):
         assert getattr(built, name) == pytest.approx(getattr(jvm, name), rel=1e-12), name
-    df.unpersist()

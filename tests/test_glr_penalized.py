@@ -1,7 +1,8 @@
 """GeneralizedLinearRegression beyond MLlib: the elastic net (``elasticNetParam``) and more features than MLlib's
 IRLS takes, fitted by L-BFGS / OWL-QN on the penalized mean deviance. Against glum (the same objective: its
-``alpha`` is regParam, its ``l1_ratio`` elasticNetParam), against this library's IRLS (MLlib's model, equal to 1e-6)
-at regParam 0, and the files stock MLlib loads."""
+``alpha`` is regParam, its ``l1_ratio`` elasticNetParam), against the maximum likelihood estimate at regParam 0
+(statsmodels' GLM on the same rows: the model of this library's and MLlib's IRLS, ``tests/test_glr.py``), and the
+files stock MLlib loads."""
 
 import numpy as np
 import pytest
@@ -97,13 +98,24 @@ def test_elastic_net_reaches_glums_minimum(spark, family, lam, alpha):
 
 @pytest.mark.parametrize("family", ["poisson", "gamma", "tweedie"])
 def test_quasi_newton_finds_irls_maximum_likelihood(spark, family, monkeypatch):
-    """regParam 0: the penalized deviance's minimum is the MLE, the model of MLlib's IRLS."""
-    df = _frame(spark, *_problem(family))
-    irls = _estimator(family, tol=1e-10).fit(df)
+    """regParam 0: the penalized deviance's minimum is the MLE, the model of MLlib's IRLS: here statsmodels' IRLS on
+    the same rows (prior weights as var_weights, the offset), which ``tests/test_glr.py`` holds this library's
+    and MLlib's IRLS to (a fit of this library's IRLS is a Spark job per iteration and its summary's)."""
+    sm = pytest.importorskip("statsmodels.api")
+    x, y, w, offset = _problem(family)
+    log = sm.families.links.Log()
+    families = {
+        "poisson": sm.families.Poisson(log),
+        "gamma": sm.families.Gamma(log),
+        "tweedie": sm.families.Tweedie(var_power=1.5, link=log),
+    }
+    design = np.column_stack([x, np.ones(len(y))])  # the intercept last
+    mle = sm.GLM(y, design, family=families[family], offset=offset, var_weights=w).fit(tol=1e-12, maxiter=1000)
+    assert mle.converged
     monkeypatch.setattr(glr_estimator, "IRLS_MAX_FEATURES", 0)
-    quasi = _estimator(family, tol=1e-12, maxIter=500).fit(df)
-    np.testing.assert_allclose(quasi.coefficients.toArray(), irls.coefficients.toArray(), rtol=1e-5, atol=1e-7)
-    assert quasi.intercept == pytest.approx(irls.intercept, rel=1e-5)
+    quasi = _estimator(family, tol=1e-12, maxIter=500).fit(_frame(spark, x, y, w, offset))
+    np.testing.assert_allclose(quasi.coefficients.toArray(), mle.params[:-1], rtol=1e-5, atol=1e-7)
+    assert quasi.intercept == pytest.approx(mle.params[-1], rel=1e-5)
     with pytest.raises(Exception, match="No Std. Error"):  # MLlib's answer for a fit without IRLS's matrix
         quasi.summary.coefficientStandardErrors
 

@@ -46,12 +46,14 @@ def _fit(frame, caplog, **params):
 
 
 def _same_model(a, b, frame, tol=1e-6):
+    """Asserts the two models and their outputs on ``frame`` agree; returns ``a``'s outputs."""
     assert np.max(np.abs(a.coefficientMatrix.toArray() - b.coefficientMatrix.toArray())) <= tol
     assert np.max(np.abs(a.interceptVector.toArray() - b.interceptVector.toArray())) <= tol
     out_a, out_b = _outputs(a, frame), _outputs(b, frame)
     assert np.array_equal(out_a["prediction"], out_b["prediction"])
     for col in out_a:
         assert np.max(np.abs(out_a[col] - out_b[col])) <= tol, col
+    return out_a
 
 
 @pytest.mark.parametrize(
@@ -71,9 +73,8 @@ def test_blocks_computed_per_pass_give_the_stored_blocks_model(spark, caplog, cl
     per_pass, per_pass_rows = _fit(frame, caplog, kernelBlocks="per_pass", **params)
     assert (stored_rows, per_pass_rows) == (len(y), 0)
     assert per_pass.numLandmarksUsed == stored.numLandmarksUsed == M
-    _same_model(per_pass, stored, frame)
+    out = _same_model(per_pass, stored, frame)
     # the model is a good one, not two equal failures
-    out = _outputs(per_pass, frame)
     assert np.mean(out["prediction"] == out["label"]) > (0.85 if classes == 2 else 0.8)
     frame.unpersist()
 
