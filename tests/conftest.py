@@ -127,9 +127,10 @@ def pytest_terminal_summary(terminalreporter):
     mostly theirs)."""
     from support import background
 
-    if _JOBS:
-        terminalreporter.write_sep("=", f"most Spark jobs per test ({sum(_JOBS.values())} in all)")
-        for nodeid, jobs in sorted(_JOBS.items(), key=lambda kv: -kv[1])[:15]:
+    counted = {nodeid: jobs for nodeid, jobs in _JOBS.items() if jobs}
+    if counted:
+        terminalreporter.write_sep("=", f"most Spark jobs per test ({sum(counted.values())} in all)")
+        for nodeid, jobs in sorted(counted.items(), key=lambda kv: -kv[1])[:15]:
             terminalreporter.write_line(f"{jobs:6d} {nodeid}")
     runs = background.durations()
     if runs:

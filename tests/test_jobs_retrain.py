@@ -233,22 +233,9 @@ def test_retrain_against_a_real_mlflow_server(spark, windows, tmp_path, capsys):
     log = tmp_path / "server.log"  # a file, not a pipe: a pipe nobody reads would fill up and stall the server
     with log.open("w") as err:
         server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mlflow",
-                "server",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--workers",
-                "1",
-                "--backend-store-uri",
-                f"sqlite:///{server_dir}/server.db",
-                "--artifacts-destination",
-                str(server_dir / "artifacts"),
-            ],
+            [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+            + ["--backend-store-uri", f"sqlite:///{server_dir}/server.db"]
+            + ["--artifacts-destination", str(server_dir / "artifacts")],
             cwd=server_dir,
             # no job runner: the tracking and registry API this test uses need none, and without huey installed
             # the runner starts a failing consumer process again and again, busy for as long as the server runs
