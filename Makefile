@@ -25,12 +25,13 @@ demo: $(STAMP)
 # The tiers (CONTRIBUTING.md): `make test` is every module's contract in this process's one local[2] session (the
 # covering subset of the parity grid); `make test-system` the proofs that start Spark applications, servers or
 # builds of their own (local-cluster, spark-submit, kills, Spark Connect, MLflow servers, the notebook, the
-# wheel); `make test-full` both, plus the whole parity grid (marker full).
+# wheel); `make test-full` both, plus what is marked full: the exhaustive grids, the repeats of a claim on more
+# estimators or strategies, and the packed environment shipped with spark.archives.
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider --durations=30 tests
 
 test-system: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider --durations=15 -m system tests
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15 -m "system and not full" tests
 
 test-full: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m "" tests

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 from support import archives_run, background
 
-pytestmark = [pytest.mark.cluster, pytest.mark.system]
+# a fresh environment with torch, packed and unpacked on two executors: about 8 minutes of the two cores, the
+# largest run of all; in make test-full (the other system tests ship the library by the checkout's PYTHONPATH)
+pytestmark = [pytest.mark.cluster, pytest.mark.system, pytest.mark.full]
 pytest.importorskip("venv_pack", reason="the packed environment is made with venv-pack (the test extra)")
 
 

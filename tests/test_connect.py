@@ -15,8 +15,9 @@ from sparkml import compat
 
 pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect] (grpcio)")
 pytestmark = [
-    pytest.mark.compat,
+    pytest.mark.compat,  # CI runs the Connect session on pyspark 4.0 (make test-compat)
     pytest.mark.system,
+    pytest.mark.full,  # and make test-full on this line
     pytest.mark.skipif(
         not compat.has_connect_ml(),
         reason="Spark Connect ML is new in Spark 4.0; a Connect session on 3.5 is refused (test_compat.py)",

@@ -136,7 +136,6 @@ def test_parse_model_uri():
             models.parse_model_uri(bad)
 
 
-@pytest.mark.compat
 def test_logistic_loads_back_as_ours_and_as_stock(spark, registry):
     from pyspark.ml.classification import LogisticRegressionModel as Stock
 
@@ -153,7 +152,6 @@ def test_logistic_loads_back_as_ours_and_as_stock(spark, registry):
     assert stock.coefficients == registry.fitted["lr2"].coefficients and stock.getRegParam() == 0.3
 
 
-@pytest.mark.compat
 def test_kernel_svc_loads_back_as_ours_only(spark, registry):
     from sparkml.classification import KernelSVCModel
 
@@ -219,7 +217,6 @@ def transformed(spark, model, path, columns=PREDICTIONS):
     return output_arrays(model.transform(spark.read.parquet(path)), columns)
 
 
-@pytest.mark.compat
 def test_predict_by_alias_and_by_version(spark, registry, scoring, tmp_path, capsys):
     out = tmp_path / "scores" / "by_alias"
     args = [

@@ -87,7 +87,6 @@ def versions(client):
     return {str(v.version): v for v in client.search_model_versions("name = 'events'")}
 
 
-@pytest.mark.compat
 def test_three_windows_promote_reject_and_rerun(spark, windows, tmp_path, capsys):
     cfg = write_config(tmp_path, windows)
     client = store(tmp_path)

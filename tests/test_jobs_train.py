@@ -111,7 +111,6 @@ def test_active_session_reused_and_not_stopped(spark, tmp_path):
     load_model("LinearRegression", str(tmp_path / "run" / "model"))
 
 
-@pytest.mark.compat
 def test_multiclass_and_svc(spark, tmp_path):
     code, report = run_job(
         spark, tmp_path / "a", {"train": "generated:multiclass", "generated": {**SMALL, "classes": 3}}
@@ -128,7 +127,6 @@ def test_multiclass_and_svc(spark, tmp_path):
     assert code == 0 and report["metrics"]["areaUnderROC"] > 0.9
 
 
-@pytest.mark.compat
 def test_kernel_svc_job(spark, tmp_path):
     """The shipped conf/kernel_svc.yaml's model section, on small data."""
     shipped = yaml.safe_load(open(os.path.join(ROOT, "conf", "kernel_svc.yaml")))

@@ -159,7 +159,6 @@ def test_preconditioned_newton_cg_in_the_barrier_stage_solves_the_cholesky_probl
     np.testing.assert_allclose(raw["cg"], raw["cholesky"], atol=1e-4)
 
 
-@pytest.mark.compat
 def test_random_fourier_features_on_the_nonlinear_problem(spark, tmp_path):
     """method='rff': 1500 random Fourier features of the rbf kernel instead of landmarks (more than 1024: the
     Newton-CG solver, inside the barrier stage); saved and loaded."""
@@ -306,7 +305,6 @@ def test_platt_probabilities_are_sklearns_sigmoid_fit_of_the_decision_values(spa
     assert model.predictProbability(Vectors.dense(xte[0])).toArray() == pytest.approx(prob[0], rel=1e-9)
 
 
-@pytest.mark.compat
 def test_allreduce_solves_the_same_problems_as_sync(spark, tmp_path):
     """Iris, 3 classes, every row a landmark: all one-vs-one problems in one barrier stage, then Platt in
     another, against one Spark job per pass. The squared hinge follows the same path to 1e-10; the

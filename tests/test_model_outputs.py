@@ -13,12 +13,10 @@ from support.scoring_reference import largest_differences, plan_text, runs_pytho
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.regression import LinearRegression
 
-pytestmark = pytest.mark.compat  # every linear model's fit and output columns, on every Spark line
-
-
 # ---- output columns: names, types, values -------------------------------------------------------------
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_output_columns_match_pyspark_ml(data, fitted, kind):
     columns = KINDS[kind].columns
@@ -261,6 +259,7 @@ def test_one_info_line_per_iteration(data, caplog):
     assert any("finished" in r.getMessage() for r in caplog.records if r.name == "sparkml")
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_missing_features_column_is_mllibs_error(data, fitted, kind):
     """transform without the features column raises what MLlib raises, eagerly (MLflow's autolog finds
@@ -275,6 +274,7 @@ def test_missing_features_column_is_mllibs_error(data, fitted, kind):
     assert errors[0] == errors[1]
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_transform_scores_in_the_jvm_with_mllibs_formulas(data, fitted, kind):
     """A linear model's transform is the stock model's: no Python node in the plan, and every output column
@@ -311,6 +311,7 @@ def test_python_scoring_fallback_equals_mllibs_formulas(data, fitted, kind, pyth
     assert set(diffs) == set(KINDS[kind].columns) and max(diffs.values()) <= 1e-12, diffs
 
 
+@pytest.mark.compat
 def test_transform_of_parquet_vectors_is_written_with_spark_43_defaults(spark, data, fitted, tmp_path, python_scoring):
     """Spark 4.3's columnar input to Arrow UDFs (on by default) fails on a scan carrying a vector column.
     Scoring in the JVM never meets it and leaves the setting alone; scoring in Python workers switches it

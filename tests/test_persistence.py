@@ -14,8 +14,6 @@ from support.model_kinds import KINDS
 from sparkml.base.params import TORCH_PARAM_NAMES
 from sparkml.classification import LogisticRegression, LogisticRegressionModel
 
-pytestmark = pytest.mark.compat  # save, stock load and toSpark, on every Spark line
-
 
 def numbers(model):
     """(coefficients (K, d), intercepts (K,)) of any of the linear models, ours or stock."""
@@ -42,6 +40,7 @@ def assert_same_params(a, b):
             assert a.getOrDefault(p) == b.getOrDefault(q), p.name
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_our_save_loads_as_the_stock_model(spark, data, fitted, tmp_path, kind):
     stock_model_cls, columns = KINDS[kind].stock_model, KINDS[kind].columns
@@ -59,6 +58,7 @@ def test_our_save_loads_as_the_stock_model(spark, data, fitted, tmp_path, kind):
     assert_same_outputs(model.transform(data), stock.transform(data), columns, atol=1e-12)
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_stock_save_loads_as_our_model(spark, data, tmp_path, kind):
     k = KINDS[kind]
@@ -104,6 +104,7 @@ def test_torch_params_of_the_estimator_reach_the_saved_model(data, tmp_path):
     assert stock.getThreshold() == 0.6 and stock._java_obj.getThreshold() == 0.6
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_to_spark_gives_the_stock_model(data, fitted, kind):
     stock_model_cls, columns = KINDS[kind].stock_model, KINDS[kind].columns

@@ -13,8 +13,6 @@ from support.helpers import assert_same_outputs
 from sparkml.classification import KernelSVC, KernelSVCModel, LogisticRegression, LogisticRegressionModel
 from sparkml.regression import LinearRegression, LinearRegressionModel
 
-pytestmark = pytest.mark.compat  # Pipeline and CrossValidator, on every Spark line
-
 INPUTS = ["a", "b", "c"]
 
 
@@ -47,6 +45,7 @@ def check_save_load(raw, best, path, columns, model_types):
     return loaded
 
 
+@pytest.mark.compat  # a Pipeline in pyspark's CrossValidator, on every Spark line
 def test_logistic_regression_in_cross_validator(raw, tmp_path):
     from pyspark.ml.classification import LogisticRegressionModel as StockModel
 

@@ -67,7 +67,7 @@ def optima(frame):
     return get
 
 
-@pytest.mark.parametrize("name,make", compat_cases(CASES, marked=2))
+@pytest.mark.parametrize("name,make", compat_cases(CASES))
 def test_allreduce_reaches_the_sync_optimum(frame, sync_fits, name, make):
     """The same iterates: every objective value of sync's history, the iteration count (where sync stops
     before ``MAX_ITER`` that is its convergence test's decision) and the coefficients."""

@@ -16,8 +16,6 @@ from support.helpers import training_summary
 from support.model_kinds import KINDS
 from support.summary_walk import summary_differences
 
-pytestmark = pytest.mark.compat  # the training summaries, on every Spark line
-
 TIGHT = {"tol": 1e-12, "maxIter": 1000}
 CASES = {  # name: (model kind, extra Params, training summary class, evaluation summary class)
     "lr_binary": (
@@ -80,7 +78,9 @@ def side_by_side(frames):
     return get
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, marks=pytest.mark.compat) if c != "svc" else c for c in sorted(CASES)]
+)  # the summary classes on every Spark line (LinearSVC's by its evaluate test: its fit here is the slowest)
 def test_training_summary_is_mllibs(side_by_side, case):
     ours, theirs = (training_summary(m) for m in side_by_side(case))
     cls = CASES[case][2]
@@ -91,7 +91,9 @@ def test_training_summary_is_mllibs(side_by_side, case):
     assert ours.totalIterations == theirs.totalIterations
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, marks=pytest.mark.compat) if c == "svc" else c for c in sorted(CASES)]
+)
 def test_evaluate_is_mllibs(side_by_side, frames, case):
     ours, theirs = (m.evaluate(frames[1]) for m in side_by_side(case))
     cls = CASES[case][3]
@@ -119,7 +121,7 @@ def test_linear_svc_summary_is_a_method_and_a_property(side_by_side):
     assert model.summary().accuracy == model.summary.accuracy
 
 
-@pytest.mark.parametrize("label", ["label", "label3"])
+@pytest.mark.parametrize("label", [pytest.param("label", marks=pytest.mark.compat), "label3"])
 def test_kernel_svc_summary_is_mllibs_classification_summary(frames, label):
     """KernelSVC (no MLlib twin): pyspark.ml's binary / multi-class classification summary over its
     predictions, computed by MLlib's summary code; checked against scikit-learn's metrics of the

@@ -87,6 +87,9 @@ def _count_transforms(monkeypatch, calls):
 
 # on every Spark line: the binary and multiclass cases (TrainValidationSplit's below covers a regression metric)
 COMPAT_CASES = {"logistic-binomial", "logistic-multinomial"}
+# the binomial case on every Spark line; LinearSVC's search (scored by its margin, as binomial logistic's) in
+# make test-full
+CASE_MARKS = {"logistic-binomial": pytest.mark.compat, "svc": pytest.mark.full}
 
 
 @pytest.fixture
@@ -153,7 +156,7 @@ def searches(data):
 
 
 @pytest.mark.parametrize(
-    "case", [pytest.param(c, marks=pytest.mark.compat) if c in COMPAT_CASES else c for c in sorted(CASES)]
+    "case", [pytest.param(c, marks=CASE_MARKS[c]) if c in CASE_MARKS else c for c in sorted(CASES)]
 )
 def test_cross_validator_matches_pyspark(searches, case):
     """pyspark's folds, metrics, best map and best model, from the one scoring pass per fold: no fitted model's
@@ -429,8 +432,10 @@ class MyRegressionEvaluator(RegressionEvaluator):
 
 @pytest.mark.parametrize(
     "make_evaluator",
-    [lambda: MeanAbsoluteLabelGap(), lambda: MyRegressionEvaluator(metricName="mae")],
-    ids=["own-evaluator", "subclass"],
+    [
+        pytest.param(lambda: MeanAbsoluteLabelGap(), id="own-evaluator"),
+        pytest.param(lambda: MyRegressionEvaluator(metricName="mae"), marks=pytest.mark.full, id="subclass"),
+    ],
 )
 def test_other_evaluators_run_pysparks_path(data, transforms, make_evaluator):
     estimator = LogisticRegression()
@@ -441,6 +446,7 @@ def test_other_evaluators_run_pysparks_path(data, transforms, make_evaluator):
     assert len(transforms) == 2 * 2 * len(grid)  # both scored model by model, each map on each of 2 folds
 
 
+@pytest.mark.full  # KernelSVC in pyspark's CrossValidator: tests/test_pipeline.py, in a Pipeline
 def test_kernel_svc_grid_runs_pysparks_path(data):
     small = data.where("id < 400")
     estimator = KernelSVC(maxIter=20)
@@ -483,7 +489,7 @@ def _pipeline(data):
     return raw, Pipeline(stages=[assembler, scaler, LinearRegression(featuresCol="scaled", labelCol="y")])
 
 
-@pytest.mark.parametrize("cls", [CrossValidator, TrainValidationSplit])
+@pytest.mark.parametrize("cls", [CrossValidator, pytest.param(TrainValidationSplit, marks=pytest.mark.full)])
 def test_pipeline_stages_before_the_estimator_are_fitted_once_per_split(data, one_pass_only, scaler_fits, cls):
     from pyspark.ml import PipelineModel
 

@@ -155,7 +155,13 @@ CASES = {  # data, estimator, evaluator, foldCol
 }
 
 
-FULL = {"svc-rand-folds", "linear-regression-fold-col", "sparse-linear-regression-fold-col"}  # make test-full
+FULL = {  # make test-full
+    "svc-rand-folds",
+    "linear-regression-fold-col",
+    "sparse-linear-regression-fold-col",
+    "logistic-weighted-rand-folds",
+    "sparse-logistic-rand-folds",  # the sparse subset: test_subset_is_the_conversion_of_the_training_rows
+}
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.full) if c in FULL else c for c in sorted(CASES)])
@@ -287,8 +293,8 @@ def _assembled(estimator, prefix=()):
     "cls, extra",
     [
         pytest.param(CrossValidator, {"foldCol": "fold"}, marks=pytest.mark.full, id="cv-fold-col"),
-        pytest.param(CrossValidator, {"numFolds": 2}, marks=pytest.mark.compat, id="cv-rand-folds"),
-        pytest.param(TrainValidationSplit, {}, id="tvs"),
+        pytest.param(CrossValidator, {"numFolds": 2}, id="cv-rand-folds"),
+        pytest.param(TrainValidationSplit, {}, marks=pytest.mark.full, id="tvs"),
     ],
 )
 def test_a_pipeline_of_transformers_converts_once(raw_columns, conversions, scored_from_blocks, cls, extra):
