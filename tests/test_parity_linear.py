@@ -41,7 +41,7 @@ COVER = {
     (0.01, 1.0, True, True, False, True),
     (0.1, 0.0, False, True, True, False),
 }
-SVC_ITERATIONS = 25  # LinearSVC runs to MLlib's maxIter in the grid: one MLlib Spark job per iteration
+SVC_ITERATIONS = 25  # the LinearSVC grid stops both here (each of MLlib's iterations is a Spark job)
 FLOAT32_CASE = (0.1, 0.0, False, True, True)  # (reg, net, fit, std, weighted) of a dense COVER case (logistic)
 
 
@@ -205,7 +205,7 @@ def test_linear_regression_solvers_match_mllib(spark, solver, net):
 
 @pytest.mark.parametrize("reg,net,fit,std,weighted,sparse", cases(with_net=False))
 def test_linear_svc_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
-    """Stopped on maxIter (25 of MLlib's ~170 to its tolerance here: each MLlib iteration is a Spark job), both
+    """Stopped on maxIter (25 of the ~100 MLlib takes to its default tolerance here), both
     are at the same iterate: the optimizer follows Breeze's OWL-QN step for step, so the objective is no higher
     and the coefficients are MLlib's. The converged test below runs both to the tolerance.
     Ours runs as ``allreduce`` (one Spark job); tests/test_strategies.py shows ``sync`` and ``allreduce``
@@ -226,8 +226,8 @@ def test_linear_svc_converged_matches_mllib(spark, fit, sparse):
     """Both stop on the tolerance (MLlib's default, 1e-6), not on maxIter (about 100 iterations here), at the same
     iteration: the same convergence test on the same iterates."""
     df = data(spark, "binary", sparse)
-    tight = dict(regParam=0.01, fitIntercept=fit, weightCol="weight", maxIter=1000, tol=1e-6)
-    ours, ref = fit_both(LinearSVC, stock_cls.LinearSVC, df, tight, strategy="allreduce")
+    converged = dict(regParam=0.01, fitIntercept=fit, weightCol="weight", maxIter=1000, tol=1e-6)
+    ours, ref = fit_both(LinearSVC, stock_cls.LinearSVC, df, converged, strategy="allreduce")
     iterations = len(ref.summary().objectiveHistory)
     assert 50 < iterations < 1000 and len(ours.summary().objectiveHistory) == iterations
     diff = coefficient_diff(ours, ref)

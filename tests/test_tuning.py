@@ -85,8 +85,8 @@ def _count_transforms(monkeypatch, calls):
         monkeypatch.setattr(cls, "_transform", counted)
 
 
-# on every Spark line: the binary and multiclass cases (TrainValidationSplit's below covers a regression metric)
-COMPAT_CASES = {"logistic-binomial", "logistic-multinomial"}
+# the cases searched over the fold column's FOLDS folds (the others: 2 folds of the "half" column)
+FOLD_COL_CASES = {"logistic-binomial", "logistic-multinomial"}
 # the binomial case on every Spark line; LinearSVC's search (scored by its margin, as binomial logistic's) in
 # make test-full
 CASE_MARKS = {"logistic-binomial": pytest.mark.compat, "svc": pytest.mark.full}
@@ -129,7 +129,7 @@ def searches(data):
             make, make_evaluator = CASES[case]
             estimator = make()
             grid = _grid(estimator) if case == "logistic-binomial" else _grid(estimator, (0.001, 0.3))
-            folds, fold_col = (FOLDS, "fold") if case in COMPAT_CASES else (2, "half")
+            folds, fold_col = (FOLDS, "fold") if case in FOLD_COL_CASES else (2, "half")
             found = dict(grid=grid, evaluator=make_evaluator(), folds=folds, fold_col=fold_col)
             transforms, passes = [], []
             with pytest.MonkeyPatch.context() as mp:
