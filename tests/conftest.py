@@ -2,6 +2,7 @@
 fitted linear models of the model-level tests (test_model_outputs, test_persistence)."""
 
 import importlib.util
+import json
 import os
 import sys
 
@@ -141,5 +142,10 @@ def pytest_terminal_summary(terminalreporter):
 
 def pytest_sessionfinish(session):
     from support import background
+
+    path = os.environ.get("SPARKML_TEST_JOBS_FILE")
+    if path:  # each test's Spark jobs, for finding where the suite's time goes
+        with open(path, "w") as out:
+            json.dump(_JOBS, out, indent=0)
 
     background.stop_all()
