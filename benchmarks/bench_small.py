@@ -51,6 +51,7 @@ def parse_args(argv=None):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--master", default="local[2]")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     p.add_argument("--out", default="benchmarks/results/small.json")
     args = p.parse_args(argv)
     args.sizes = [int(v) for v in args.sizes.split(",")]
@@ -66,8 +67,12 @@ def make_session(args):
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    for setting in args.conf:
+        key, _, value = setting.partition("=")
+        builder = builder.config(key, value)
     spark = (
-        SparkSession.builder.master(args.master)
+        builder.master(args.master)
         .appName("bench_small")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.retainedJobs", "1000000")  # the status store counts the jobs (JobCounter)

@@ -55,9 +55,10 @@ def conversions_not_kept(request):
     spark.conf.unset(ENABLED_KEY)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def data(spark):
-    """``data_helpers.linear_frame``: id, features, label, label3, y (a module may define its own ``data``)."""
+    """``data_helpers.linear_frame``: id, features, label, label3, y (a module may define its own ``data``); one
+    frame for the session, which the tests only read."""
     from support.data_helpers import linear_frame
 
     df = linear_frame(spark)
@@ -65,10 +66,10 @@ def data(spark):
     df.unpersist()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def fitted(data):
     """``fitted(kind, stock=False)``: our (or the stock) model of ``model_kinds.KINDS[kind]`` fitted on
-    ``data``, once per module."""
+    ``data``, once per session (tests read them, and ``copy`` one to change its Params)."""
     from support.model_kinds import KINDS
 
     cache = {}

@@ -4,9 +4,10 @@ task), on the CPU and on CUDA where torch sees a GPU; the per-pass fit learns th
 
 To 1e-6 in float64. In float32 a kernel row computed among other rows (a Newton round's active rows) can differ
 from the stored one in its last bit (the matrix product's path depends on the number of rows and on the CPU's
-vector kernels), and the solve amplifies that as it amplifies float32's own rounding: there the per-pass model is
-held to the float64 model as closely as the stored float32 model is (within 2x its distance, which is about 1e-4
-for the CG problem), and both predict alike."""
+vector kernels), and the solve amplifies that: there the two models, after the same Newton rounds, differ (not
+bit for bit) by at most 5e-4 (1e-5 to 2e-4 measured, on coefficients of magnitude 7), and predict alike. They are
+not compared with the float64 model: where float32's convergence test passes a round earlier (an AVX-512 CPU
+here: 7 rounds against 8) the two precisions' models differ by that round's step, about 0.06."""
 
 import os
 import sys
@@ -45,10 +46,8 @@ def test_per_pass_blocks_give_the_stored_blocks_model(data, device, dtype, landm
     if dtype == "float64":
         np.testing.assert_allclose(per_pass["theta"], stored["theta"], rtol=0, atol=1e-6)
     else:
-        exact = fit("stored", "float64")["theta"]
-        rounding = np.abs(stored["theta"] - exact).max()  # what float32 alone does to the stored model
-        assert 0 < rounding < 5e-4, rounding
-        assert np.abs(per_pass["theta"] - exact).max() <= 2 * rounding
+        difference = np.abs(per_pass["theta"] - stored["theta"]).max()
+        assert 0 < difference <= 5e-4, difference
     acc = harness.accuracy(per_pass, xt, yt, device)
     assert abs(acc - harness.accuracy(stored, xt, yt, device)) <= (0 if dtype == "float64" else 1e-3)
     assert acc > 0.75, acc  # 8 features, 5000 rows: a learnable problem, learned

@@ -316,16 +316,17 @@ def test_multiclass_metrics_of_binary_models(fitted, kind, params):
         ("svc", dict(metricName="areaUnderPR", rawPredictionCol="prediction")),
     ],
 )
-@pytest.mark.parametrize("on_driver", [True, False], ids=["on-driver", "cached-frame"])
-def test_binary_metrics(fitted, kind, params, weighted, on_driver, monkeypatch):
+def test_binary_metrics(fitted, kind, params, weighted, monkeypatch):
     """The areas computed on the driver (folds up to ``DRIVER_VALUES``) and by the stock evaluator on the
-    cached frame of scores (larger folds)."""
-    if not on_driver:
-        monkeypatch.setattr(scores, "DRIVER_VALUES", 0)
+    cached frame of scores (larger folds), each against the stock evaluator on each model's transform."""
     evaluator = BinaryClassificationEvaluator(**params)
     if weighted:
         evaluator.setWeightCol("w")
-    _compare(fitted(kind), evaluator)
+    on_driver = _compare(fitted(kind), evaluator)
+    monkeypatch.setattr(scores, "DRIVER_VALUES", 0)
+    models, maps, validation = fitted(kind)
+    cached_frame = scores.fold_metrics(models, maps, evaluator, validation)
+    np.testing.assert_allclose(cached_frame, on_driver, rtol=1e-9, atol=1e-12)
 
 
 def test_area_under_roc_is_the_rank_statistic():

@@ -262,7 +262,7 @@ class BarrierTask:
 def _driver_host(spark):
     """The address the driver's store binds to and executors reach it at: where Spark binds the
     driver itself (``spark.driver.bindAddress``, else ``spark.driver.host``)."""
-    conf = spark.sparkContext.getConf()
+    conf = spark.sparkContext._conf  # not getConf(): that copies every setting, one py4j call each
     return conf.get("spark.driver.bindAddress", None) or conf.get("spark.driver.host", None) or socket.gethostname()
 
 

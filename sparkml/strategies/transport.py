@@ -1,7 +1,7 @@
 """How a per-partition computation reaches the executors and its results come back, per session kind.
 
-* classic session: the handles are a cached RDD; values go out as broadcasts; results are added
-  by ``treeAggregate``.
+* classic session: the handles are a cached RDD; values go out in the task closure up to
+  ``CLOSURE_BYTES`` (coefficients, mostly), larger ones as broadcasts; results are added by ``treeAggregate``.
 * Spark Connect session: there is no SparkContext and no RDD API. The handles are a cached
   DataFrame; values travel inside the function's closure (they are small: coefficients); each
   partition's result comes back as one row of float64 bytes through ``mapInArrow`` and the driver
@@ -60,6 +60,9 @@ def split(flat, shapes):
 
 
 PART_SCHEMA = "data binary, shapes string"
+# Values up to this size travel in the job's closure: a broadcast costs its own driver calls, a file and a
+# fetch per executor, and a small job (one pass of a sync fit over a few thousand rows) pays them on every pass.
+CLOSURE_BYTES = 1 << 18
 
 
 def _arrow_parts(fn):
@@ -80,8 +83,11 @@ class Transport:
         self.data, self.depth = data, max(2, int(depth))
 
     def share(self, value):
-        """A broadcast (classic) or the value in the closure (Connect); ``.value`` on the executor."""
-        return _Value(value) if self.data.connect else self.data.sc.broadcast(value)
+        """The value in the closure (Spark Connect, or up to ``CLOSURE_BYTES``) or a broadcast; ``.value`` on
+        the executor."""
+        if self.data.connect or value is None or np.asarray(value).nbytes <= CLOSURE_BYTES:
+            return _Value(value)
+        return self.data.sc.broadcast(value)
 
     def sum(self, fn):
         """Element-wise sum of what ``fn(handle_rows)`` yields over all partitions (None if nothing)."""
