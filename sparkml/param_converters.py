@@ -6,8 +6,11 @@ themselves are declared with the same converters, so a value is refused alike wh
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from sparkml import mllib_structs as structs
 
@@ -15,7 +18,12 @@ from sparkml import mllib_structs as structs
 
 
 def _is_numeric(value):
-    return type(value) in (int, float)  # a JSON number (a bool is not one, as for pyspark)
+    # pyspark's rule: Python ints and floats and numpy's 64-bit ones (a bool is not one; neither is np.float32)
+    return type(value) in (int, float, np.float64, np.int64)
+
+
+def _can_convert_to_list(value):
+    return type(value) in (list, tuple, range, np.ndarray)
 
 
 def to_int(value):
@@ -43,8 +51,10 @@ def to_string(value):
 
 
 def to_list_float(value):
-    if isinstance(value, list) and all(map(_is_numeric, value)):
-        return [float(v) for v in value]
+    if _can_convert_to_list(value):
+        value = value.tolist() if isinstance(value, np.ndarray) else list(value)
+        if all(map(_is_numeric, value)):
+            return [float(v) for v in value]
     raise TypeError(f"Could not convert {value} to list of floats")
 
 
@@ -114,14 +124,21 @@ def kernel_choices():
 
 
 def to_gamma(value):
-    """KernelSVC's ``gamma``: 'scale', 'auto' or a number > 0."""
+    """KernelSVC's ``gamma``: 'scale', 'auto' or a finite number > 0 (a number written as a string is read)."""
+    problem = f"gamma must be 'scale', 'auto' or a finite number > 0; got {value!r}"
     if isinstance(value, str):
         if value in ("scale", "auto"):
             return value
-        value = float(value)
-    value = to_float(value)
-    if not value > 0:
-        raise ValueError(f"gamma must be 'scale', 'auto' or a number > 0; got {value}")
+        try:
+            value = float(value)
+        except ValueError:
+            raise ValueError(problem) from None
+    try:
+        value = to_float(value)
+    except TypeError:
+        raise TypeError(problem) from None
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(problem)
     return value
 
 

@@ -81,7 +81,7 @@ RULES: dict[str, Rule] = {
     # MLlib's (its ParamValidators)
     "maxIter": at_least(0),
     "tol": at_least(0),
-    "regParam": at_least(0),
+    "regParam": Rule(lambda v: 0 <= v < float("inf"), "must be a finite number >= 0"),  # MLlib takes inf
     "elasticNetParam": Rule(lambda v: 0 <= v <= 1, "must be in [0, 1]"),
     "aggregationDepth": at_least(2),
     # this library's

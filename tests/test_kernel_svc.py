@@ -339,8 +339,10 @@ def test_bad_params_are_named(spark):
         KernelSVC(regParam=0.0).fit(frame)
     with pytest.raises(ValueError, match="kernel must be one of"):
         KernelSVC(kernel="cosine")
-    with pytest.raises(ValueError, match="gamma must be 'scale', 'auto' or a number > 0"):
-        KernelSVC(gamma=-1.0)
+    for gamma in (-1.0, float("inf"), "scale "):
+        with pytest.raises(ValueError, match="gamma must be 'scale', 'auto' or a finite number > 0"):
+            KernelSVC(gamma=gamma)
+    assert KernelSVC(gamma=np.float64(0.05)).getGamma() == 0.05  # a gamma computed as 1 / (d * X.var())
     with pytest.raises(ValueError, match="method='rff' needs a shift-invariant kernel"):
         KernelSVC(method="rff", kernel="polynomial").fit(frame)
     with pytest.raises(ValueError, match="strategy must be one of auto, sync, allreduce"):

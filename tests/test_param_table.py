@@ -16,7 +16,7 @@ from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.jobs import config
 from sparkml.jobs.errors import ConfigError
 from sparkml.param_table import DEFAULTS, Rule, first_problem
-from sparkml.regression import LinearRegression
+from sparkml.regression import GeneralizedLinearRegression, LinearRegression
 from sparkml.strategies.table import StrategyOptions, option_params
 
 ESTIMATORS = (LogisticRegression, LinearSVC, LinearRegression, KernelSVC)
@@ -108,9 +108,12 @@ def test_rules_report_the_first_broken_one_in_order_and_only_where_they_apply():
 def test_an_estimators_own_rule_replaces_the_tables():
     assert param_rules(LogisticRegression)["regParam"] is param_table.RULES["regParam"]
     assert param_rules(KernelSVC)["regParam"].problem("regParam", 0.0) == (
-        "regParam must be > 0 for KernelSVC (1 / (n C)); got 0.0"
+        "regParam must be a finite number > 0 for KernelSVC (1 / (n C)); got 0.0"
     )
     assert param_rules(LogisticRegression)["regParam"].problem("regParam", 0.0) is None
+    # MLlib takes an infinite regParam; the solvers cannot (an L1 strength of inf fails inside a task)
+    for cls in (LogisticRegression, KernelSVC, GeneralizedLinearRegression):
+        assert "must be a finite number" in param_rules(cls)["regParam"].problem("regParam", float("inf"))
 
 
 # (estimator, Params) that its fit refuses before touching the data

@@ -47,6 +47,12 @@ PROBES = [
     [],
     [0.5, 0.5],
     [1, "a"],
+    np.float64(0.05),  # a gamma computed as 1 / (d * X.var())
+    np.int64(3),
+    np.float32(0.5),
+    np.int32(2),
+    np.bool_(True),
+    np.array([0.5, 0.5]),
     {},
     {"0": 2.0, "1": 1.0},
     {"0": -1.0},

@@ -601,14 +601,14 @@ def test_validators_save_and_load(tmp_path, cls, stock):
     [
         (lambda: ParamGridBuilder().addGrid(LinearSVC().regParam, [0.1, 1.0]).build(), r"sets regParam of another"),
         (lambda: [{LogisticRegression.regParam: 0.1}], r"sets regParam of another"),
-        (None, r"estimatorParamMaps\[1\]: regParam must be >= 0"),
+        (None, r"estimatorParamMaps\[1\]: regParam must be a finite number >= 0; got inf"),
     ],
     ids=["another-estimator", "class-param", "bad-value"],
 )
 @pytest.mark.parametrize("cls", [CrossValidator, TrainValidationSplit])
 def test_bad_grid_is_refused_before_any_job(spark, data, cls, bad_grid, match):
     estimator = LogisticRegression()
-    grid = bad_grid() if bad_grid else [{estimator.regParam: 0.1}, {estimator.regParam: -1.0}]
+    grid = bad_grid() if bad_grid else [{estimator.regParam: 0.1}, {estimator.regParam: float("inf")}]
     validator = cls(estimator=estimator, estimatorParamMaps=grid, evaluator=BinaryClassificationEvaluator())
     tracker = spark.sparkContext.statusTracker()
     spark.sparkContext.setJobGroup("bad-grid", "bad-grid")
@@ -618,3 +618,37 @@ def test_bad_grid_is_refused_before_any_job(spark, data, cls, bad_grid, match):
         assert tracker.getJobIdsForGroup("bad-grid") == []
     finally:
         spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+
+
+@pytest.mark.parametrize(
+    "cls, params, match, stock_refuses",
+    [
+        (CrossValidator, dict(numFolds=1), r"numFolds must be >= 2; got 1", False),
+        (CrossValidator, dict(numFolds=-2), r"numFolds must be >= 2; got -2", False),
+        (TrainValidationSplit, dict(trainRatio=0.0), r"trainRatio must be in \(0, 1\).*; got 0.0", False),
+        (TrainValidationSplit, dict(trainRatio=1.0), r"trainRatio must be in \(0, 1\).*; got 1.0", False),
+        (CrossValidator, dict(parallelism=0), r"parallelism must be >= 1; got 0", True),
+        (TrainValidationSplit, dict(parallelism=-1), r"parallelism must be >= 1; got -1", True),
+        (CrossValidator, dict(estimatorParamMaps=[]), r"estimatorParamMaps is empty", True),
+    ],
+    ids=["one-fold", "negative-folds", "train-ratio-0", "train-ratio-1", "parallelism-0", "parallelism--1", "no-maps"],
+)
+def test_searches_that_cannot_run_are_refused_before_any_job(spark, data, cls, params, match, stock_refuses):
+    """What MLlib's validators refuse (numFolds >= 2, trainRatio in [0, 1], parallelism >= 1: pyspark's thread
+    pool raises), a split that leaves no rows to train or validate on, and an empty grid: a ValueError naming the
+    Param before any job, where pyspark fails inside a task (numpy's casting error, a ZeroDivisionError) or runs."""
+    estimator = LogisticRegression(maxIter=5)
+    params = dict(dict(estimatorParamMaps=[{estimator.regParam: 0.1}]), **params)
+    validator = cls(estimator=estimator, evaluator=BinaryClassificationEvaluator(), **params)
+    tracker = spark.sparkContext.statusTracker()
+    spark.sparkContext.setJobGroup("bad-search", "bad-search")
+    try:
+        with pytest.raises(ValueError, match=f"^{cls.__name__}: .*{match}"):
+            validator.fit(data)
+        assert tracker.getJobIdsForGroup("bad-search") == []
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    if stock_refuses:
+        stock = {CrossValidator: StockCrossValidator, TrainValidationSplit: StockTrainValidationSplit}[cls]
+        with pytest.raises(ValueError):  # pyspark's ThreadPool: "Number of processes must be at least 1"
+            stock(estimator=estimator, evaluator=BinaryClassificationEvaluator(), **params).fit(data)

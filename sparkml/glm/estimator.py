@@ -73,7 +73,7 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
         "link": choice_of(LINKS),
         "solver": choice_of(("irls",)),
         "variancePower": Rule(lambda v: v == 0.0 or v >= 1.0, "must be 0 or >= 1"),
-        "regParam": Rule(lambda v: v >= 0, "must be >= 0"),
+        "regParam": Rule(lambda v: 0 <= v < float("inf"), "must be a finite number >= 0"),
         "elasticNetParam": Rule(lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]"),
         "maxIter": Rule(lambda v: v >= 0, "must be >= 0"),
         "tol": Rule(lambda v: v >= 0, "must be >= 0"),

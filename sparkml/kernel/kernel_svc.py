@@ -128,7 +128,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
     """
 
     _param_rules = {
-        "regParam": Rule(lambda v: v > 0, "must be > 0 for KernelSVC (1 / (n C))"),
+        "regParam": Rule(lambda v: 0 < v < float("inf"), "must be a finite number > 0 for KernelSVC (1 / (n C))"),
         "numLandmarks": at_least(1),
         "degree": at_least(1),
         "maxLandmarks": at_least(1),

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.ml import tuning as stock
 
 from sparkml.tuning import persistence
-from sparkml.tuning.grid import check_param_maps
+from sparkml.tuning.grid import check_param_maps, check_search_params
 from sparkml.tuning.once import (
     column_fold_ids,
     convert_once,
@@ -62,7 +62,8 @@ class CrossValidator(stock.CrossValidator):
         epm = self.getOrDefault(self.estimatorParamMaps)
         eva = self.getOrDefault(self.evaluator)
         check_param_maps(est, epm, type(self).__name__)
-        if not epm or not one_pass_applies(est, epm, eva, dataset):
+        check_search_params(type(self).__name__, epm, self.getParallelism(), num_folds=self.getOrDefault(self.numFolds))
+        if not one_pass_applies(est, epm, eva, dataset):
             return super()._fit(dataset)
         n_folds = self.getOrDefault(self.numFolds)
         collect = self.getCollectSubModels()

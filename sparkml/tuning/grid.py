@@ -48,3 +48,20 @@ def check_param_maps(estimator, param_maps, owner: str) -> None:
             estimator.copy(param_map)._check_params()
         except ValueError as e:
             raise ValueError(f"{owner}: estimatorParamMaps[{index}]: {e}") from None
+
+
+def check_search_params(owner: str, param_maps, parallelism: int, num_folds=None, train_ratio=None) -> None:
+    """ValueError, before any Spark job, for a search Spark's own validators refuse (MLlib: ``numFolds >= 2``,
+    ``trainRatio`` in [0, 1], ``parallelism >= 1``) or that could only fail later: a training or validation set
+    that is empty by construction (``trainRatio`` 0 or 1) and an empty grid (pyspark's thread pool's error)."""
+    problems = []
+    if not param_maps:
+        problems.append("estimatorParamMaps is empty: give at least one map (ParamGridBuilder().build() is [{}])")
+    if num_folds is not None and num_folds < 2:
+        problems.append(f"numFolds must be >= 2; got {num_folds}")
+    if train_ratio is not None and not 0 < train_ratio < 1:
+        problems.append(f"trainRatio must be in (0, 1), the share of rows trained on; got {train_ratio}")
+    if parallelism < 1:
+        problems.append(f"parallelism must be >= 1; got {parallelism}")
+    if problems:
+        raise ValueError(f"{owner}: " + "; ".join(problems))

@@ -9,7 +9,7 @@ from pyspark.ml import tuning as stock
 from pyspark.sql import functions as F
 
 from sparkml.tuning import persistence
-from sparkml.tuning.grid import check_param_maps
+from sparkml.tuning.grid import check_param_maps, check_search_params
 from sparkml.tuning.once import convert_once, draw_column, fold_training, random_fold_ids, whole_dataset
 from sparkml.tuning.pipeline import last_stage_search, transformed_search, unwrapped
 from sparkml.tuning.validator import best_index, cached, fit_and_score, one_pass_applies
@@ -46,7 +46,10 @@ class TrainValidationSplit(stock.TrainValidationSplit):
         epm = self.getOrDefault(self.estimatorParamMaps)
         eva = self.getOrDefault(self.evaluator)
         check_param_maps(est, epm, type(self).__name__)
-        if not epm or not one_pass_applies(est, epm, eva, dataset):
+        check_search_params(
+            type(self).__name__, epm, self.getParallelism(), train_ratio=self.getOrDefault(self.trainRatio)
+        )
+        if not one_pass_applies(est, epm, eva, dataset):
             return super()._fit(dataset)
         ratio = self.getOrDefault(self.trainRatio)
         draws = random_fold_ids(dataset, self.uid, self.getOrDefault(self.seed), [(ratio, 2.0)])  # rand() < 1
