@@ -64,13 +64,19 @@ def at_least(bound: float) -> Rule:
     return Rule(lambda v: v >= bound, f"must be >= {bound}")
 
 
-def choice_of(choices: Callable[[], tuple[str, ...]] | tuple[str, ...], note: str = "") -> Rule:
-    """A value among ``choices`` (a tuple, or a function returning one, read when the check runs)."""
+def choice_of(
+    choices: Callable[[], tuple[str, ...]] | tuple[str, ...], note: str = "", ignore_case: bool = False
+) -> Rule:
+    """A value among ``choices`` (a tuple, or a function returning one, read when the check runs); with
+    ``ignore_case``, in any case (MLlib's GLR ``family`` and ``link``)."""
 
     def allowed():
         return choices() if callable(choices) else choices
 
-    return Rule(lambda v: v in allowed(), lambda: f"must be one of {', '.join(allowed())}{note}")
+    def accepted(v):
+        return (v.lower() if ignore_case and isinstance(v, str) else v) in allowed()
+
+    return Rule(accepted, lambda: f"must be one of {', '.join(allowed())}{note}")
 
 
 def _local_path(directory):

@@ -69,8 +69,8 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
     """pyspark.ml's GeneralizedLinearRegression, fitted by IRLS over executor-resident blocks (module docstring)."""
 
     _param_rules = {  # MLlib's, checked before any Spark job
-        "family": choice_of(FAMILIES),
-        "link": choice_of(LINKS),
+        "family": choice_of(FAMILIES, ignore_case=True),  # MLlib reads both in any case
+        "link": choice_of(LINKS, ignore_case=True),
         "solver": choice_of(("irls",)),
         "variancePower": Rule(lambda v: v == 0.0 or v >= 1.0, "must be 0 or >= 1"),
         "regParam": Rule(lambda v: 0 <= v < float("inf"), "must be a finite number >= 0"),
