@@ -208,6 +208,20 @@ def test_sparse_features_with_an_offset_fit_as_dense(spark):
     )
 
 
+def test_a_fit_that_diverges_to_non_finite_coefficients_returns_no_model(spark):
+    """Tweedie with variancePower 3 and linkPower -2 on gamma-like labels: the iterates leave the numbers (MLlib
+    returns a model of NaN coefficients); here a ValueError naming the Params set. A NaN linkPower is refused by
+    its rule, before any job."""
+    df = _frame(spark, "gamma", "log", seed=4)
+    with pytest.raises(
+        ValueError, match=r"non-finite coefficients.*family='tweedie', linkPower=-2.0, variancePower=3.0"
+    ):
+        GeneralizedLinearRegression(family="tweedie", variancePower=3.0, linkPower=-2.0).fit(df)
+    with pytest.raises(ValueError, match="linkPower must be a finite number; got nan"):
+        GeneralizedLinearRegression(family="tweedie", variancePower=1.5, linkPower=float("nan")).fit(df)
+    df.unpersist()
+
+
 @pytest.mark.parametrize(
     "params,match",
     [

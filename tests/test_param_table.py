@@ -124,6 +124,7 @@ REFUSED = [
     ("LogisticRegression", {"maxIter": -1}),
     ("LogisticRegression", {"elasticNetParam": 1.5}),
     ("LogisticRegression", {"aggregationDepth": 1}),
+    ("LogisticRegression", {"regParam": float("inf")}),
     ("LinearSVC", {"tol": -1e-3}),
     ("LinearSVC", {"checkpointDir": "hdfs://namenode/ckpt"}),
     ("LinearSVC", {"checkpointDir": "/tmp/ckpt", "checkpointInterval": 0}),

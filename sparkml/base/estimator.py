@@ -34,7 +34,7 @@ from pyspark.ml.util import DefaultParamsReadable, MLWritable
 
 from sparkml.base.fit_multiple import SharedConversionFits
 from sparkml.base.persistence import EstimatorReader, EstimatorWriter
-from sparkml.base.validation import check_params
+from sparkml.base.validation import check_finite_model, check_params
 from sparkml.cancellation import cancellable
 from sparkml.catalog import public_class_name
 from sparkml.compat import require_connect_ml
@@ -225,9 +225,10 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         require_connect_ml(dataset.sparkSession)
         self._check_params()
         with cancellable(dataset.sparkSession, f"{type(self).__name__} fit"):
-            return self._fit_falling_back(
+            model = self._fit_falling_back(
                 dataset, lambda conversion: self._fit_converted(dataset, conversion), self._conversion(dataset)
             )
+        return check_finite_model(self, model)
 
     def _fit_converted(self, dataset, conversion, train=None):
         """The model trained on ``dataset`` converted with ``conversion``: the conversion a caller lent for it

@@ -5,10 +5,13 @@
   (``check_bounds_params``, ``check_huber_params``).
 * The labels of each model (``classification_labels``, ``binary_labels``), from the conversion's
   statistics.
+* The fitted model (``check_finite_model``): no fit returns non-finite coefficients.
 
 The checks of the data itself (schema, null, NaN or infinite values, ragged vectors, weights) are
 ``sparkml.data.checks``. Each raises ``ValueError`` naming the Param or column and the problem.
 """
+
+import numpy as np
 
 from sparkml.data.statistics import MAX_CLASSES
 from sparkml.param_table import RULES, first_problem
@@ -106,3 +109,37 @@ def binary_labels(summary, label_col, model="LinearSVC"):
             f"found labels in [{summary.label_min:g}, {summary.label_max:g}]"
         )
     return classification_labels(summary, label_col, "binomial")
+
+
+MODEL_NUMBERS = ("coefficients", "intercept", "coefficientMatrix", "interceptVector", "plattCoefficients")
+
+
+def nonfinite_numbers(model):
+    """The names among ``MODEL_NUMBERS`` of ``model``'s numbers that hold a NaN or an infinity (a property
+    the model does not have, or that does not apply to it, is skipped)."""
+    bad = []
+    for name in MODEL_NUMBERS:
+        try:
+            value = getattr(model, name)
+        except Exception:  # e.g. a multinomial model's coefficients
+            continue
+        if value is None:
+            continue
+        values = value.toArray() if hasattr(value, "toArray") else np.asarray(value, dtype=np.float64)
+        if not np.all(np.isfinite(values)):
+            bad.append(name)
+    return bad
+
+
+def check_finite_model(est, model):
+    """ValueError when the fitted ``model`` holds non-finite numbers: the fit diverged (an objective without a
+    finite minimum for these Params, or a step the arithmetic could not represent); MLlib would return such a
+    model, whose every prediction is NaN. The message names the Params set, which led there."""
+    bad = nonfinite_numbers(model)
+    if bad:
+        params = ", ".join(f"{p.name}={v!r}" for p, v in sorted(est._paramMap.items(), key=lambda kv: kv[0].name))
+        raise ValueError(
+            f"{type(est).__name__}: the fit ended with non-finite {', '.join(bad)} (it diverged), so no model is "
+            f"returned; the Params set: {params or 'none (the defaults)'}"
+        )
+    return model
