@@ -248,10 +248,18 @@ def test_labels_outside_the_familys_domain_are_refused(spark, family, label, mat
         GeneralizedLinearRegression(family=family).fit(df)
 
 
-def test_a_nan_offset_is_named(spark):
-    df = spark.createDataFrame([(Vectors.dense([1.0]), 1.0, float("nan"))], ["features", "label", "exposure"])
-    with pytest.raises(Exception, match="offsetCol 'exposure'"):
+def test_bad_offsets_are_named(spark):
+    """Null, NaN and infinite offsets are counted by the conversion and reported on the driver naming offsetCol
+    (not as a task's error, nor as the features' NaN values); a string or missing offset column before any job."""
+    rows = [(Vectors.dense([1.0]), 1.0, v) for v in (None, float("nan"), float("inf"), -float("inf"), 0.5, 0.1)]
+    df = spark.createDataFrame(rows, _schema(("features", "vector"), ("label", "double"), ("exposure", "double")))
+    with pytest.raises(ValueError, match=r"^offsetCol 'exposure' has 4 null, NaN or infinite values: offsets must"):
         GeneralizedLinearRegression(family="poisson", offsetCol="exposure").fit(df)
+    text = df.withColumn("exposure", df.exposure.cast("string"))
+    with pytest.raises(ValueError, match="^offset column 'exposure' must be numeric, got string"):
+        GeneralizedLinearRegression(family="poisson", offsetCol="exposure").fit(text)
+    with pytest.raises(ValueError, match="^offset column 'nope' is not in the DataFrame"):
+        GeneralizedLinearRegression(family="poisson", offsetCol="nope").fit(df)
 
 
 def test_apache_sparks_doctest_passes_with_the_import_swapped(spark, tmp_path):

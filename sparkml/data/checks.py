@@ -13,10 +13,10 @@ from pyspark.ml.linalg import VectorUDT
 from pyspark.sql.types import NumericType
 
 
-def check_schema(df, features_col, label_col, weight_col):
-    """The three columns exist; features is a Vector column, label and weight numeric."""
+def check_schema(df, features_col, label_col, weight_col, offset_col=None):
+    """The columns exist; features is a Vector column, label, weight and offset numeric."""
     fields = {f.name: f.dataType for f in df.schema.fields}
-    for role, col in (("features", features_col), ("label", label_col), ("weight", weight_col)):
+    for role, col in (("features", features_col), ("label", label_col), ("weight", weight_col), ("offset", offset_col)):
         if col and col not in fields:
             raise ValueError(f"{role} column {col!r} is not in the DataFrame (columns: {', '.join(fields)})")
     if not isinstance(fields[features_col], VectorUDT):
@@ -24,12 +24,12 @@ def check_schema(df, features_col, label_col, weight_col):
             f"features column {features_col!r} must be a pyspark.ml.linalg Vector column, got "
             f"{fields[features_col].simpleString()} (assemble columns with VectorAssembler)"
         )
-    for role, col in (("label", label_col), ("weight", weight_col)):
+    for role, col in (("label", label_col), ("weight", weight_col), ("offset", offset_col)):
         if col and not isinstance(fields[col], NumericType):
             raise ValueError(f"{role} column {col!r} must be numeric, got {fields[col].simpleString()}")
 
 
-def _problem_message(key, value, features_col, label_col, weight_col):
+def _problem_message(key, value, features_col, label_col, weight_col, offset_col=None):
     if key == "feature_sizes":  # value: the sizes seen (the other keys count rows)
         return ragged_features_message(features_col, value)
     return {
@@ -41,6 +41,7 @@ def _problem_message(key, value, features_col, label_col, weight_col):
         "null_weights": f"weight column {weight_col!r} has {value} null values",
         "negative_weights": f"weight column {weight_col!r} has {value} negative values",
         "nonfinite_weights": f"weight column {weight_col!r} has {value} NaN or infinite values",
+        "bad_offsets": f"offsetCol {offset_col!r} has {value} null, NaN or infinite values: offsets must be numbers",
     }[key]
 
 
@@ -56,7 +57,7 @@ def ragged_features_message(features_col, sizes):
     return f"features column {features_col!r} holds vectors of different sizes ({', '.join(map(str, sizes))})"
 
 
-def check_conversion(infos, problem_keys, features_col, label_col, weight_col, check_labels=None):
+def check_conversion(infos, problem_keys, features_col, label_col, weight_col, check_labels=None, offset_col=None):
     """ValueError for the first problem the conversion's partitions counted (``infos``: one dict per
     partition, ``problem_keys`` in the order they are reported), then for ragged sizes across
     partitions, an empty dataset, ``check_labels()`` when given (``classWeight``'s checks, whose weights
@@ -65,7 +66,7 @@ def check_conversion(infos, problem_keys, features_col, label_col, weight_col, c
         values = [i[key] for i in infos if i.get(key)]
         if values:
             value = sorted({s for v in values for s in v}) if key == "feature_sizes" else sum(values)
-            raise ValueError(_problem_message(key, value, features_col, label_col, weight_col))
+            raise ValueError(_problem_message(key, value, features_col, label_col, weight_col, offset_col))
     live = [i for i in infos if i["rows"]]
     sizes = {i["n_features"] for i in live}
     if not sizes:

@@ -108,14 +108,14 @@ def _warm_torch():
     return thread
 
 
-def _offsets(column, name):
-    """A double Arrow column of offsets -> float64 array; ValueError naming ``name`` at a null or NaN."""
-    values = column.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-    bad = int(column.null_count) + int(np.isnan(values).sum())
-    if bad:
-        raise ValueError(
-            f"offsetCol {name!r} has {bad} null or NaN value(s) in partition {_partition()}: offsets must be numbers"
-        )
+def _offsets(column, stats):
+    """A double Arrow column of offsets -> float64 array, its null, NaN and infinite values counted in
+    ``stats`` (``bad_offsets``, reported by the driver naming the column) and stored as 0."""
+    values = column.to_numpy(zero_copy_only=False).astype(np.float64, copy=True)
+    bad = ~np.isfinite(values)  # a null arrives as NaN
+    if bad.any():
+        stats.problems["bad_offsets"] += int(bad.sum())
+        values[bad] = 0.0
     return values
 
 
@@ -166,7 +166,7 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
                     x, sizes, invalid = _sparse_rows(column, dtype)
                     if offset_col and x is not None:
                         d = max(sizes)
-                        x, sizes = _with_sparse_offset(x, _offsets(_concat(batches, "o"), offset_col), d), {d + 1}
+                        x, sizes = _with_sparse_offset(x, _offsets(_concat(batches, "o"), stats), d), {d + 1}
                     stats.features(x, w, sizes, column.null_count, invalid)
                     if not stats.has_problems():
                         indptr, indices, values = x
@@ -185,7 +185,7 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
                     y, w = stats.labels(batch.column("y"), batch.column("w"))
                     x, sizes, nulls = _dense_rows(batch.column("x"), dtype)
                     if offset_col and x is not None:
-                        x, sizes = _with_dense_offset(x, _offsets(batch.column("o"), offset_col)), {x.shape[1] + 1}
+                        x, sizes = _with_dense_offset(x, _offsets(batch.column("o"), stats)), {x.shape[1] + 1}
                     stats.features(x, w, sizes, nulls)
                     if not stats.has_problems():  # after a problem: keep counting, stop writing
                         writer.append("x", x)

@@ -24,6 +24,7 @@ PROBLEM_KEYS = (
     "nonfinite_labels",
     "negative_weights",
     "nonfinite_weights",
+    "bad_offsets",
 )
 
 
@@ -97,6 +98,7 @@ class PartitionStats:
                 "nonfinite_labels",
                 "negative_weights",
                 "nonfinite_weights",
+                "bad_offsets",
             ),
             0,
         )

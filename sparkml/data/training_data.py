@@ -107,7 +107,7 @@ class TrainingData:
         no fold), stored beside the rows for ``subset``; ``invalid_folds`` counts the rows of no fold.
         """
         weight_col = weight_col or None
-        check_schema(df, features_col, label_col, weight_col)
+        check_schema(df, features_col, label_col, weight_col, offset_col)
         source = df
         if max_partitions and (is_connect(df) or df.rdd.getNumPartitions() > max_partitions):
             df = df.coalesce(max_partitions)  # Spark Connect cannot tell the count; fewer stay as they are
@@ -158,6 +158,7 @@ class TrainingData:
                 (lambda: class_weights.check_labels(by_class, label_histograms(rows, infos), label_col))
                 if by_class
                 else None,
+                offset_col=offset_col,
             )
             data.summary = summarize(rows, infos)
             data.blocks = [(i["partition"], i["rows"], i["store"]) for i in infos if i["rows"]]
