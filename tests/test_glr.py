@@ -3,6 +3,8 @@ each link MLlib allows (weights, an offset, regParam > 0, no intercept included)
 output columns, the model files, and MLlib's refusals; Apache Spark's own tests of the class; statsmodels' GLM
 as a second reference for the estimates and standard errors."""
 
+import warnings
+
 import numpy as np
 import pytest
 from pyspark.ml.linalg import Vectors
@@ -10,6 +12,7 @@ from pyspark.ml.regression import GeneralizedLinearRegression as MLlibGLR
 from pyspark.ml.regression import GeneralizedLinearRegressionModel as StockModel
 from support.data_helpers import _schema
 
+from sparkml.glm.irls import ConvergenceWarning
 from sparkml.regression import GeneralizedLinearRegression, GeneralizedLinearRegressionModel
 
 N, D = 1500, 3
@@ -206,6 +209,27 @@ def test_sparse_features_with_an_offset_fit_as_dense(spark):
         rtol=1e-6,
         atol=1e-9,
     )
+
+
+def test_irls_that_ends_on_max_iter_warns(spark):
+    """Gamma with the inverse link on log-link data: MLlib's IRLS runs off to coefficients of 1e34 and returns them
+    without a word; this fit makes the same iterates (the same model, to 1e-4: the run-off amplifies the sums'
+    rounding) and warns that maxIter ended it. A fit that converges does not warn."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 3))
+    y = rng.gamma(2.0, np.exp(x @ [1.0, -0.8, 0.5] + 0.5) / 2.0)
+    rows = [(Vectors.dense(a), float(b)) for a, b in zip(x, y)]
+    df = spark.createDataFrame(rows, _schema(("features", "vector"), ("label", "double"))).cache()
+    params = dict(family="gamma", link="inverse", maxIter=10)
+    with pytest.warns(ConvergenceWarning, match="IRLS did not converge in maxIter=10 iterations"):
+        ours = GeneralizedLinearRegression(**params).fit(df)
+    theirs = MLlibGLR(**params).fit(df)
+    assert np.abs(_estimates(theirs)).max() > 1e30
+    np.testing.assert_allclose(_estimates(ours), _estimates(theirs), rtol=1e-4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        GeneralizedLinearRegression(family="gamma", link="log").fit(df)
+    df.unpersist()
 
 
 def test_a_fit_that_diverges_to_non_finite_coefficients_returns_no_model(spark):

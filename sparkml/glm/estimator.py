@@ -18,6 +18,7 @@ driver. Unlike MLlib's, the fit has no limit on the number of features beyond th
 from __future__ import annotations
 
 import time
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,7 +29,7 @@ from pyspark.ml.regression import Predictor
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.params import with_setters, with_signature_defaults
 from sparkml.glm import penalized
-from sparkml.glm.irls import irls
+from sparkml.glm.irls import ConvergenceWarning, irls
 from sparkml.glm.model import GeneralizedLinearRegressionModel, _Params, family_and_link
 from sparkml.gpu.glm import FAMILIES, LINKS, DevianceLoss, IRLSPass
 from sparkml.optim.iterations import Iteration, TrainingSummary
@@ -183,6 +184,14 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
         )
         if checkpoint is not None:
             checkpoint.remove()  # the fit succeeded, as MLlib removes its checkpoint files
+        if not result.converged:
+            warnings.warn(
+                f"GeneralizedLinearRegression: IRLS did not converge in maxIter={self.getMaxIter()} iterations "
+                f"(a coefficient still moved by tol={self.getTol()} or more): raise maxIter, or check the family "
+                "and link against the labels (IRLS on a non-canonical link can cycle or run off)",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         model = GeneralizedLinearRegressionModel(DenseVector(result.coefficients), result.intercept)
         model._diag_inv_atwa = result.diag_inv_atwa
         record = TrainingSummary(result.deviance_history or [0.0], result.iterations)

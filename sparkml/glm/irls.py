@@ -16,6 +16,10 @@ With regParam > 0 the model is therefore the fixed point of that iteration, at w
 read X^T W (y - mu) g'(mu) = regParam (sum_i w'_i) beta: the penalty is scaled by the working weights' sum
 at the solution, not a fixed multiple of a penalized deviance's. That is MLlib's model, which this solver
 reproduces.
+
+A fit that ends on maxIter without converging is reported (``IRLSResult.converged``; the estimator warns), as R's
+``glm.fit`` and statsmodels do: IRLS on a non-canonical link (Poisson with the sqrt link, Gamma with the inverse
+link) can cycle or run off, as MLlib's does, and MLlib returns that model without a word.
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ import numpy as np
 from sparkml.optim.weighted_least_squares import solve_normal_equations
 
 
+class ConvergenceWarning(UserWarning):
+    """IRLS ended on ``maxIter`` before its convergence test held (``warnings.filterwarnings`` can silence it)."""
+
+
 @dataclass
 class IRLSResult:
     coefficients: np.ndarray
@@ -36,6 +44,7 @@ class IRLSResult:
     # intercept): the summary's standard errors. None when that solve had none (a constant working label).
     diag_inv_atwa: np.ndarray | None
     deviance_history: list[float] = field(default_factory=list)
+    converged: bool = True  # False: maxIter ended the fit before a step below tol
 
 
 def weighted_least_squares(sums, d, has_offset, *, fit_intercept, reg_param, initial):
@@ -122,6 +131,7 @@ def irls(
         if identity_gaussian:
             return IRLSResult(beta, b, 1, diag)
         history, iteration = [], 0
+    converged = False
     while iteration < max_iter:
         sums = passes(coef_of(beta, b), False)
         history.append(float(sums[0][1]))  # the deviance at the coefficients this step starts from
@@ -134,10 +144,11 @@ def irls(
         if progress is not None:
             progress(iteration, history[-1], step)
         if step < tol:
+            converged = True
             break
         if checkpoint is not None:
             state = {"beta": beta, "intercept": b, "iteration": iteration, "history": list(history)}
             if diag is not None:
                 state["diag"] = diag
             checkpoint.snapshot(iteration, lambda state=state: state)
-    return IRLSResult(beta, b, iteration, diag, history)
+    return IRLSResult(beta, b, iteration, diag, history, converged or max_iter == 0)
