@@ -335,7 +335,7 @@ def test_allreduce_solves_the_same_problems_as_sync(spark, tmp_path):
 def test_bad_params_are_named(spark):
     x, y = datasets.make_moons(n_samples=50, random_state=0)
     frame = labeled_frame(spark, x, y.astype(float), partitions=1)
-    with pytest.raises(ValueError, match="regParam must be > 0"):
+    with pytest.raises(ValueError, match="regParam must be a finite number > 0"):
         KernelSVC(regParam=0.0).fit(frame)
     with pytest.raises(ValueError, match="kernel must be one of"):
         KernelSVC(kernel="cosine")
