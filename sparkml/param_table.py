@@ -60,7 +60,10 @@ class Rule:
         return f"{name} {why}; got {value!r}"
 
 
-def at_least(bound: float) -> Rule:
+def at_least(bound: float, finite: bool = False) -> Rule:
+    """A value >= ``bound``; with ``finite``, also below infinity (MLlib's bound takes inf where a solver cannot)."""
+    if finite:
+        return Rule(lambda v: bound <= v < float("inf"), f"must be a finite number >= {bound}")
     return Rule(lambda v: v >= bound, f"must be >= {bound}")
 
 
@@ -87,7 +90,7 @@ RULES: dict[str, Rule] = {
     # MLlib's (its ParamValidators)
     "maxIter": at_least(0),
     "tol": at_least(0),
-    "regParam": Rule(lambda v: 0 <= v < float("inf"), "must be a finite number >= 0"),  # MLlib takes inf
+    "regParam": at_least(0, finite=True),  # MLlib takes inf
     "elasticNetParam": Rule(lambda v: 0 <= v <= 1, "must be in [0, 1]"),
     "aggregationDepth": at_least(2),
     # this library's

@@ -9,6 +9,8 @@ Each raises ``ValueError`` naming the column and the problem. The Params' and la
 estimators' (``sparkml.base.validation``).
 """
 
+import re
+
 from pyspark.ml.linalg import VectorUDT
 from pyspark.sql.types import NumericType
 
@@ -51,6 +53,21 @@ def invalid_sparse_message(features_col, which, detail=""):
         f"features column {features_col!r} holds invalid sparse vectors ({which}): indices must be one per "
         f"value, in [0, size) and strictly increasing, the size >= 0" + (f"; {detail}" if detail else "")
     )
+
+
+# what MLlib's SparseVector (Scala) refuses, as the dense path's vector_to_array meets it in the JVM
+_JVM_INVALID_SPARSE = re.compile(
+    r"requirement failed: ((?:Index -?\d+ follows -?\d+ and is not strictly increasing|Found negative index|"
+    r"Index -?\d+ out of bounds for vector of size|Sparse vectors require that the dimension of the indices|"
+    r"You provided \d+ indices and values, which exceeds|The size of the requested sparse vector)[^\n]*)"
+)
+
+
+def jvm_invalid_sparse(error):
+    """What MLlib's SparseVector said of an invalid vector, read from a JVM error (``vector_to_array`` met it),
+    or None when ``error`` is not that."""
+    found = _JVM_INVALID_SPARSE.search(str(error))
+    return found.group(1) if found else None
 
 
 def ragged_features_message(features_col, sizes):

@@ -12,7 +12,6 @@ iteration has run. ``TrainingData`` owns the blocks' lifecycle: derive, barrier 
 import dataclasses
 import json
 import logging
-import re
 import threading
 
 import numpy as np
@@ -22,19 +21,13 @@ from pyspark.sql import functions as F
 
 from sparkml.data import block_store
 from sparkml.data import class_weight as class_weights
-from sparkml.data.checks import check_conversion, check_schema, invalid_sparse_message
+from sparkml.data.checks import check_conversion, check_schema, invalid_sparse_message, jvm_invalid_sparse
 from sparkml.data.convert import STATS_SCHEMA, convert_partition, handle_rows, stats_batch
 from sparkml.data.statistics import PROBLEM_KEYS, label_histograms, summarize
 from sparkml.session_kind import is_connect, task_slots
 
 logger = logging.getLogger("sparkml")
 SPARSE_DENSITY = 0.5  # first row sparser than this -> CSR blocks
-# what MLlib's SparseVector (Scala) refuses, as the dense path's vector_to_array meets it in the JVM
-_JVM_INVALID_SPARSE = re.compile(
-    r"requirement failed: ((?:Index -?\d+ follows -?\d+ and is not strictly increasing|Found negative index|"
-    r"Index -?\d+ out of bounds for vector of size|Sparse vectors require that the dimension of the indices|"
-    r"You provided \d+ indices and values, which exceeds|The size of the requested sparse vector)[^\n]*)"
-)
 
 
 def _is_sparse(df, features_col):
@@ -143,9 +136,9 @@ class TrainingData:
         except Exception as e:
             # the conversion job failed: the partitions that did convert have written blocks
             data.release(best_effort=True)
-            invalid = None if sparse else _JVM_INVALID_SPARSE.search(str(e))
+            invalid = None if sparse else jvm_invalid_sparse(e)
             if invalid:  # vector_to_array met a sparse vector that MLlib refuses
-                raise ValueError(invalid_sparse_message(features_col, "one of its vectors", invalid.group(1))) from e
+                raise ValueError(invalid_sparse_message(features_col, "one of its vectors", invalid)) from e
             raise
         try:
             infos = [json.loads(r[2]) for r in rows]

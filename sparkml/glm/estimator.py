@@ -75,7 +75,6 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
         "solver": choice_of(("irls",)),
         "variancePower": Rule(lambda v: v == 0.0 or 1.0 <= v < float("inf"), "must be 0 or a finite number >= 1"),
         "linkPower": Rule(lambda v: v is None or abs(v) < float("inf"), "must be a finite number"),
-        "regParam": Rule(lambda v: 0 <= v < float("inf"), "must be a finite number >= 0"),
         "elasticNetParam": Rule(lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]"),
         "maxIter": Rule(lambda v: v >= 0, "must be >= 0"),
         "tol": Rule(lambda v: v >= 0, "must be >= 0"),
