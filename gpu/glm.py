@@ -85,6 +85,16 @@ class Family:
             return mu * mu
         return mu**self.p
 
+    def valid_mean(self, mu):
+        """Per row: whether mu is a mean the family can have (R's ``validmu``): finite, and in (0, 1) for binomial,
+        positive for poisson, gamma and tweedie."""
+        ok = torch.isfinite(mu)
+        if self.name == "binomial":
+            return ok & (mu > 0) & (mu < 1)
+        if self.name != "gaussian":
+            return ok & (mu > 0)
+        return ok
+
     def project(self, mu):
         """mu kept where the family's variance and deviance are finite (MLlib's ``project``)."""
         if self.name == "gaussian":
@@ -168,6 +178,16 @@ class Link:
             return 0.5 / torch.sqrt(mu)
         return self.power * mu ** (self.power - 1.0)
 
+    def valid_predictor(self, eta):
+        """Per row: whether eta is in the link's domain (R's ``valideta``): finite, positive for sqrt (mu = eta^2
+        would forget its sign), non-zero for inverse."""
+        ok = torch.isfinite(eta)
+        if self.name == "sqrt":
+            return ok & (eta > 0)
+        if self.name == "inverse":
+            return ok & (eta != 0)
+        return ok
+
     def unlink(self, eta):
         n = self.name
         if n == "identity":
@@ -204,8 +224,10 @@ def link_of(family: str, link: str | None, link_power: float | None, variance_po
 class IRLSPass(LinearLoss):
     """The sums of one IRLS pass over a block at coef = [beta, (1 for the offset column), b] (module docstring).
 
-    ``loss_gradient``: ((sum_i w'_i zo_i^2, sum_i w_i d(y_i, mu_i)), sum_i w'_i zo_i [x_i, 1]) with
-    zo_i = z_i + o_i, the working response before the offset is taken off; ``hessian_block``:
+    ``loss_gradient``: ((sum_i w'_i zo_i^2, sum_i w_i d(y_i, mu_i), n_invalid), sum_i w'_i zo_i [x_i, 1]) with
+    zo_i = z_i + o_i, the working response before the offset is taken off, and n_invalid the number of rows of
+    positive weight whose eta is outside the link's domain or whose mean g^-1(eta) outside the family's (the
+    driver halves such a step, as R's ``glm.fit``); ``hessian_block``:
     sum_i w'_i [x_i, 1] [x_i, 1]^T. ``initial``: the first step's sums (zo = g(mu_0(y)), w' = w, no deviance).
     The intercept column is always there: the driver reads the weighted feature means from it.
     """
@@ -218,18 +240,22 @@ class IRLSPass(LinearLoss):
         return f"IRLSPass({self.family!r}, {self.link_fn!r}, initial={self.initial})"
 
     def working(self, coef, X, y, w):
-        """(zo, w', w d) per row, float64."""
+        """(zo, w', w d, invalid) per row, float64 (invalid: 1.0 where the row's eta or mean is out of range)."""
         if self.initial:
-            return self.link_fn.link(self.family.initialize(y, w)), w, torch.zeros_like(y)
+            zeros = torch.zeros_like(y)
+            return self.link_fn.link(self.family.initialize(y, w)), w, zeros, zeros
         eta = self._margins(coef, X)
-        mu = self.family.project(self.link_fn.unlink(eta))
+        raw = self.link_fn.unlink(eta)
+        invalid = ~(self.link_fn.valid_predictor(eta) & self.family.valid_mean(raw)) & (w > 0)
+        mu = self.family.project(raw)
         slope = self.link_fn.deriv(mu)
-        return eta + (y - mu) * slope, w / (slope * slope * self.family.variance(mu)), self.family.deviance(y, mu, w)
+        zo, weights = eta + (y - mu) * slope, w / (slope * slope * self.family.variance(mu))
+        return zo, weights, self.family.deviance(y, mu, w), invalid.to(_F64)
 
     def loss_gradient(self, coef, X, y, w=None):
         coef, y, w = self._check(coef, X, y, w)
-        zo, weights, deviance = self.working(coef, X, y, w)
-        sums = torch.stack([(weights * zo * zo).sum(), deviance.sum()])
+        zo, weights, deviance, invalid = self.working(coef, X, y, w)
+        sums = torch.stack([(weights * zo * zo).sum(), deviance.sum(), invalid.sum()])
         return sums, self._grad_from_rows(X, weights * zo)
 
     def hessian_block(self, coef, X, y, w=None):

@@ -183,11 +183,20 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
         )
         if checkpoint is not None:
             checkpoint.remove()  # the fit succeeded, as MLlib removes its checkpoint files
-        if not result.converged:
+        if result.stalled:
+            warnings.warn(
+                f"GeneralizedLinearRegression: IRLS stopped after {result.iterations} iterations: every step from "
+                "there, halved down to tol, leaves the link's domain or the family's range of means on some rows (the "
+                "optimum is on the domain's edge); the model is the last valid coefficients. Check the family and "
+                "link against the labels",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        elif not result.converged:
             warnings.warn(
                 f"GeneralizedLinearRegression: IRLS did not converge in maxIter={self.getMaxIter()} iterations "
                 f"(a coefficient still moved by tol={self.getTol()} or more): raise maxIter, or check the family "
-                "and link against the labels (IRLS on a non-canonical link can cycle or run off)",
+                "and link against the labels (IRLS on a non-canonical link can cycle)",
                 ConvergenceWarning,
                 stacklevel=2,
             )

@@ -12,14 +12,23 @@ instances (``optim.weighted_least_squares``):
   + regParam / 2 ||beta||^2;
 * it stops when no coefficient (intercept included) moved by tol or more, or after maxIter iterations.
 
+Where MLlib's IRLS would step to coefficients at which some row's linear predictor leaves the link's domain or its
+mean leaves the family's (a negative mean under the inverse or identity link, a negative eta under the sqrt link)
+or the deviance is not finite, this one halves the step back toward the last valid coefficients until it is valid
+again, as R's ``glm.fit`` does (the first step's anchor is the intercept-only model of the start). Each halving is
+one more pass. Wherever MLlib's iterates stay valid, no step is halved and the iterates are MLlib's; where they do
+not (Gamma with the inverse link, Poisson with the sqrt or identity link, on data whose truth is another link),
+MLlib's IRLS cycles or runs off to coefficients of 1e30 and more, and this one converges or stops at valid
+coefficients, whose deviance is far lower.
+
 With regParam > 0 the model is therefore the fixed point of that iteration, at which the score equations
 read X^T W (y - mu) g'(mu) = regParam (sum_i w'_i) beta: the penalty is scaled by the working weights' sum
 at the solution, not a fixed multiple of a penalized deviance's. That is MLlib's model, which this solver
 reproduces.
 
-A fit that ends on maxIter without converging is reported (``IRLSResult.converged``; the estimator warns), as R's
-``glm.fit`` and statsmodels do: IRLS on a non-canonical link (Poisson with the sqrt link, Gamma with the inverse
-link) can cycle or run off, as MLlib's does, and MLlib returns that model without a word.
+A fit that ends on maxIter without converging, or whose step halving reaches tol without finding valid
+coefficients (the optimum is on the domain's edge), is reported (``IRLSResult.converged`` and ``stalled``; the
+estimator warns), as R's ``glm.fit`` and statsmodels do; MLlib returns its model without a word.
 """
 
 from __future__ import annotations
@@ -44,14 +53,29 @@ class IRLSResult:
     # intercept): the summary's standard errors. None when that solve had none (a constant working label).
     diag_inv_atwa: np.ndarray | None
     deviance_history: list[float] = field(default_factory=list)
-    converged: bool = True  # False: maxIter ended the fit before a step below tol
+    converged: bool = True  # False: maxIter ended the fit before a step below tol, or it stalled
+    stalled: bool = False  # True: halving the step reached tol without valid coefficients (the last valid kept)
+    halvings: int = 0  # the steps halved (each one pass)
+
+
+MAX_HALVINGS = 30  # per iteration, as R's glm.fit bounds its inner loop (2^-30 of a step is below any tol)
+
+
+RISE_TOL = 1e-8  # a relative rise of the deviance below this is rounding, not a step to halve
+
+
+def _usable(sums, ceiling: float) -> bool:
+    """Whether a pass's coefficients are valid (every row's eta and mean in range, the deviance finite) and its
+    deviance is not above ``ceiling``."""
+    _, deviance, invalid = (float(v) for v in sums[0])
+    return invalid == 0 and np.isfinite(deviance) and deviance <= ceiling
 
 
 def weighted_least_squares(sums, d, has_offset, *, fit_intercept, reg_param, initial):
     """(coefficients (d,), intercept, diag_inv_atwa or None): MLlib's WeightedLeastSquares of the working
     responses on [x, 1] from one pass's ``sums`` = ((sum w' zo^2, deviance), sum w' zo [x, o, 1],
     sum w' [x, o, 1][x, o, 1]^T), zo = z + o (``IRLSPass``); ``initial``: the standardized start."""
-    (zz, _), g, h = sums
+    (zz, *_), g, h = sums
     h, g = np.asarray(h, np.float64), np.asarray(g, np.float64)
     weight_sum = float(h[-1, -1])
     if weight_sum <= 0:
@@ -119,21 +143,39 @@ def irls(
             )
         history: list[float] = list(resume["history"])
         iteration = int(resume["iteration"])
+        anchor = beta, b
     else:
+        start = passes(coef_of(np.zeros(d), 0.0), True)
         beta, b, diag = weighted_least_squares(
-            passes(coef_of(np.zeros(d), 0.0), True),
-            d,
-            has_offset,
-            fit_intercept=fit_intercept,
-            reg_param=reg_param,
-            initial=True,
+            start, d, has_offset, fit_intercept=fit_intercept, reg_param=reg_param, initial=True
         )
         if identity_gaussian:
             return IRLSResult(beta, b, 1, diag)
         history, iteration = [], 0
-    converged = False
+        anchor = np.zeros(d), _start_intercept(start, d, has_offset) if fit_intercept else 0.0
+    converged = stalled = False
+    halvings = 0
     while iteration < max_iter:
         sums = passes(coef_of(beta, b), False)
+        # with regParam > 0 MLlib's iteration does not minimize the deviance, so only a penalty-free fit halves a rise
+        ceiling = history[-1] * (1.0 + RISE_TOL) if history and reg_param == 0 else np.inf
+        if not history and reg_param == 0 and not _usable(sums, ceiling):
+            # the first step left the domain: halve it toward the intercept-only anchor, no higher than its deviance
+            ceiling = float(passes(coef_of(*anchor), False)[0][1]) * (1.0 + RISE_TOL)
+            halvings += 1
+        tried = 0
+        while not _usable(sums, ceiling) and tried < MAX_HALVINGS:
+            beta, b = (beta + anchor[0]) / 2.0, (b + anchor[1]) / 2.0
+            tried += 1
+            if max(float(np.max(np.abs(beta - anchor[0]), initial=0.0)), abs(b - anchor[1])) < tol:
+                beta, b, stalled = anchor[0], anchor[1], True
+                break
+            sums = passes(coef_of(beta, b), False)
+        halvings += tried
+        if stalled or not _usable(sums, ceiling):
+            beta, b, stalled = anchor[0], anchor[1], True  # no valid step from here: keep the last valid point
+            break
+        anchor = beta, b
         history.append(float(sums[0][1]))  # the deviance at the coefficients this step starts from
         new_beta, new_b, diag = weighted_least_squares(
             sums, d, has_offset, fit_intercept=fit_intercept, reg_param=reg_param, initial=False
@@ -151,4 +193,21 @@ def irls(
             if diag is not None:
                 state["diag"] = diag
             checkpoint.snapshot(iteration, lambda state=state: state)
-    return IRLSResult(beta, b, iteration, diag, history, converged or max_iter == 0)
+    if not converged and not stalled and iteration > 0 and halvings:
+        # maxIter ended a fit whose steps were halved: keep its last step only if that step is valid and no worse
+        ceiling = history[-1] * (1.0 + RISE_TOL) if reg_param == 0 else np.inf
+        if not _usable(passes(coef_of(beta, b), False), ceiling):
+            beta, b = anchor
+    converged = (converged or max_iter == 0) and not stalled
+    return IRLSResult(beta, b, iteration, diag, history, converged, stalled, halvings)
+
+
+def _start_intercept(sums, d, has_offset) -> float:
+    """The weighted mean of g(mu_0(y)) - o from the start's pass: the intercept-only model that anchors the first
+    step's halving."""
+    _, g, h = sums
+    z_sum = float(np.asarray(g, np.float64)[-1])
+    h = np.asarray(h, np.float64)
+    if has_offset:
+        z_sum -= float(h[d, -1])
+    return z_sum / float(h[-1, -1])
