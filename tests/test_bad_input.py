@@ -3,6 +3,7 @@ and the executor-resident training blocks of the failed fit are gone afterwards 
 
 import logging
 
+import numpy as np
 import pytest
 from pyspark.ml.linalg import DenseMatrix, Vectors, VectorUDT
 from pyspark.sql.types import StringType
@@ -78,6 +79,10 @@ def _neg_inf_features(rows):
     return replace(rows, 3, features=[0.0, 0.0, float("-inf")])
 
 
+def _float32_overflow_features(rows):  # finite, but infinite in the default dtype float32
+    return replace(rows, 3, features=[0.0, 1e39, 0.0])
+
+
 def _null_features(rows):
     return replace(rows, 3, features=None)
 
@@ -106,6 +111,11 @@ GENERIC_CASES = {
     "nan_features": (_nan_features, {}, ("'features'", "NaN")),
     "inf_features": (_inf_features, {}, ("'features'", "infinite")),
     "neg_inf_features": (_neg_inf_features, {}, ("'features'", "infinite")),
+    "float32_overflow_features": (
+        _float32_overflow_features,
+        {},
+        ("'features'", "beyond +-3.4e38 is infinite", "set dtype='float64'"),
+    ),
     "null_features": (_null_features, {}, ("'features'", "null")),
     "null_label": (_null_label, {}, ("'label'", "null")),
     "nan_label": (_nan_label, {}, ("'label'", "NaN")),
@@ -149,6 +159,20 @@ def test_sparse_features_bad_values(spark, caplog, created_ids, baseline, case):
     rows = [([0.0] * 8 + x, y, w) for x, y, w in small_rows()]  # 11 features, at most 3 non-zero: CSR path
     df = rows_frame(spark, replace(rows, 3, features=bad), "sparse")
     assert_refused(spark, caplog, created_ids, LogisticRegression(), df, "'features'", problem)
+
+
+def test_a_fit_that_overflows_returns_no_model(spark, caplog, created_ids):
+    """Features of 1e200 in dtype float64: finite, but their squares are not, and the normal equations end in
+    non-finite coefficients (pyspark.ml's LinearRegression returns that model, whose every prediction is NaN); here
+    a ValueError naming the Params set, and no model."""
+    rows = [([1e200 * (i % 7 + 1), float(i), 1.0], float(i % 2), 1.0) for i in range(SMALL_ROWS)]
+    df = rows_frame(spark, rows)
+    stock = __import__("pyspark.ml.regression", fromlist=["LinearRegression"]).LinearRegression().fit(df)
+    assert not np.all(np.isfinite(np.append(stock.coefficients.toArray(), stock.intercept)))
+    with pytest.raises(
+        ValueError, match=r"LinearRegression: the fit ended with non-finite coefficients.*dtype='float64'"
+    ):
+        LinearRegression(dtype="float64").fit(df)
 
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))

@@ -31,9 +31,17 @@ def check_schema(df, features_col, label_col, weight_col, offset_col=None):
             raise ValueError(f"{role} column {col!r} must be numeric, got {fields[col].simpleString()}")
 
 
-def _problem_message(key, value, features_col, label_col, weight_col, offset_col=None):
+# the features arrive in the storage dtype: float32 holds no finite value beyond this
+_FLOAT32_HINT = (
+    "; in dtype='float32' (the default) a value beyond +-3.4e38 is infinite too: set dtype='float64' for such features"
+)
+
+
+def _problem_message(key, value, features_col, label_col, weight_col, offset_col=None, dtype=None):
     if key == "feature_sizes":  # value: the sizes seen (the other keys count rows)
         return ragged_features_message(features_col, value)
+    if key == "nonfinite_features" and str(dtype) == "float32":
+        return f"features column {features_col!r} has {value} NaN or infinite values{_FLOAT32_HINT}"
     return {
         "null_features": f"features column {features_col!r} has {value} null rows",
         "invalid_sparse_features": invalid_sparse_message(features_col, f"{value} of its vectors"),
@@ -74,16 +82,18 @@ def ragged_features_message(features_col, sizes):
     return f"features column {features_col!r} holds vectors of different sizes ({', '.join(map(str, sizes))})"
 
 
-def check_conversion(infos, problem_keys, features_col, label_col, weight_col, check_labels=None, offset_col=None):
+def check_conversion(
+    infos, problem_keys, features_col, label_col, weight_col, check_labels=None, offset_col=None, dtype=None
+):
     """ValueError for the first problem the conversion's partitions counted (``infos``: one dict per
-    partition, ``problem_keys`` in the order they are reported), then for ragged sizes across
-    partitions, an empty dataset, ``check_labels()`` when given (``classWeight``'s checks, whose weights
-    of 0 can be why no row carries weight) and a zero weight sum."""
+    partition, ``problem_keys`` in the order they are reported; ``dtype``: the features' storage), then for
+    ragged sizes across partitions, an empty dataset, ``check_labels()`` when given (``classWeight``'s checks,
+    whose weights of 0 can be why no row carries weight) and a zero weight sum."""
     for key in problem_keys:
         values = [i[key] for i in infos if i.get(key)]
         if values:
             value = sorted({s for v in values for s in v}) if key == "feature_sizes" else sum(values)
-            raise ValueError(_problem_message(key, value, features_col, label_col, weight_col, offset_col))
+            raise ValueError(_problem_message(key, value, features_col, label_col, weight_col, offset_col, dtype))
     live = [i for i in infos if i["rows"]]
     sizes = {i["n_features"] for i in live}
     if not sizes:

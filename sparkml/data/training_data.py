@@ -152,6 +152,7 @@ class TrainingData:
                 if by_class
                 else None,
                 offset_col=offset_col,
+                dtype=dtype,
             )
             data.summary = summarize(rows, infos)
             data.blocks = [(i["partition"], i["rows"], i["store"]) for i in infos if i["rows"]]
