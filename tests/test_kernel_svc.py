@@ -343,6 +343,11 @@ def test_bad_params_are_named(spark):
         with pytest.raises(ValueError, match="gamma must be 'scale', 'auto' or a finite number > 0"):
             KernelSVC(gamma=gamma)
     assert KernelSVC(gamma=np.float64(0.05)).getGamma() == 0.05  # a gamma computed as 1 / (d * X.var())
+    # finite, but the kernel between any two rows underflows (rbf) or overflows (polynomial): refused by name
+    with pytest.raises(ValueError, match=r"gamma=1e\+300 is too large.*rbf kernel underflows to 0.*'scale' gives"):
+        KernelSVC(gamma=1e300).fit(frame)
+    with pytest.raises(ValueError, match=r"gamma=1e\+200 is too large.*polynomial kernel is not finite"):
+        KernelSVC(kernel="polynomial", gamma=1e200, degree=3).fit(frame)
     with pytest.raises(ValueError, match="method='rff' needs a shift-invariant kernel"):
         KernelSVC(method="rff", kernel="polynomial").fit(frame)
     with pytest.raises(ValueError, match="strategy must be one of auto, sync, allreduce"):

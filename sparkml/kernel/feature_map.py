@@ -57,6 +57,7 @@ def fit_feature_map(est, dataset, summary, gamma, class_weights=None):
         landmarks, rows = _grown_landmarks(est, where, gamma, weight_col)
     else:
         landmarks, rows = choose_landmarks(*where, m, est.getLandmarkSelection(), est.getSeed(), weight_col)
+    check_kernel_reaches(kernel, landmarks, gamma, est.getDegree(), est.getCoef0(), summary)
     nystroem = NystroemMap(
         kernel,
         landmarks,
@@ -72,6 +73,40 @@ def fit_feature_map(est, dataset, summary, gamma, class_weights=None):
         s = (nystroem.transform(torch.from_numpy(rows)) ** 2).mean(0).numpy()
     spec = NystroemSpec(kernel, landmarks, nystroem.projection.numpy(), gamma, est.getDegree(), est.getCoef0())
     return spec, (None, s)
+
+
+# the landmarks whose kernel is checked (``check_kernel_reaches``): enough pairs, a negligible cost
+_CHECKED_LANDMARKS = 500
+
+
+def check_kernel_reaches(kernel, landmarks, gamma, degree, coef0, summary):
+    """ValueError naming ``gamma`` when the kernel between the landmarks (up to 500 of them) is useless in
+    float64: every value between two distinct landmarks 0 (the RBF kernel exp(-gamma ||x - x'||^2) underflows:
+    every row's features would be 0 away from its own landmark, and NaN where rounding makes gamma ||x - x'||^2
+    negative) or any value not finite (the polynomial kernel (gamma x . x' + coef0)^degree overflows)."""
+    from sparkml.kernel.params import resolve_gamma
+
+    sample = np.asarray(landmarks[:_CHECKED_LANDMARKS], dtype=np.float64)
+    if len(sample) < 2:
+        return
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        if kernel == "rbf":
+            sq = (sample * sample).sum(1)
+            dist = np.maximum(sq[:, None] + sq[None, :] - 2.0 * sample @ sample.T, 0.0)
+            distinct = dist > 0
+            values = np.exp(-gamma * dist[distinct])
+            useless = bool(distinct.any()) and not np.any(values > 0)
+            problem = "underflows to 0 between every two landmarks (exp(-gamma ||x - x'||^2))"
+        else:
+            dot = gamma * (sample @ sample.T) + coef0
+            values = dot**degree if kernel == "polynomial" else np.tanh(dot)
+            useless = not np.all(np.isfinite(values))
+            problem = "is not finite between the landmarks"
+    if useless:
+        raise ValueError(
+            f"gamma={gamma:g} is too large for these features: the {kernel} kernel {problem}, so the model could "
+            f"only predict NaN or a constant; gamma='scale' gives {resolve_gamma('scale', summary):.4g} here"
+        )
 
 
 FEATURE_MAP_PART = "feature-map"
