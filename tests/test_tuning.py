@@ -24,7 +24,14 @@ from sparkml.classification import LinearSVCModel as OurLinearSVCModel
 from sparkml.classification import LogisticRegressionModel as OurLogisticRegressionModel
 from sparkml.regression import LinearRegression
 from sparkml.regression import LinearRegressionModel as OurLinearRegressionModel
-from sparkml.tuning import CrossValidator, ParamGridBuilder, TrainValidationSplit, scores, validator
+from sparkml.tuning import (
+    CrossValidator,
+    CrossValidatorModel,
+    ParamGridBuilder,
+    TrainValidationSplit,
+    scores,
+    validator,
+)
 
 pytestmark = pytest.mark.usefixtures("conversions_not_kept")  # counts conversions or blocks
 
@@ -164,7 +171,7 @@ def test_cross_validator_matches_pyspark(searches, case):
     multiclass and regression metrics are one reduction of statistics per fold."""
     found = searches(case)
     ours, theirs, grid = found["ours"], found["theirs"], found["grid"]
-    assert type(ours) is StockCrossValidatorModel
+    assert type(ours) is CrossValidatorModel and isinstance(ours, StockCrossValidatorModel)
     np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-6)
     np.testing.assert_allclose(ours.stdMetrics, theirs.stdMetrics, rtol=1e-6, atol=1e-12)
     assert len(set(np.round(ours.avgMetrics, 9))) == len(grid)  # the maps' models differ
@@ -179,8 +186,10 @@ def test_cross_validator_matches_pyspark(searches, case):
     assert len(found["stock transforms"]) == folds * len(grid)
 
 
-def test_random_folds_parallelism_and_sub_models(data, one_pass_only):
-    """``rand(seed)`` folds, two threads and collectSubModels: pyspark's folds, metrics and sub-models."""
+def test_random_folds_parallelism_and_sub_models(data, one_pass_only, tmp_path):
+    """``rand(seed)`` folds, two threads and collectSubModels: pyspark's folds, metrics and sub-models; saved with
+    persistSubModels and loaded, each fold's sub-models are that fold's (pyspark's Python reader gives every fold
+    the last fold's), and pyspark reads the same files."""
     estimator = LogisticRegression()
     grid = _grid(estimator, (0.01, 0.2))
     kwargs = dict(estimatorParamMaps=grid, evaluator=MulticlassClassificationEvaluator(), seed=11)
@@ -191,6 +200,18 @@ def test_random_folds_parallelism_and_sub_models(data, one_pass_only):
     for fold_ours, fold_theirs in zip(ours.subModels, theirs.subModels):
         for a, b in zip(fold_ours, fold_theirs):
             np.testing.assert_allclose(coefficient_vector(a), coefficient_vector(b), rtol=1e-9)
+    assert isinstance(ours, StockCrossValidatorModel) and type(ours) is CrossValidatorModel
+    ours.write().option("persistSubModels", "true").save(str(tmp_path / "cv"))
+    loaded = CrossValidatorModel.load(str(tmp_path / "cv"))
+    assert type(loaded) is CrossValidatorModel and loaded.uid == ours.uid
+    assert loaded.subModels[0] is not loaded.subModels[1]
+    for fold_loaded, fold_ours in zip(loaded.subModels, ours.subModels):
+        for a, b in zip(fold_loaded, fold_ours):
+            np.testing.assert_array_equal(coefficient_vector(a), coefficient_vector(b))
+    stock = StockCrossValidatorModel.load(str(tmp_path / "cv"))
+    np.testing.assert_array_equal(stock.avgMetrics, ours.avgMetrics)
+    np.testing.assert_array_equal(coefficient_vector(stock.bestModel), coefficient_vector(ours.bestModel))
+    assert type(ours.copy()) is CrossValidatorModel
 
 
 @pytest.mark.compat

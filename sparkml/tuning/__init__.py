@@ -20,9 +20,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.ml.tuning import CrossValidatorModel, ParamGridBuilder, TrainValidationSplitModel
+    from pyspark.ml.tuning import ParamGridBuilder, TrainValidationSplitModel
 
-    from sparkml.tuning.cross_validator import CrossValidator
+    from sparkml.tuning.cross_validator import CrossValidator, CrossValidatorModel
     from sparkml.tuning.train_validation_split import TrainValidationSplit
 
 __all__ = [
@@ -39,7 +39,7 @@ _HOMES = {
     "CrossValidator": "sparkml.tuning.cross_validator",
     "TrainValidationSplit": "sparkml.tuning.train_validation_split",
     "ParamGridBuilder": "pyspark.ml.tuning",
-    "CrossValidatorModel": "pyspark.ml.tuning",
+    "CrossValidatorModel": "sparkml.tuning.cross_validator",
     "TrainValidationSplitModel": "pyspark.ml.tuning",
 }
 

@@ -54,17 +54,18 @@ class CrossValidator(stock.CrossValidator):
     does not have is a ``ValueError`` before any Spark job.
 
     Saved as pyspark's ``CrossValidator`` (the files name pyspark's class, so pyspark loads them); ``load``
-    returns this class.
+    returns this class. The fitted model is a ``CrossValidatorModel``: pyspark's, with a reader that gives
+    each fold its own sub-models.
     """
 
-    def _fit(self, dataset: DataFrame) -> stock.CrossValidatorModel:
+    def _fit(self, dataset: DataFrame) -> CrossValidatorModel:
         est = self.getOrDefault(self.estimator)
         epm = self.getOrDefault(self.estimatorParamMaps)
         eva = self.getOrDefault(self.evaluator)
         check_param_maps(est, epm, type(self).__name__)
         check_search_params(type(self).__name__, epm, self.getParallelism(), num_folds=self.getOrDefault(self.numFolds))
         if not one_pass_applies(est, epm, eva, dataset):
-            return super()._fit(dataset)
+            return CrossValidatorModel.of(super()._fit(dataset))
         n_folds = self.getOrDefault(self.numFolds)
         collect = self.getCollectSubModels()
         metrics_all: list[list[float]] = []
@@ -98,7 +99,7 @@ class CrossValidator(stock.CrossValidator):
         finally:
             if once is not None:
                 once.release()
-        return self._copyValues(stock.CrossValidatorModel(best, avg, sub_models, std))
+        return self._copyValues(CrossValidatorModel(best, avg, sub_models, std))
 
     def _fold_ids(self, dataset: DataFrame) -> tuple[DataFrame, Any] | None:
         """(dataset to convert, each row's fold id) as ``_kFold`` assigns them (``sparkml.tuning.once``)."""
@@ -117,3 +118,35 @@ class CrossValidator(stock.CrossValidator):
     def read(cls) -> Any:
         """pyspark's reader, returning this class."""
         return persistence.reader(cls, super().read())
+
+
+class CrossValidatorModel(stock.CrossValidatorModel):
+    """pyspark.ml's ``CrossValidatorModel`` (same fields, Params, files and ``transform``), whose ``load`` reads
+    each fold's sub-models back as that fold's. pyspark's Python reader, which reads every model of a Python
+    estimator, fills one list that all folds share (``[[None] * maps] * numFolds``), so with
+    ``collectSubModels`` and ``persistSubModels`` every fold reads back as the last fold's models;
+    ``pyspark.ml.tuning.CrossValidatorModel.load`` still does that on these files."""
+
+    @classmethod
+    def of(cls, model: stock.CrossValidatorModel) -> CrossValidatorModel:
+        """``model`` (pyspark's class) as this class: the same uid, fields and Params."""
+        return model if isinstance(model, cls) else _converted(model, cls)
+
+    def copy(self, extra: Any = None) -> CrossValidatorModel:
+        return CrossValidatorModel.of(super().copy(extra))
+
+    def write(self) -> Any:
+        """pyspark's writer of the same model as pyspark's class: the files name pyspark's class, which pyspark's
+        reader requires of a Python-written directory (``sparkml.tuning.persistence``)."""
+        return _converted(self, stock.CrossValidatorModel).write()
+
+    @classmethod
+    def read(cls) -> Any:
+        """pyspark's reader, with each fold's sub-models its own (``sparkml.tuning.persistence``)."""
+        return persistence.model_reader(cls, super().read())
+
+
+def _converted(model: stock.CrossValidatorModel, cls: type) -> Any:
+    converted = cls(model.bestModel, model.avgMetrics, model.subModels, model.stdMetrics)
+    converted._resetUid(model.uid)
+    return model._copyValues(converted)

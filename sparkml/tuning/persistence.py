@@ -7,15 +7,19 @@ JVM's reader). So the writers here record pyspark's class, ``pyspark.ml.tuning.C
 ``pyspark.ml.tuning.TrainValidationSplit``: a directory one of this library's validators saved is the directory
 pyspark's validator saves, and ``pyspark.ml.tuning.CrossValidator.load`` reads it (as pyspark's class;
 ``DefaultParamsReader.loadParamsInstance`` too). ``sparkml.tuning.CrossValidator.load`` reads the same
-directory, or one pyspark saved, back as this library's class. The fitted models are pyspark's own
-``CrossValidatorModel`` and ``TrainValidationSplitModel``, saved and loaded by pyspark.
+directory, or one pyspark saved, back as this library's class. The fitted models are pyspark's
+``TrainValidationSplitModel`` and a ``CrossValidatorModel`` subclass, saved by pyspark's writers; the latter's
+reader (``CrossValidatorModelReader``) gives each fold its own sub-models, where pyspark's Python reader fills one
+list that every fold shares.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from pyspark.ml import tuning as stock
+from pyspark.ml.util import DefaultParamsReader
 
 
 class _RecordsStockClass:
@@ -87,4 +91,36 @@ def reader(cls, stock_reader):
         return CrossValidatorReader(cls)
     if type(stock_reader) is stock.TrainValidationSplitReader:
         return TrainValidationSplitReader(cls)
+    return stock_reader
+
+
+class CrossValidatorModelReader(stock.CrossValidatorModelReader):
+    """pyspark's ``CrossValidatorModelReader``, returning ``cls`` with each fold's own sub-models. pyspark's reads
+    every fold's models into one shared list, which ends holding the last fold's: that list is kept as the last
+    fold's, and the other folds are read again into lists of their own."""
+
+    cls: Any
+
+    def load(self, path: str):
+        loaded = super().load(path)
+        folds = loaded.subModels
+        if folds is not None:
+            n_maps = len(loaded.getEstimatorParamMaps())
+            folds = [
+                [
+                    # the SparkContext: pyspark 3.5's reader takes only that, 4.x's either
+                    DefaultParamsReader.loadParamsInstance(os.path.join(path, "subModels", f"fold{i}", f"{j}"), self.sc)
+                    for j in range(n_maps)
+                ]
+                for i in range(len(folds) - 1)
+            ] + [list(folds[-1])]
+            loaded.subModels = folds
+        return self.cls.of(loaded)
+
+
+def model_reader(cls, stock_reader):
+    """The reader of ``cls`` (a ``CrossValidatorModel``): pyspark's Python reader's, giving each fold its own
+    sub-models; pyspark's pick otherwise (Spark Connect's)."""
+    if type(stock_reader) is stock.CrossValidatorModelReader:
+        return CrossValidatorModelReader(cls)
     return stock_reader
