@@ -15,8 +15,10 @@ instances (``optim.weighted_least_squares``):
 Where MLlib's IRLS would step to coefficients at which some row's linear predictor leaves the link's domain or its
 mean leaves the family's (a negative mean under the inverse or identity link, a negative eta under the sqrt link)
 or the deviance is not finite, this one halves the step back toward the last valid coefficients until it is valid
-again, as R's ``glm.fit`` does (the first step's anchor is the intercept-only model of the start). Each halving is
-one more pass. Wherever MLlib's iterates stay valid, no step is halved and the iterates are MLlib's; where they do
+again, as R's ``glm.fit`` does (the first step's anchor is the intercept-only model of the start); without
+regParam it also halves a step that raises the deviance (as R's ``glm2`` does: Fisher scoring's step is a descent
+direction, so a short enough one lowers it), which stops the cycling of a non-canonical link. Each halving is one
+more pass. Wherever MLlib's iterates stay valid, no step is halved and the iterates are MLlib's; where they do
 not (Gamma with the inverse link, Poisson with the sqrt or identity link, on data whose truth is another link),
 MLlib's IRLS cycles or runs off to coefficients of 1e30 and more, and this one converges or stops at valid
 coefficients, whose deviance is far lower.
