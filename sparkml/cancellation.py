@@ -150,6 +150,8 @@ def cancellable(spark, what: str) -> Iterator[None]:
     with _ctrl_c_cancels(spark, what):
         try:
             yield
+        except FitCancelled:
+            raise  # a fit inside this one (a search's) was cancelled: its name says more
         except Exception as e:
             cancelled = as_cancelled(e, what)
             if cancelled is None:

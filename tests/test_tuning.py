@@ -3,6 +3,9 @@ metric of the one scoring pass equals pyspark's evaluator on ``model.transform``
 ``transform``, everything else runs pyspark's own path, the validators save and load as pyspark's, and a grid
 from another estimator is refused before any Spark job."""
 
+import threading
+import time
+
 import numpy as np
 import pytest
 from pyspark.ml.evaluation import (
@@ -19,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StructField, StructType
 from support.helpers import coefficient_vector
 
+from sparkml.cancellation import FitCancelled
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.classification import LinearSVCModel as OurLinearSVCModel
 from sparkml.classification import LogisticRegressionModel as OurLogisticRegressionModel
@@ -673,3 +677,24 @@ def test_searches_that_cannot_run_are_refused_before_any_job(spark, data, cls, p
         stock = {CrossValidator: StockCrossValidator, TrainValidationSplit: StockTrainValidationSplit}[cls]
         with pytest.raises(ValueError):  # pyspark's ThreadPool: "Number of processes must be at least 1"
             stock(estimator=estimator, evaluator=BinaryClassificationEvaluator(), **params).fit(data)
+
+
+@pytest.mark.parametrize("cls", [CrossValidator, TrainValidationSplit])
+def test_a_cancelled_job_of_the_search_itself_ends_it_with_fit_cancelled(spark, data, monkeypatch, cls):
+    """A cancellation that lands in the search's own scoring step (not in a model's fit) ends the search with
+    ``FitCancelled`` naming it, as a cancelled fit does, not with py4j's error; the next search runs."""
+    sc = spark.sparkContext
+
+    def cancelled_scoring(*args, **kwargs):
+        threading.Timer(1.0, sc.cancelAllJobs).start()
+        sc.parallelize(range(2), 2).foreach(lambda _: time.sleep(60))  # a real job, cancelled by the timer
+
+    monkeypatch.setattr(validator, "fold_metrics", cancelled_scoring)
+    estimator = LogisticRegression(maxIter=5)
+    search = cls(
+        estimator=estimator, estimatorParamMaps=_grid(estimator, (0.1,)), evaluator=BinaryClassificationEvaluator()
+    )
+    with pytest.raises(FitCancelled, match=rf"^{cls.__name__} fit cancelled: .*[Jj]ob \d+ cancelled"):
+        search.fit(data)
+    monkeypatch.undo()
+    assert len(search.fit(data).avgMetrics if cls is CrossValidator else search.fit(data).validationMetrics) == 1

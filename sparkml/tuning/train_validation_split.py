@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.ml import tuning as stock
 from pyspark.sql import functions as F
 
+from sparkml.cancellation import cancellable
 from sparkml.tuning import persistence
 from sparkml.tuning.grid import check_param_maps, check_search_params
 from sparkml.tuning.once import convert_once, draw_column, fold_training, random_fold_ids, whole_dataset
@@ -42,6 +43,12 @@ class TrainValidationSplit(stock.TrainValidationSplit):
         return df.filter(~condition), df.filter(condition)
 
     def _fit(self, dataset: DataFrame) -> stock.TrainValidationSplitModel:
+        """The search (``_search``); a cancelled job of it, the search's own or a fit's, ends it with
+        ``FitCancelled`` (``sparkml.cancellation``)."""
+        with cancellable(dataset.sparkSession, f"{type(self).__name__} fit"):
+            return self._search(dataset)
+
+    def _search(self, dataset: DataFrame) -> stock.TrainValidationSplitModel:
         est = self.getOrDefault(self.estimator)
         epm = self.getOrDefault(self.estimatorParamMaps)
         eva = self.getOrDefault(self.evaluator)
