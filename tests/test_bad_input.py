@@ -164,7 +164,7 @@ def test_sparse_features_bad_values(spark, caplog, created_ids, baseline, case):
 def test_a_fit_that_overflows_returns_no_model(spark, caplog, created_ids):
     """Features of 1e200 in dtype float64: finite, but their squares are not, and the normal equations end in
     non-finite coefficients (pyspark.ml's LinearRegression returns that model, whose every prediction is NaN); here
-    a ValueError naming the Params set, and no model."""
+    a ValueError naming the Params set, and no model, from ``fit`` and from each map of ``fitMultiple``."""
     rows = [([1e200 * (i % 7 + 1), float(i), 1.0], float(i % 2), 1.0) for i in range(SMALL_ROWS)]
     df = rows_frame(spark, rows)
     stock = __import__("pyspark.ml.regression", fromlist=["LinearRegression"]).LinearRegression().fit(df)
@@ -173,6 +173,12 @@ def test_a_fit_that_overflows_returns_no_model(spark, caplog, created_ids):
         ValueError, match=r"LinearRegression: the fit ended with non-finite coefficients.*dtype='float64'"
     ):
         LinearRegression(dtype="float64").fit(df)
+    estimator = LinearRegression(dtype="float64")  # fitMultiple (a search's grid): each map's own error
+    maps = [{estimator.regParam: 0.0}, {estimator.regParam: 0.5, estimator.elasticNetParam: 0.0}]
+    models = estimator.fitMultiple(df, maps)
+    for _ in maps:
+        with pytest.raises(ValueError, match=r"non-finite coefficients.*dtype='float64'.*regParam=0\.[05]"):
+            next(models)
 
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))

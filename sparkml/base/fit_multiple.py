@@ -36,6 +36,7 @@ import weakref
 from typing import Any
 
 from sparkml.base.path import group_maps
+from sparkml.base.validation import check_finite_model
 from sparkml.cancellation import cancellable
 from sparkml.data import lent
 from sparkml.data.training_data import TrainingData
@@ -68,6 +69,14 @@ class _Conversion:
         data, self.data = self.data, None
         if data is not None and self.owned:
             data.release()
+
+
+def _finite_or_error(est, model):
+    """``model``, or the ValueError of ``check_finite_model`` (raised at that map's request, as ``fit`` raises it)."""
+    try:
+        return check_finite_model(est, model)
+    except ValueError as e:
+        return e
 
 
 def _release_all(conversions):
@@ -174,4 +183,5 @@ class SharedConversionFits:
 
         what = f"param map {indices[0]}" if len(indices) == 1 else f"regularization path over param maps {indices}"
         with cancellable(self.dataset.sparkSession, f"{type(first).__name__} fit of {what}"):
-            return first._fit_falling_back(self.dataset, fit, shared)
+            models = first._fit_falling_back(self.dataset, fit, shared)
+        return [_finite_or_error(est, model) for est, model in zip(estimators, models)]
