@@ -8,7 +8,6 @@ The documentation's "Batch jobs" page documents each key.
 import copy
 import difflib
 import functools
-import re
 from typing import Any
 
 import yaml
@@ -18,6 +17,7 @@ from sparkml.jobs import tuning
 from sparkml.jobs.errors import ConfigError
 from sparkml.jobs.examples import example_names, examples_dir, resolve_path  # noqa: F401  (config.<name> for the jobs)
 from sparkml.jobs.names import alias_name, plain_name, shown
+from sparkml.jobs.yaml_file import MAX_CONFIG_BYTES, parse_yaml, read_yaml  # noqa: F401  (config.<name> for the jobs)
 from sparkml.param_table import first_problem
 
 FORMATS = ("parquet", "csv", "libsvm")
@@ -112,49 +112,6 @@ def _did_you_mean(name, choices):
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-MAX_CONFIG_BYTES = 1 << 20  # a job config is a few hundred bytes
-_TOKEN = re.compile(r"<[a-z ]+>|[^\w\s]{1,3}")
-
-
-def _yaml_problem(e):
-    """Where and what a YAML error is, without quoting the file: PyYAML's problems may quote what it read."""
-    mark = getattr(e, "problem_mark", None)
-    problem = str(getattr(e, "problem", None) or "a syntax error")
-    # keep the grammar's tokens ('<block end>', ':', ']'), drop quoted text of the file (a tag, an alias...)
-    problem = re.sub(r"""\s*('[^']*'|"[^"]*")""", lambda m: m[0] if _TOKEN.fullmatch(m[1][1:-1]) else "", problem)
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    return f"{problem}{where}"
-
-
-def read_yaml(path):
-    """The YAML document of the file `path` (None for an empty file). Every error is a ConfigError on
-    ``--config`` that names the file and never quotes its content (it may be any readable file)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read(MAX_CONFIG_BYTES + 1)
-    except OSError as e:
-        examples = ", ".join(example_names())
-        raise ConfigError(
-            "--config",
-            f"cannot read {path}: {e.strerror or type(e).__name__}"
-            + (f" (the example configs: {examples})" if examples else ""),
-        ) from None
-    except UnicodeDecodeError:
-        raise ConfigError("--config", f"{path} is not a YAML file: not UTF-8 text") from None
-    except ValueError:  # a NUL in the path
-        raise ConfigError("--config", f"cannot read {shown(path)}: not a file name") from None
-    if len(text) > MAX_CONFIG_BYTES:
-        raise ConfigError("--config", f"{path} is not a job config: larger than {MAX_CONFIG_BYTES >> 20} MiB")
-    try:
-        return yaml.safe_load(text)
-    except yaml.reader.ReaderError:
-        raise ConfigError("--config", f"{path} is not a YAML file: it holds control characters") from None
-    except yaml.YAMLError as e:
-        raise ConfigError("--config", f"{path} is not valid YAML: {_yaml_problem(e)}") from None
-    except RecursionError:
-        raise ConfigError("--config", f"{path} is not a job config: nested too deeply") from None
-
-
 def load(path, overrides=(), schema=None):
     """Read `path` (YAML; or an example config's name, ``resolve_path``), apply ``key=value`` overrides,
     return the validated config dict.
@@ -186,7 +143,7 @@ def apply_override(raw, item, schema=None):
     if not sep or not key.strip():
         raise ConfigError("--set", f"expected key=value, got {item!r}")
     try:
-        value = yaml.safe_load(text) if text.strip() else None
+        value = parse_yaml(text) if text.strip() else None
     except yaml.YAMLError:
         raise ConfigError(key, f"cannot parse value {text!r} as YAML") from None
     parts, node, done = key.strip().split("."), raw, []
@@ -285,6 +242,10 @@ def validate(raw, schema=None):
     cfg["model"]["params"] = params
     grid_value = functools.partial(_grid_value, name, params)
     cfg["tuning"] = tuning.check(cfg["tuning"], task_of(name), params, grid_value)
+    tuning.check_maps(estimator_class(name), params, cfg["tuning"]["grid"])
+    known = estimator_params(estimator_class(name))
+    tuning.check_metric(cfg["tuning"]["metric"], name, known, params, cfg["data"])
+    _check_generated_columns(cfg, params)
     if cfg["data"]["weight"] is not None and "weightCol" not in estimator_params(
         estimator_class(cfg["model"]["estimator"])
     ):
@@ -356,6 +317,19 @@ def _grid_value(name, params, param, value, dotted):
     except ConfigError as e:
         named = param in COLUMN_PARAMS or param not in estimator_params(estimator_class(name))
         raise ConfigError(dotted.rsplit("[", 1)[0] if named else dotted, str(e).split(": ", 1)[1]) from None
+
+
+def _check_generated_columns(cfg, params):
+    """A column Param of ``model.params`` (``offsetCol``...) against a generated dataset's columns."""
+    if not cfg["data"]["train"].startswith("generated:"):
+        return  # a file's columns are checked when the job reads it, before any fit
+    columns = ("features", "label")
+    for key, value in params.items():
+        if key.endswith("Col") and value and value not in columns:
+            raise ConfigError(
+                f"model.params.{key}",
+                f"column {value!r} is not in {cfg['data']['train']} (columns: {', '.join(columns)})",
+            )
 
 
 def _param_defaults(cls):

@@ -109,6 +109,13 @@ def parse(section, key="gate.metrics"):
         if unknown:
             raise ConfigError(f"{where}.{unknown[0]}", f"unknown key; expected one of {', '.join(RULE_KEYS)}")
         direction = spec.get("greater_is_better", KNOWN_DIRECTIONS.get(metric))
+        known = KNOWN_DIRECTIONS.get(metric)
+        if isinstance(direction, bool) and known is not None and direction is not known:
+            raise ConfigError(
+                f"{where}.greater_is_better",
+                f"{metric} is {'higher' if known else 'lower'} when better; {str(direction).lower()} would invert "
+                "the gate (leave greater_is_better out for this metric)",
+            )
         if not isinstance(direction, bool):
             raise ConfigError(
                 f"{where}.greater_is_better",

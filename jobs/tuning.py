@@ -49,16 +49,16 @@ def metrics_for(task: str) -> tuple[str, ...]:
 
 def check(section: dict[str, Any], task: str, model_params: dict, convert: Callable[[str, Any, str], Any]) -> dict:
     """The validated section. ``convert(param, value, dotted_key)`` checks one grid value as ``model.params``'
-    would (``jobs.config``), raising ``ConfigError`` on ``dotted_key``, and returns it converted."""
+    would (``jobs.config``), raising ``ConfigError`` on ``dotted_key``, and returns it converted. The section's
+    other keys are checked with or without a grid."""
     out = dict(section)
-    grid = section["grid"]
-    if not grid:
-        return out
     converted = {}
-    for name, values in grid.items():
+    for name, values in section["grid"].items():
         key = f"tuning.grid.{name}"
         if name in model_params:
             raise ConfigError(key, f"also set in model.params.{name}: keep it in one place")
+        if str(name).endswith("Col"):
+            raise ConfigError(key, "a column is not searched: set it once (model.params or the data section)")
         if not isinstance(values, list) or not values:
             raise ConfigError(key, f"expected a non-empty list of values, got {values!r}")
         converted[name] = [convert(name, v, f"{key}[{i}]") for i, v in enumerate(values)]
@@ -75,6 +75,58 @@ def check(section: dict[str, Any], task: str, model_params: dict, convert: Calla
     if metric is not None and metric not in allowed:
         raise ConfigError("tuning.metric", f"expected one of {', '.join(allowed)} for {task}, got {metric!r}")
     return out
+
+
+def combinations(grid: dict[str, list]) -> list[dict[str, Any]]:
+    """Every combination of the grid, {Param name: value} (``ParamGridBuilder``'s order: the last Param fastest)."""
+    names = list(grid)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
+
+
+MAX_CHECKED_MAPS = 10_000  # a bigger grid's maps are checked one Param at a time only
+
+
+def check_maps(cls, params, grid):
+    """Every map the job will fit (``model.params``, with each combination of ``tuning.grid``) through the
+    estimator's own checks (``_check_params``: the rules between Params, e.g. a family and a link), as its fit
+    makes them before any job."""
+    if not hasattr(cls, "_check_params"):  # pyspark.ml's: checked by its JVM when fitted
+        return
+    maps = combinations(grid) if grid else [{}]
+    if len(maps) > MAX_CHECKED_MAPS:
+        return
+    for combo in maps:
+        estimator = cls()
+        for key, value in {**params, **combo}.items():
+            estimator.set(estimator.getParam(key), value)
+        try:
+            estimator._check_params()
+        except ValueError as e:
+            if not combo:
+                raise ConfigError("model.params", str(e)) from None
+            shown_map = ", ".join(f"{k}={v!r}" for k, v in combo.items())
+            raise ConfigError("tuning.grid", f"the map {{{shown_map}}} is refused: {e}") from None
+
+
+def check_metric(metric, name, known, params, data):
+    """``tuning.metric`` against the model (``name``, its Params ``known``, ``params`` set) and the ``data``
+    section: logLoss needs a probability column, the areas under the curves two classes (what
+    ``generated:multiclass`` does not have)."""
+    if metric is None:
+        return
+    probabilities = "probabilityCol" in known and (
+        "probability" not in known or params.get("probability", False) is True
+    )
+    if metric == "logLoss" and not probabilities:
+        why = "set model.params.probability: true" if "probability" in known else f"{name} gives no probabilities"
+        raise ConfigError("tuning.metric", f"logLoss needs the model's probabilities: {why}")
+    multiclass = data["train"] == "generated:multiclass" and data["generated"]["classes"] > 2
+    if metric in BINARY_METRICS and multiclass:
+        raise ConfigError(
+            "tuning.metric",
+            f"{metric} needs two classes; generated:multiclass has {data['generated']['classes']} "
+            "(use f1, accuracy or logLoss)",
+        )
 
 
 def evaluator(metric: str, label: str, weight: str | None, model_cols: dict[str, str]):
@@ -105,12 +157,8 @@ def default_metric(task: str, train, label: str) -> str:
 
 
 def param_maps(estimator, grid: dict[str, list]) -> list:
-    """Every combination of the grid as pyspark ParamMaps (``ParamGridBuilder``'s order: the last Param fastest)."""
-    names = list(grid)
-    return [
-        {estimator.getParam(n): v for n, v in zip(names, combo)}
-        for combo in itertools.product(*(grid[n] for n in names))
-    ]
+    """Every combination of the grid as pyspark ParamMaps (``combinations``)."""
+    return [{estimator.getParam(n): v for n, v in combo.items()} for combo in combinations(grid)]
 
 
 def fit(cfg: dict, estimator, train, task: str):

@@ -138,6 +138,17 @@ def test_overrides_parse_yaml_scalars():
     assert raw["spark"]["conf"] == {"spark.sql.shuffle.partitions": 8}
     cfg = config.validate(raw)
     assert cfg["data"]["generated"]["rows"] == 500
+    # numbers as YAML 1.2 reads them (PyYAML's YAML 1.1 wants "1.0e+9" and reads "1.0e9" as a string)
+    assert [config.parse_yaml(t) for t in ("1.0e9", "1e-3", "2E5", ".5", "-.inf", "1_000", "v1e9", "'1e9'")] == [
+        1.0e9,
+        1e-3,
+        2e5,
+        0.5,
+        float("-inf"),
+        1000,
+        "v1e9",
+        "1e9",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -196,6 +196,9 @@ def test_gate_rules_follow_mlflow_metric_threshold():
         gate.parse({"custom": {"threshold": 1.0}})
     with pytest.raises(config.ConfigError, match="gate.metrics.auc: no threshold"):
         gate.parse({"auc": {"greater_is_better": True}})
+    with pytest.raises(config.ConfigError, match="deviance.greater_is_better: deviance is lower when better; true"):
+        gate.parse({"deviance": {"greater_is_better": True, "threshold": 10.0}})  # would invert the gate
+    assert gate.parse({"rmse": {"greater_is_better": False, "threshold": 1.0}})[0].greater_is_better is False
 
 
 def test_stale_lock_of_a_dead_process_is_broken(tmp_path):

@@ -17,9 +17,9 @@ GRID = {"regParam": [0.001, 0.3, 3.0]}
 BINARY = {"train": "generated:binary", "generated": SMALL}
 
 
-def checked(tuning, params=None, estimator="LogisticRegression"):
+def checked(tuning, params=None, estimator="LogisticRegression", train="generated:binary"):
     raw = {
-        "data": {"train": "generated:binary"},
+        "data": {"train": train},
         "model": {"estimator": estimator, "params": params or {}},
         "output": {"dir": "/tmp/x"},
         "tuning": tuning,
@@ -47,6 +47,51 @@ def test_bad_tuning_sections_are_config_errors(tuning, params, key, words):
     with pytest.raises(config.ConfigError) as e:
         checked(tuning, params)
     assert str(e.value).startswith(f"{key}: ") and words in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "tuning, params, estimator, train, key, words",
+    [
+        ({"metric": "logLoss"}, None, "LinearSVC", None, "tuning.metric", "LinearSVC gives no probabilities"),
+        ({"metric": "logLoss"}, None, "KernelSVC", None, "tuning.metric", "set model.params.probability: true"),
+        ({"metric": "areaUnderROC"}, None, None, "generated:multiclass", "tuning.metric", "needs two classes"),
+        (
+            {"grid": {"link": ["identity", "logit"]}},
+            None,
+            "GeneralizedLinearRegression",
+            "generated:regression",
+            "tuning.grid",
+            "the map {link='logit'} is refused: GeneralizedLinearRegression does not support family 'gaussian'",
+        ),
+        (
+            {"grid": {"offsetCol": ["nope"]}},
+            None,
+            "GeneralizedLinearRegression",
+            None,
+            "tuning.grid.offsetCol",
+            "column",
+        ),
+        ({"grid": {"regParam": [float("inf"), 0.1]}}, None, None, None, "tuning.grid.regParam[0]", "finite"),
+        ({"metric": "bogus"}, None, None, None, "tuning.metric", "expected one of"),  # checked without a grid too
+        ({"folds": -1}, None, None, None, "tuning.folds", "at least 2"),
+        (
+            {},
+            {"family": "poisson", "link": "logit"},
+            "GeneralizedLinearRegression",
+            None,
+            "model.params",
+            "does not support family 'poisson' with link 'logit'",
+        ),
+        ({}, {"offsetCol": "nope"}, "GeneralizedLinearRegression", None, "model.params.offsetCol", "'nope' is not in"),
+    ],
+)
+def test_check_refuses_what_the_fit_or_the_search_would(tuning, params, estimator, train, key, words):
+    """Each config the job would accept and then fail with a traceback after Spark starts (a metric the model or the
+    data cannot give, a grid map the estimator refuses, a column the data lacks): a ConfigError naming the key."""
+    with pytest.raises(config.ConfigError) as e:
+        checked(tuning, params, estimator or "LogisticRegression", train or "generated:binary")
+    assert str(e.value).startswith(f"{key}: ") and words in str(e.value), str(e.value)
+    assert checked({"metric": "logLoss"}, {"probability": True}, "KernelSVC")["tuning"]["metric"] == "logLoss"
 
 
 def test_tuning_section_defaults_and_conversion():
