@@ -1,5 +1,5 @@
-"""The one error the jobs report as ``config error: <key>: <problem>`` with exit code 2, and how they report a
-cancelled run (exit code 130)."""
+"""The one error the jobs report as ``config error: <key>: <problem>`` with exit code 2, how they report a
+cancelled run (exit code 130), and their console entry points."""
 
 import sys
 
@@ -28,3 +28,19 @@ def report_cancelled(job, error):
     why = str(error) or "interrupted (Ctrl-C)"
     print(_one_line(f"{job}: cancelled: {why}"), file=sys.stderr)
     return CANCELLED
+
+
+def entry_point(main):
+    """The console entry point of a job's ``main`` (which returns the exit code): a failure raises
+    ``SystemExit(code)``, a success returns None. A console script exits with ``sys.exit(entry())``, so both
+    give the process its code; a Databricks Python wheel task calls the entry point in its own process and
+    ignores what it returns, so only an exception fails the task, and an exit on success would end its driver's
+    Python early."""
+
+    def entry():
+        code = main()
+        if code:
+            raise SystemExit(code)
+
+    entry.__doc__ = f"``{main.__module__}.main`` as a console entry point (``sparkml.jobs.errors.entry_point``)."
+    return entry

@@ -334,5 +334,7 @@ def main(argv=None, spark=None) -> int:
     return 0
 
 
+cli = errors.entry_point(main)
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -292,5 +292,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     return 0
 
 
+cli = errors.entry_point(main)
+
 if __name__ == "__main__":
     sys.exit(main())

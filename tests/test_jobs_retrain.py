@@ -400,3 +400,41 @@ def test_run_killed_before_promotion_is_finished_by_the_next(spark, paused_runs,
     )
     assert str(client.get_model_version_by_alias("events", "champion").version) == "2"
     assert set(versions(client)) == {"1", "2"}
+
+
+def test_a_wheel_task_with_a_three_part_model_name(spark, windows, tmp_path, monkeypatch, capsys):
+    """As a Databricks Python wheel task runs the jobs: the console entry point (from the package's metadata)
+    called in this process with its arguments in ``sys.argv``, inside the session that is already active, which
+    the job uses and leaves running; a failure raises SystemExit with the job's exit code (a wheel task ignores a
+    return value). The registered model has a three-part name (Unity Catalog's ``catalog.schema.model``):
+    registered, gated, aliased and scored by ``sparkml-predict --model models:/main.default.events@champion``."""
+    from importlib.metadata import entry_points
+
+    from pyspark.sql import SparkSession
+
+    from sparkml.jobs import models
+
+    def entry(name, *args):
+        monkeypatch.setattr(sys, "argv", [name, *args])
+        return entry_points(group="console_scripts", name=name)[0].load()()
+
+    name = "main.default.events"
+    cfg = write_config(tmp_path, windows, registry={"model_name": name})
+    assert SparkSession.getActiveSession() is spark
+    assert entry("sparkml-retrain", "--config", cfg, "--window", "1") is None
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith(f"{name} window 1: promoted version 1")
+    assert str(store(tmp_path).get_model_version_by_alias(name, "champion").version) == "1"
+    assert spark.range(3).count() == 3  # the active session, not stopped
+
+    uri, scores = f"sqlite:///{tmp_path}/mlflow.db", str(tmp_path / "scores")
+    source = os.path.join(windows, "window=4")
+    args = ("--model", f"models:/{name}@champion", "--input", source, "--output", scores, "--tracking-uri", uri)
+    assert entry("sparkml-predict", *args) is None
+    champion, _ = models.load(f"models:/{name}@champion", spark, tracking_uri=uri)
+    expected = champion.transform(spark.read.parquet(source)).select("prediction").collect()
+    written = spark.read.parquet(scores)
+    assert written.count() == ROWS and sorted(written.select("prediction").collect()) == sorted(expected)
+    with pytest.raises(SystemExit) as failed:  # the output exists: a config error, exit code 2
+        entry("sparkml-predict", *args)
+    assert failed.value.code == 2 and "--output" in capsys.readouterr().err
+    assert spark.range(3).count() == 3

@@ -65,9 +65,9 @@ def test_the_wheel_claims_only_sparkml(tmp_path):
     assert any(ln.startswith("Requires-Dist: torch") and "==" not in ln and "extra" not in ln for ln in requires)
     scripts = wheel_zip.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
     for script in (
-        "sparkml-train = sparkml.jobs.train:main",
-        "sparkml-retrain = sparkml.jobs.retrain:main",
-        "sparkml-predict = sparkml.jobs.predict:main",
+        "sparkml-train = sparkml.jobs.train:cli",
+        "sparkml-retrain = sparkml.jobs.retrain:cli",
+        "sparkml-predict = sparkml.jobs.predict:cli",
     ):
         assert script in scripts
     target = tmp_path / "site"
