@@ -242,12 +242,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         uri, key = tracking_uri(args.tracking_uri)
         client = tracking.require_mlflow().MlflowClient(tracking_uri=uri)
         version = lookup(client, args.model, key)
-        spark, created = session.get_or_create(SPARK, spark)
-        try:
-            result = run(args, spark, client, version)
-        finally:
-            if created:
-                spark.stop()
+        result = session.run_with(SPARK, spark, lambda s: run(args, s, client, version))
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
         return 2
@@ -263,4 +258,5 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
 cli = errors.entry_point(main)
 
 if __name__ == "__main__":
+    errors.quiet_py4j_interrupts()
     sys.exit(main())

@@ -337,4 +337,5 @@ def main(argv=None, spark=None) -> int:
 cli = errors.entry_point(main)
 
 if __name__ == "__main__":
+    errors.quiet_py4j_interrupts()
     sys.exit(main())

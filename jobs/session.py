@@ -13,6 +13,7 @@ import sys
 import tempfile
 import zipfile
 
+from sparkml.cancellation import ctrl_c_cancels
 from sparkml.jobs.java_check import require_java
 
 SHIPPED_PACKAGES = ("sparkml", "sparkml.gpu")  # what executors import; sparkml.jobs runs on the driver only
@@ -111,10 +112,12 @@ def ship_packages(spark):
 
 def run_with(spark_cfg, spark, fn):
     """`fn(session)` in `spark`, or in a session started from the config's `spark` section and stopped
-    afterwards."""
+    afterwards; Ctrl-C cancels the session's jobs and ends it with ``KeyboardInterrupt``
+    (``sparkml.cancellation.ctrl_c_cancels``)."""
     spark, created = get_or_create(spark_cfg, spark)
     try:
-        return fn(spark)
+        with ctrl_c_cancels(spark):
+            return fn(spark)
     finally:
         if created:
             spark.stop()

@@ -142,6 +142,14 @@ def _ctrl_c_cancels(spark, what: str) -> Iterator[None]:
         raise KeyboardInterrupt(f"{what} cancelled: interrupted (Ctrl-C)")
 
 
+def ctrl_c_cancels(spark, what: str = "run"):
+    """A whole run (a batch job's) under Ctrl-C's handling of a fit (``_ctrl_c_cancels``): pyspark's own SIGINT
+    handler calls ``cancelAllJobs`` from inside the signal handler, on the gateway connection the interrupted
+    call still holds, and py4j prints a traceback for each refused call; here the jobs are cancelled from a
+    thread of their own and the run ends with ``KeyboardInterrupt("run cancelled: interrupted (Ctrl-C)")``."""
+    return _ctrl_c_cancels(spark, what)
+
+
 @contextlib.contextmanager
 def cancellable(spark, what: str) -> Iterator[None]:
     """The block (``what``: the fit, e.g. ``"LinearSVC fit"``) ends with one ``FitCancelled`` for ``what`` when a
