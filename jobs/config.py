@@ -8,6 +8,7 @@ The documentation's "Batch jobs" page documents each key.
 import copy
 import difflib
 import functools
+import os
 from typing import Any
 
 import yaml
@@ -245,7 +246,7 @@ def validate(raw, schema=None):
     tuning.check_maps(estimator_class(name), params, cfg["tuning"]["grid"])
     known = estimator_params(estimator_class(name))
     tuning.check_metric(cfg["tuning"]["metric"], name, known, params, cfg["data"])
-    _check_generated_columns(cfg, params)
+    _check_columns(cfg, params)
     if cfg["data"]["weight"] is not None and "weightCol" not in estimator_params(
         estimator_class(cfg["model"]["estimator"])
     ):
@@ -319,17 +320,37 @@ def _grid_value(name, params, param, value, dotted):
         raise ConfigError(dotted.rsplit("[", 1)[0] if named else dotted, str(e).split(": ", 1)[1]) from None
 
 
-def _check_generated_columns(cfg, params):
-    """A column Param of ``model.params`` (``offsetCol``...) against a generated dataset's columns."""
-    if not cfg["data"]["train"].startswith("generated:"):
-        return  # a file's columns are checked when the job reads it, before any fit
-    columns = ("features", "label")
-    for key, value in params.items():
-        if key.endswith("Col") and value and value not in columns:
-            raise ConfigError(
-                f"model.params.{key}",
-                f"column {value!r} is not in {cfg['data']['train']} (columns: {', '.join(columns)})",
-            )
+def _check_columns(cfg, params):
+    """The data section's columns and the column Params of ``model.params`` (``offsetCol``...) against the columns
+    of the training data where they can be read without Spark: a generated dataset's, a local Parquet file's or
+    directory's (its schema, with Hive partition columns). Other inputs are checked when the job reads them,
+    before any fit."""
+    data = cfg["data"]
+    columns = _readable_columns(data)
+    if columns is None:
+        return
+    features = data["features"] if isinstance(data["features"], list) else [data["features"] or "features"]
+    wanted = [("data.label", data["label"]), ("data.weight", data["weight"])]
+    wanted += [("data.features", c) for c in features]
+    wanted += [(f"model.params.{k}", v) for k, v in params.items() if k.endswith("Col") and v]
+    for key, column in wanted:
+        if column is not None and column not in columns:
+            raise ConfigError(key, f"column {column!r} is not in {data['train']} (columns: {', '.join(columns)})")
+
+
+def _readable_columns(data):
+    """The training data's column names, or None where they cannot be read before Spark starts."""
+    path = data["train"]
+    if path.startswith("generated:"):
+        return ["features", "label"]
+    if data["format"] != "parquet" or not is_local_path(path) or "{" in path or not os.path.exists(path):
+        return None
+    import pyarrow.dataset as ds
+
+    try:
+        return ds.dataset(path, format="parquet", partitioning="hive").schema.names
+    except Exception:  # not readable as Parquet here: the job's own read says why
+        return None
 
 
 def _param_defaults(cls):

@@ -136,6 +136,7 @@ def test_overrides_parse_yaml_scalars():
     assert raw["model"]["params"]["regParam"] == 0.1 and raw["output"]["overwrite"] is True
     assert raw["data"]["features"] == ["a", "b"] and raw["data"]["test"] is None
     assert raw["spark"]["conf"] == {"spark.sql.shuffle.partitions": 8}
+    raw["data"]["train"] = "hdfs:///events"  # columns a and b: not in a generated dataset (test_check_columns)
     cfg = config.validate(raw)
     assert cfg["data"]["generated"]["rows"] == 500
     # numbers as YAML 1.2 reads them (PyYAML's YAML 1.1 wants "1.0e+9" and reads "1.0e9" as a string)
@@ -266,3 +267,34 @@ def test_an_example_config_is_found_by_its_name(tmp_path, monkeypatch):
     assert config.load("logistic_demo.yaml")["model"]["estimator"] == "LinearSVC"
     with pytest.raises(config.ConfigError, match=r"cannot read nope\.yaml.*the example configs: .*logistic_demo\.yaml"):
         config.load("nope.yaml")
+
+
+def test_check_columns_where_they_can_be_read_before_spark(tmp_path):
+    """The data section's columns and a column Param against a generated dataset's columns and a local Parquet
+    directory's schema (Hive partition columns included), before Spark starts; a URI is left to the job's read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "events" / "window=1"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"f1": [1.0], "f2": [2.0], "y": [0.0], "w": [1.0]}), folder / "part-0.parquet")
+    path = str(tmp_path / "events")
+
+    def check(**changes):
+        raw = base(**{"data.train": path, "data.label": "y", "data.features": "[f1, f2]", **changes})
+        return config.validate(raw)
+
+    assert check()["data"]["features"] == ["f1", "f2"]
+    assert check(**{"data.weight": "w", "data.features": "[f1, window]"})["data"]["weight"] == "w"
+    for key, value, missing in [
+        ("data.label", "label", "label"),
+        ("data.weight", "weight", "weight"),
+        ("data.features", "[f1, f3]", "f3"),
+    ]:
+        err = error_of(base(**{"data.train": path, "data.label": "y", "data.features": "[f1, f2]", key: value}))
+        assert err.key == key and f"column {missing!r} is not in {path} (columns: f1, f2, y, w, window)" in str(err)
+    raw = base(**{"data.train": "generated:regression", "model.estimator": "GeneralizedLinearRegression"})
+    raw["model"]["params"] = {"offsetCol": "exposure"}
+    assert error_of(raw).key == "model.params.offsetCol"
+    raw["data"]["train"] = "s3a://bucket/events"  # not readable here: the job's read checks it
+    assert config.validate(raw)["model"]["params"]["offsetCol"] == "exposure"
