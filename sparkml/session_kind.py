@@ -46,3 +46,17 @@ def slots_from_conf(get):
     if instances and cores:
         return int(instances) * int(cores) // cpus
     return None
+
+
+def estimated_bytes(df):
+    """Spark's own estimate of ``df``'s size in bytes (its optimized plan's statistics: exact for local rows and
+    cached frames, the files' size for a file source), read on the driver without a job; None where Spark has no
+    estimate (a frame over an RDD) or the session cannot tell (Spark Connect)."""
+    if is_connect(df):
+        return None
+    try:
+        size = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+        default = int(df.sparkSession.conf.get("spark.sql.defaultSizeInBytes", str(2**63 - 1)).rstrip("bB"))
+    except Exception:  # a JVM without these (private) methods
+        return None
+    return None if size >= default else size

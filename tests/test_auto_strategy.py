@@ -44,14 +44,22 @@ def _choices(caplog):
     ids=["logistic", "linear", "svc"],
 )
 def test_the_default_runs_allreduce_in_a_local_session(frame, caplog, make):
+    """``auto`` runs ``allreduce``; on an input Spark estimates small (this cached frame) over one block, whose
+    barrier stage of one task starts no process group: the model is bit for bit ``allreduce`` over one block's
+    (``numWorkers=1``). An explicit strategy, or an input of no estimate (a frame over an RDD), keeps a block per
+    task slot."""
     est = make()
     assert est.getStrategy() == "auto"
     with caplog.at_level(logging.INFO, logger="sparkml"):
         auto = est.fit(frame)
     assert _choices(caplog) == [f"{type(est).__name__}: strategy 'auto' runs 'allreduce' (2 task slots)"]
     assert auto.getStrategy() == "auto"  # the model keeps the estimator's Params
-    allreduce = make().setStrategy("allreduce").fit(frame)
-    np.testing.assert_array_equal(coefficient_vector(auto), coefficient_vector(allreduce))
+    assert est._conversion(frame)["max_partitions"] == 1
+    assert make().setStrategy("allreduce")._conversion(frame)["max_partitions"] == 2
+    unestimated = frame.sparkSession.createDataFrame(frame.rdd, frame.schema)
+    assert est._conversion(unestimated)["max_partitions"] == 2
+    one_block = make().setStrategy("allreduce").setNumWorkers(1).fit(frame)
+    np.testing.assert_array_equal(coefficient_vector(auto), coefficient_vector(one_block))
 
 
 def test_kernel_svc_accepts_auto(frame, caplog):
@@ -59,8 +67,8 @@ def test_kernel_svc_accepts_auto(frame, caplog):
     with caplog.at_level(logging.INFO, logger="sparkml"):
         auto = KernelSVC(**params).fit(frame)
     assert _choices(caplog) == ["KernelSVC: strategy 'auto' runs 'allreduce' (2 task slots)"]
-    allreduce = KernelSVC(strategy="allreduce", **params).fit(frame)
-    np.testing.assert_array_equal(auto.coefficientMatrix.toArray(), allreduce.coefficientMatrix.toArray())
+    one_block = KernelSVC(strategy="allreduce", numWorkers=1, **params).fit(frame)  # the small input's one block
+    np.testing.assert_array_equal(auto.coefficientMatrix.toArray(), one_block.coefficientMatrix.toArray())
 
 
 def test_checkpointing_runs_sync(frame, caplog, tmp_path):

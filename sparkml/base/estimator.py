@@ -45,6 +45,7 @@ from sparkml.optim.checkpoint import Checkpoint, fingerprint
 from sparkml.optim.checkpoint import check_params as check_checkpoint_params
 from sparkml.optim.iterations import Iteration, Progress
 from sparkml.progress import ProgressBar, progress_shown
+from sparkml.session_kind import estimated_bytes
 
 logger = logging.getLogger("sparkml")
 
@@ -168,16 +169,18 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         one ``_strategy_name`` picks, the one decision of the fit): at most how many blocks
         (``strategies.block_partitions``), whether a barrier stage reads the handles, and the strategy itself,
         which the converted data carries to ``_make_strategy``."""
-        from sparkml.strategies import block_partitions, table
+        from sparkml.strategies import SMALL_INPUT_BYTES, block_partitions, table
 
         strategy = strategy or self._strategy_name(dataset.sparkSession)
+        size = estimated_bytes(dataset) if self.getStrategy() == "auto" else None
+        small = size is not None and size < SMALL_INPUT_BYTES
         return {
             "features_col": self.getFeaturesCol(),
             "label_col": self.getLabelCol(),
             "weight_col": self._weight_col(),
             "dtype": self.getDtype(),
             "compute_dtype": self._compute_dtype,
-            "max_partitions": block_partitions(strategy, dataset.sparkSession, self.getNumWorkers()),
+            "max_partitions": block_partitions(strategy, dataset.sparkSession, self.getNumWorkers(), small),
             "barrier": table.get(strategy).barrier,
             "strategy": strategy,
             "class_weight": class_weights.conversion_key(self._class_weight()),

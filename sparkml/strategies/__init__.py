@@ -10,7 +10,7 @@ from sparkml.session_kind import conf_value, is_connect, task_slots
 from sparkml.strategies import table
 from sparkml.strategies.table import StrategyOptions
 
-__all__ = ["StrategyOptions", "auto_strategy", "block_partitions", "make_strategy"]
+__all__ = ["SMALL_INPUT_BYTES", "StrategyOptions", "auto_strategy", "block_partitions", "make_strategy"]
 
 
 def auto_strategy(spark, checkpointing=False):
@@ -42,20 +42,28 @@ def auto_strategy(spark, checkpointing=False):
     return "allreduce", f"{slots} task slots"
 
 
-def block_partitions(name, spark, num_workers=0):
+# an input Spark estimates below this many bytes is one block under strategy="auto": its passes take milliseconds,
+# and a barrier stage of one task starts no process group (about 0.4 s of a small fit)
+SMALL_INPUT_BYTES = 8 << 20
+
+
+def block_partitions(name, spark, num_workers=0, small=False):
     """At most how many blocks a fit with strategy ``name`` converts its input into, or None (as many
     as the input has partitions).
 
     The strategies whose passes are exact sums whatever the partitioning (``Strategy.block_per_slot``) take
     one block per task slot, so the conversion runs in one wave and each barrier task reads one block; a
-    barrier stage sized by ``numWorkers`` takes that many. Model averaging keeps the input's partitions:
-    they are its local problems.
+    barrier stage sized by ``numWorkers`` takes that many, and a ``small`` input (``strategy="auto"`` chose the
+    strategy and Spark estimates the input below ``SMALL_INPUT_BYTES``) one. Model averaging keeps the input's
+    partitions: they are its local problems.
     """
     row = table.get(name)
     if not row.block_per_slot:
         return None
     if row.barrier and num_workers > 0:
         return num_workers
+    if row.barrier and small:
+        return 1
     return task_slots(spark)
 
 

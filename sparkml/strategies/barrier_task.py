@@ -115,7 +115,7 @@ def _all_gather(store, rank, world, name, value):
 class _ProcessGroup:
     """A torch.distributed group over the tasks of the current barrier stage."""
 
-    def __init__(self, device, rank, world, store):
+    def __init__(self, device, rank, world, store, group=True):
         import torch
         import torch.distributed as dist
 
@@ -124,17 +124,21 @@ class _ProcessGroup:
         # object collected, its methods would be gone ("Not implemented"). NCCL uses the store later than
         # gloo, at the first collective, where it publishes its communicator's id.
         self._store = store
+        self._p2p = None  # the default group, or a gloo group beside NCCL (``point_to_point``)
+        self.alone = not group  # ``group`` False (a stage of one task): its sums are the sums, no group is started
+        if self.alone:
+            return
         if device.type == "cuda":
             torch.cuda.set_device(device)  # NCCL binds each rank to the current device
         dist.init_process_group(
             "nccl" if device.type == "cuda" else "gloo", store=store, rank=rank, world_size=world, timeout=_TIMEOUT
         )
-        self._p2p = None  # the default group, or a gloo group beside NCCL (``point_to_point``)
 
     def sum(self, tensor):
         """Sum over ranks; every rank receives rank 0's bits."""
-        self.dist.reduce(tensor, dst=0)
-        self.dist.broadcast(tensor, src=0)
+        if not self.alone:
+            self.dist.reduce(tensor, dst=0)
+            self.dist.broadcast(tensor, src=0)
         return tensor
 
     def add(self, part, size):
@@ -149,6 +153,8 @@ class _ProcessGroup:
 
     def maximum(self, value):
         """The largest of the ranks' floats ``value``."""
+        if self.alone:
+            return float(value)
         t = self.torch.tensor([float(value)], dtype=self.torch.float64, device=self.device)
         self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
         return float(t.item())
@@ -156,7 +162,7 @@ class _ProcessGroup:
     def point_to_point(self):
         """Open the group the messages below travel on, on every rank at the same point: this one (gloo), or
         next to NCCL's a gloo group, as NCCL needs CUDA tensors and cannot receive from any rank."""
-        if self.device.type == "cuda" and self._p2p is None:
+        if self.device.type == "cuda" and self._p2p is None and not self.alone:
             self._p2p = self.dist.new_group(backend="gloo")
 
     def _tensor(self, vector):
@@ -195,7 +201,8 @@ class _ProcessGroup:
         return source, got.numpy()
 
     def close(self):
-        self.dist.destroy_process_group()
+        if not self.alone:
+            self.dist.destroy_process_group()
 
 
 class _Sending:
@@ -239,7 +246,7 @@ class BarrierTask:
         check_distinct_devices([(host, gpu) for host, gpu, _, _ in self.placements])
         self.mine = assign_blocks(self.blocks, where)[self.rank]
         self.sums = PartitionSums(self.mine, self.dataset_id, self.loss, choice.device, self.dtype)
-        self.group = _ProcessGroup(self.sums.device, self.rank, self.world, store)
+        self.group = _ProcessGroup(self.sums.device, self.rank, self.world, store, group=self.world > 1)
         return self
 
     def sum_of(self, fn, shapes, *values):
