@@ -179,12 +179,11 @@ class Link:
         return self.power * mu ** (self.power - 1.0)
 
     def valid_predictor(self, eta):
-        """Per row: whether eta is in the link's domain (R's ``valideta``): finite, positive for sqrt (mu = eta^2
-        would forget its sign), non-zero for inverse."""
+        """Per row: whether eta is in the link's domain: finite, non-zero for inverse and sqrt. (R's ``valideta``
+        also wants eta > 0 under sqrt; MLlib takes mu = eta^2 for either sign, and so does this, so that a fit
+        MLlib converges with some eta < 0 is MLlib's model.)"""
         ok = torch.isfinite(eta)
-        if self.name == "sqrt":
-            return ok & (eta > 0)
-        if self.name == "inverse":
+        if self.name in ("inverse", "sqrt"):
             return ok & (eta != 0)
         return ok
 

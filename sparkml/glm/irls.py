@@ -13,7 +13,7 @@ instances (``optim.weighted_least_squares``):
 * it stops when no coefficient (intercept included) moved by tol or more, or after maxIter iterations.
 
 Where MLlib's IRLS would step to coefficients at which some row's linear predictor leaves the link's domain or its
-mean leaves the family's (a negative mean under the inverse or identity link, a negative eta under the sqrt link)
+mean leaves the family's (a negative mean under the inverse or identity link, eta = 0 under the inverse or sqrt link)
 or the deviance is not finite, this one halves the step back toward the last valid coefficients until it is valid
 again, as R's ``glm.fit`` does (the first step's anchor is the intercept-only model of the start); without
 regParam it also halves a step that raises the deviance (as R's ``glm2`` does: Fisher scoring's step is a descent
