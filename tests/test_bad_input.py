@@ -6,6 +6,7 @@ import logging
 import numpy as np
 import pytest
 from pyspark.ml.linalg import DenseMatrix, Vectors, VectorUDT
+from pyspark.ml.regression import LinearRegression as StockLinearRegression
 from pyspark.sql.types import StringType
 from support.data_helpers import SMALL_ROWS, rows_frame, small_rows
 from support.helpers import executor_datasets
@@ -167,7 +168,7 @@ def test_a_fit_that_overflows_returns_no_model(spark, caplog, created_ids):
     a ValueError naming the Params set, and no model, from ``fit`` and from each map of ``fitMultiple``."""
     rows = [([1e200 * (i % 7 + 1), float(i), 1.0], float(i % 2), 1.0) for i in range(SMALL_ROWS)]
     df = rows_frame(spark, rows)
-    stock = __import__("pyspark.ml.regression", fromlist=["LinearRegression"]).LinearRegression().fit(df)
+    stock = StockLinearRegression().fit(df)
     assert not np.all(np.isfinite(np.append(stock.coefficients.toArray(), stock.intercept)))
     with pytest.raises(
         ValueError, match=r"LinearRegression: the fit ended with non-finite coefficients.*dtype='float64'"
