@@ -36,6 +36,8 @@ class FitCancelled(RuntimeError):
     interrupt, the session stopped): not a failure of the data or the model, and never retried. ``reason``:
     Spark's words on the cancellation."""
 
+    named = False  # True once a ``cancellable`` block named the fit it ran (``_named``)
+
     def __init__(self, what: str, reason: str):
         super().__init__(f"{what} cancelled: {reason}")
         self.reason = reason
@@ -158,10 +160,18 @@ def cancellable(spark, what: str) -> Iterator[None]:
     with _ctrl_c_cancels(spark, what):
         try:
             yield
-        except FitCancelled:
-            raise  # a fit inside this one (a search's) was cancelled: its name says more
+        except FitCancelled as e:
+            if getattr(e, "named", False):
+                raise  # a fit inside this one (a search's) ended cancelled: its name says more
+            raise _named(FitCancelled(what, e.reason)) from None
         except Exception as e:
             cancelled = as_cancelled(e, what)
             if cancelled is None:
                 raise
-            raise cancelled from None
+            raise _named(cancelled) from None
+
+
+def _named(cancelled: FitCancelled) -> FitCancelled:
+    """``cancelled``, marked as naming the fit a ``cancellable`` block ran (an enclosing block keeps it)."""
+    cancelled.named = True
+    return cancelled

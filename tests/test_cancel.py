@@ -208,3 +208,17 @@ def test_the_jobs_drop_only_py4js_reports_of_an_interrupted_call():
     assert not keep(record(py4j, reentrant))
     assert keep(record(py4j, ConnectionError("Answer from Java side is empty")))
     assert keep(record("/x/app.py", KeyboardInterrupt())) and keep(record(py4j, None))
+
+
+def test_a_cancelled_fit_is_named_by_the_innermost_fit_that_ran_it():
+    """A barrier stage's ``FitCancelled("fit", ...)`` is named by the estimator's fit around it; a search around that
+    fit keeps the fit's name; a cancelled job of the search's own is named by the search."""
+    from sparkml.cancellation import cancellable
+
+    reason = "Job 3 cancelled part of cancelled job group g"
+    with pytest.raises(FitCancelled, match=rf"^LogisticRegression fit cancelled: {reason}$"):
+        with cancellable(None, "CrossValidator fit"), cancellable(None, "LogisticRegression fit"):
+            raise FitCancelled("fit", reason)
+    with pytest.raises(FitCancelled, match=rf"^CrossValidator fit cancelled: {reason}$"):
+        with cancellable(None, "CrossValidator fit"):
+            raise RuntimeError(f"org.apache.spark.SparkException: {reason}")
