@@ -243,14 +243,13 @@ def validate(raw, schema=None):
     cfg["model"]["params"] = params
     grid_value = functools.partial(_grid_value, name, params)
     cfg["tuning"] = tuning.check(cfg["tuning"], task_of(name), params, grid_value)
-    tuning.check_maps(estimator_class(name), params, cfg["tuning"]["grid"])
-    known = estimator_params(estimator_class(name))
+    cls = estimator_class(name)
+    known = estimator_params(cls)
+    tuning.check_maps(cls, params, cfg["tuning"]["grid"])
     tuning.check_metric(cfg["tuning"]["metric"], name, known, params, cfg["data"])
     _check_columns(cfg, params)
-    if cfg["data"]["weight"] is not None and "weightCol" not in estimator_params(
-        estimator_class(cfg["model"]["estimator"])
-    ):
-        raise ConfigError("data.weight", f"{cfg['model']['estimator']} takes no weight column")
+    if cfg["data"]["weight"] is not None and "weightCol" not in known:
+        raise ConfigError("data.weight", f"{name} takes no weight column")
     return cfg
 
 

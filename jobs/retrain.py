@@ -336,6 +336,5 @@ def main(argv=None, spark=None) -> int:
 
 cli = errors.entry_point(main)
 
-if __name__ == "__main__":
-    errors.quiet_py4j_interrupts()
-    sys.exit(main())
+if __name__ == "__main__":  # spark-submit jobs/<name>.py: the console entry point's exit codes and quiet Ctrl-C
+    cli()

@@ -294,6 +294,5 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
 
 cli = errors.entry_point(main)
 
-if __name__ == "__main__":
-    errors.quiet_py4j_interrupts()
-    sys.exit(main())
+if __name__ == "__main__":  # spark-submit jobs/<name>.py: the console entry point's exit codes and quiet Ctrl-C
+    cli()

@@ -161,7 +161,7 @@ def cancellable(spark, what: str) -> Iterator[None]:
         try:
             yield
         except FitCancelled as e:
-            if getattr(e, "named", False):
+            if e.named:
                 raise  # a fit inside this one (a search's) ended cancelled: its name says more
             raise _named(FitCancelled(what, e.reason)) from None
         except Exception as e:
