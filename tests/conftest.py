@@ -19,18 +19,29 @@ def spark():
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("sparkml-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.default.parallelism", "4")
-        .config("spark.driver.memory", "4g")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
-    )
+    # The Python workers fork from a daemon that has imported torch and the library (support/preload_daemon.py):
+    # the JVM reads PYTHONPATH when it starts, the tests' own subprocesses keep theirs.
+    python_path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.dirname(os.path.abspath(__file__)), python_path]))
+    try:
+        session = (
+            SparkSession.builder.master("local[2]")
+            .appName("sparkml-tests")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.shuffle.partitions", "4")
+            .config("spark.default.parallelism", "4")
+            .config("spark.driver.memory", "4g")
+            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+            .config("spark.python.worker.reuse", "true")
+            .config("spark.python.daemon.module", "support.preload_daemon")
+            .getOrCreate()
+        )
+    finally:
+        if python_path is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = python_path
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
