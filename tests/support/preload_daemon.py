@@ -5,8 +5,6 @@ RDD) is not reused: pyspark's daemon forks a new one, which imports torch again 
 suite provokes that hundreds of times (bad input, faults, cancels), so its daemon imports them once.
 """
 
-import sys
-
 import numpy  # noqa: F401
 import pyarrow  # noqa: F401
 import torch  # noqa: F401
@@ -16,5 +14,4 @@ import sparkml.data.training_data
 import sparkml.strategies.exact  # noqa: F401
 
 if __name__ == "__main__":
-    sys.argv[1:] = sys.argv[1:] or ["pyspark.worker"]
     manager()
