@@ -63,3 +63,34 @@ def test_two_ranks_on_one_device_are_refused_before_the_group_forms():
     check_distinct_devices([("a", "cuda:0"), ("a", "cuda:1"), ("b", "cuda:0"), ("a", "cpu"), ("a", "cpu")])
     with pytest.raises(RuntimeError, match="barrier tasks 0 and 2 would both compute on cuda:1 of a"):
         check_distinct_devices([("a", "cuda:1"), ("b", "cuda:1"), ("a", "cuda:1")])
+
+
+def test_a_tasks_device_choice_freezes_the_workers_imports(monkeypatch):
+    """pyspark's daemon runs a full garbage collection after every task of a reused worker; once a task has asked
+    for its device, the objects of torch and the library are frozen out of it (``task_context.freeze_imports``),
+    and the driver's collector is left as it is."""
+    import gc
+
+    import torch  # noqa: F401
+
+    from sparkml import task_context
+
+    class Task:
+        def partitionId(self):
+            return 0
+
+        def cpus(self):
+            return 1
+
+    gc.unfreeze()
+    monkeypatch.setattr(task_context, "_frozen_at", 0)
+    task_context.freeze_imports()
+    assert gc.get_freeze_count() == 0  # not in a task: the driver
+    try:
+        with task_context.use(Task()):
+            assert task_context.device("cpu").device == "cpu"
+        frozen = gc.get_freeze_count()
+        assert frozen > 50_000  # torch's objects alone are more
+        assert len(gc.get_objects()) < frozen / 4
+    finally:
+        gc.unfreeze()

@@ -198,6 +198,7 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
             writer.finish(stats.rows > 0 and not stats.has_problems())
     finally:
         warm.join()
+    task_context.freeze_imports()  # torch is imported now: the daemon's collection after this task skips it
     info, moments = stats.info()
     info.update(partition=partition, store=block_store.store_key(), bytes=writer.nbytes)
     if folds:
