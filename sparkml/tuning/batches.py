@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from sparkml import task_context
 from sparkml.scoring.batch import outputs_of
 from sparkml.scoring.stack import ModelStack
 from sparkml.tuning.metrics import REGRESSION_SUMS, LabelMoments
@@ -104,6 +105,7 @@ def model_outputs(x, plan: PassPlan) -> list[dict[str, np.ndarray]]:
     """Each model's outputs (``plan.keys``) for the rows ``x``: the margins of all k models in one product."""
     import torch
 
+    task_context.freeze_imports()  # a worker that only scores: the daemon's collection after the task skips torch
     stack = plan.stack
     if isinstance(x, np.ndarray):
         with warnings.catch_warnings():  # Arrow's buffer is read-only; the product never writes to it
