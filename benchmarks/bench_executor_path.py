@@ -1,6 +1,6 @@
 """The executor path without Spark: what a Spark task runs, driven by torch, numpy and pyarrow alone.
 
-Each step is the library's own task code, under a stand-in task context (``sparkml.task_context.use``):
+Each step is the library's own task code, under a stand-in task context (``sparkml.runtime.task_context.use``):
 
 1. Arrow record batches -> blocks in the block store (``sparkml.data.convert.convert_partition``, the
    conversion's task function), storage ``float32`` as the estimators' default;
@@ -33,10 +33,10 @@ import pyarrow as pa
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from sparkml import task_context
 from sparkml.data import block_store
 from sparkml.data.convert import convert_partition, handle_rows
 from sparkml.optim.iterations import Progress
+from sparkml.runtime import task_context
 from sparkml.strategies import rendezvous
 from sparkml.strategies.barrier_task import BarrierTask, Meeting
 from sparkml.strategies.exact import newton, quasi_newton

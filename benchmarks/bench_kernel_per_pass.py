@@ -34,11 +34,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_executor_path import StandIn, barrier_task
 
-from sparkml import task_context
 from sparkml.data import block_store
 from sparkml.data.derive import KernelPlan, derive_partition, executor_shares
 from sparkml.optim.iterations import Progress
-from sparkml.param_converters import memory_bytes
+from sparkml.runtime import task_context
+from sparkml.saved.param_converters import memory_bytes
 from sparkml.strategies.exact import newton
 
 HINGE_WIDTH, WARM_START_ROUNDS = 0.1, 2  # KernelSVC's (sparkml.kernel.kernel_svc)

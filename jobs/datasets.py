@@ -53,7 +53,7 @@ def generate(spark, kind, rows, features, classes=3, seed=0, window=None):
     from pyspark.ml.functions import array_to_vector
     from pyspark.sql import functions as F
 
-    from sparkml.compat import from_arrow
+    from sparkml.runtime.compat import from_arrow
 
     X, y = generate_arrays(kind, rows, features, classes, seed, window)
     table = pa.table(

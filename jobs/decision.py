@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 
-from sparkml import fault_injection
 from sparkml.jobs import gate, registry
+from sparkml.runtime import fault_injection
 
 
 class Promotion:

@@ -171,7 +171,7 @@ def placement(spark, env=None):
     the Hadoop FileSystem (classic session, cluster master), ``("copy", root)`` copied under `root` with
     file operations (Spark Connect, a directory the server mounts). ModelError when a copy is needed and
     impossible."""
-    from sparkml.session_kind import is_connect
+    from sparkml.runtime.session_kind import is_connect
 
     env = os.environ if env is None else env
     root = env.get(TEMP_DFS_ENV, "").strip() or None

@@ -30,9 +30,9 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/predict.py) fr
     if os.path.isfile(os.path.join(_checkout, "sparkml", "__init__.py")):
         sys.path.insert(0, _checkout)  # sparkml.jobs: this folder, through the link sparkml/jobs
 
-from sparkml.cancellation import FitCancelled
 from sparkml.jobs import datasets, errors, models, outputs, session, tracking
 from sparkml.jobs.config import FORMATS, ConfigError, is_local_path, plain_name
+from sparkml.runtime.cancellation import FitCancelled
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -36,8 +36,8 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/retrain.py) fr
     if os.path.isfile(os.path.join(_checkout, "sparkml", "__init__.py")):
         sys.path.insert(0, _checkout)
 
-from sparkml.cancellation import FitCancelled
 from sparkml.jobs import config, datasets, decision, errors, gate, outputs, registry, session, tracking, train, tuning
+from sparkml.runtime.cancellation import FitCancelled
 
 DEFAULT_CONFIG = os.path.join(config.examples_dir(), "retrain_demo.yaml")
 

@@ -13,8 +13,8 @@ import sys
 import tempfile
 import zipfile
 
-from sparkml.cancellation import ctrl_c_cancels
 from sparkml.jobs.java_check import require_java
+from sparkml.runtime.cancellation import ctrl_c_cancels
 
 SHIPPED_PACKAGES = ("sparkml", "sparkml.gpu")  # what executors import; sparkml.jobs runs on the driver only
 
@@ -113,7 +113,7 @@ def ship_packages(spark):
 def run_with(spark_cfg, spark, fn):
     """`fn(session)` in `spark`, or in a session started from the config's `spark` section and stopped
     afterwards; Ctrl-C cancels the session's jobs and ends it with ``KeyboardInterrupt``
-    (``sparkml.cancellation.ctrl_c_cancels``)."""
+    (``sparkml.runtime.cancellation.ctrl_c_cancels``)."""
     spark, created = get_or_create(spark_cfg, spark)
     try:
         with ctrl_c_cancels(spark):

@@ -29,8 +29,8 @@ if __package__ in (None, ""):  # run as a file (spark-submit jobs/train.py) from
         sys.path.insert(0, _checkout)  # sparkml.jobs: this folder, through the link sparkml/jobs
 
 from sparkml import progress
-from sparkml.cancellation import FitCancelled
 from sparkml.jobs import config, datasets, errors, outputs, session, tracking, tuning
+from sparkml.runtime.cancellation import FitCancelled
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -20,3 +20,13 @@ def release_conversions(spark=None):
     from sparkml.data import reuse
 
     return reuse.release_all(spark)
+
+
+def __getattr__(name):
+    # ``sparkml.FitCancelled``, the error of a cancelled fit, imported when first asked for (``import sparkml``
+    # stays free of pyspark: sparkml.serving runs without it)
+    if name == "FitCancelled":
+        from sparkml.runtime.cancellation import FitCancelled
+
+        return FitCancelled
+    raise AttributeError(f"module 'sparkml' has no attribute {name!r}")

@@ -7,7 +7,7 @@ are ``transform``'s. This is MLflow's ``python_function`` flavor of the models (
 MLflow loads it through ``_load_pyfunc``, the flavor's loader module, and no model object is pickled. pyspark is
 not needed.
 
-``load`` checks the files as ``Model.load`` does (``sparkml.model_files``, the same checks and messages): a
+``load`` checks the files as ``Model.load`` does (``sparkml.saved.model_files``, the same checks and messages): a
 damaged or foreign directory is a ``ModelFileError`` (a ValueError) naming the file and the problem, and
 nothing in the files is imported, evaluated or unpickled.
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sparkml.model_files import ModelFileError
+from sparkml.saved.model_files import ModelFileError
 from sparkml.scoring.batch import score_rows
 from sparkml.scoring.kinds import OUTPUTS
 from sparkml.scoring.model_file import read_spec

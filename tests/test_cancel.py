@@ -5,7 +5,7 @@ cancelled mid-fit through its job group, ``allreduce`` through ``cancelAllJobs``
 ``CrossValidator`` with ``parallelism=2`` by its job (the other map still ends with a model), and a session
 stopped under a running fit. Before cancellation was told apart, a cancelled barrier stage was run again as
 if a task had failed, and the fit finished. The messages Spark gives a cancelled job on each supported line
-are recognised here without Spark (``sparkml.cancellation``).
+are recognised here without Spark (``sparkml.runtime.cancellation``).
 """
 
 import json
@@ -17,7 +17,7 @@ import pytest
 from support import background, cancel_runs
 from support.helpers import SUPPORT
 
-from sparkml.cancellation import FitCancelled, as_cancelled, cancelled_reason
+from sparkml.runtime.cancellation import FitCancelled, as_cancelled, cancelled_reason
 
 _SCRATCH = {}
 SECONDS = 10  # what the issue of cancellation promises: the fit ends within this
@@ -213,7 +213,7 @@ def test_the_jobs_drop_only_py4js_reports_of_an_interrupted_call():
 def test_a_cancelled_fit_is_named_by_the_innermost_fit_that_ran_it():
     """A barrier stage's ``FitCancelled("fit", ...)`` is named by the estimator's fit around it; a search around that
     fit keeps the fit's name; a cancelled job of the search's own is named by the search."""
-    from sparkml.cancellation import cancellable
+    from sparkml.runtime.cancellation import cancellable
 
     reason = "Job 3 cancelled part of cancelled job group g"
     with pytest.raises(FitCancelled, match=rf"^LogisticRegression fit cancelled: {reason}$"):
@@ -222,3 +222,11 @@ def test_a_cancelled_fit_is_named_by_the_innermost_fit_that_ran_it():
     with pytest.raises(FitCancelled, match=rf"^CrossValidator fit cancelled: {reason}$"):
         with cancellable(None, "CrossValidator fit"):
             raise RuntimeError(f"org.apache.spark.SparkException: {reason}")
+
+
+def test_the_error_a_user_catches_is_sparkml_fit_cancelled():
+    import sparkml
+
+    assert sparkml.FitCancelled is FitCancelled and issubclass(FitCancelled, RuntimeError)
+    with pytest.raises(AttributeError, match="no attribute 'FitCanceled'"):
+        sparkml.FitCanceled

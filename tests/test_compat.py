@@ -1,4 +1,4 @@
-"""The Spark lines this library supports (sparkml/compat.py): the version gate at import, and each
+"""The Spark lines this library supports (sparkml/runtime/compat.py): the version gate at import, and each
 feature's fallback run on this pyspark against the path it replaces (the same numbers).
 
 The tests marked ``compat`` also run on 3.5 and 4.0 (``make test-compat``). The two that force the ``pandas_udf``
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from support.helpers import ROOT
 
-from sparkml import compat
+from sparkml.runtime import compat
 
 INSTALLED = bool(os.environ.get("SPARKML_TESTS_INSTALLED"))  # make test-compat: the built wheel, not this checkout
 
@@ -98,7 +98,7 @@ def test_without_pyspark_the_code_a_task_runs_imports_and_runs_under_a_stand_in_
         """
         import sparkml.scoring.batch, sparkml.scoring.stack, sparkml.data.convert, sparkml.optim.newton
         import sparkml.strategies.composed, sparkml.strategies.gossip, sparkml.strategies.ssp
-        from sparkml import task_context
+        from sparkml.runtime import task_context
         from sparkml.strategies.partition_sums import set_torch_threads
         import torch
 

@@ -11,7 +11,7 @@ import pytest
 from support import background, connect_fits
 from support.data_helpers import connect_frame
 
-from sparkml import compat
+from sparkml.runtime import compat
 
 pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect] (grpcio)")
 pytestmark = [

@@ -73,7 +73,7 @@ def test_a_tasks_device_choice_freezes_the_workers_imports(monkeypatch):
 
     import torch  # noqa: F401
 
-    from sparkml import task_context
+    from sparkml.runtime import task_context
 
     class Task:
         def partitionId(self):

@@ -1,6 +1,6 @@
 """Lost tasks and executors on ``local-cluster[2,1,1024]`` (tests/support/fault_runs.py, in the background).
 
-The fault hook is ``sparkml.fault_injection``: off unless the executors' environment names a directory
+The fault hook is ``sparkml.runtime.fault_injection``: off unless the executors' environment names a directory
 (``SPARKML_TEST_FAULT_DIR``) whose ``faults`` file asks for a failure. fault_runs.py switches it on
 per fit. For every strategy:
 

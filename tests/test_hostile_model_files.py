@@ -1,7 +1,7 @@
 """Damaged or hostile model directories are refused with a ``ModelFileError`` (a ValueError) that names the
 offending file and the problem, before any model object is built, by each of the three loaders: the Spark-side
 ``Model.load``, ``sparkml.serving.load`` and MLflow's python_function loader (``sparkml.serving._load_pyfunc``).
-They share one reader (``sparkml.model_files``); a planted pickle is never unpickled, and nothing the files
+They share one reader (``sparkml.saved.model_files``); a planted pickle is never unpickled, and nothing the files
 name is imported.
 
 One small model per kind is fitted and saved once; each case copies the saved directory, damages the copy

@@ -15,8 +15,8 @@ import pytest
 import yaml
 from support.helpers import ROOT
 
-from sparkml import fault_injection
 from sparkml.jobs import config, gate, registry, retrain
+from sparkml.runtime import fault_injection
 
 mlflow = pytest.importorskip("mlflow")
 from mlflow.tracking import MlflowClient  # noqa: E402

@@ -1,5 +1,5 @@
-"""``sparkml.saved_classes`` states, without pyspark, what each model class saves: the checks of every loader
-(``sparkml.model_files``) read it. Here it is held to the classes themselves: the columns are those the models
+"""``sparkml.saved.classes`` states, without pyspark, what each model class saves: the checks of every loader
+(``sparkml.saved.model_files``) read it. Here it is held to the classes themselves: the columns are those the models
 write (``_data_schema``), the shapes those of ``_data_shapes``, and every Param rule is the type converter the
 Param declares (pyspark's ``TypeConverters`` mirrored without pyspark accept and refuse the same values)."""
 
@@ -12,10 +12,11 @@ from pyspark.ml.param import TypeConverters
 from pyspark.sql import Row
 from support.helpers import ROOT
 
-from sparkml import catalog, saved_classes
+from sparkml import catalog
 from sparkml.base import params as base_params
 from sparkml.base.persistence import param_rules
 from sparkml.gpu.kernels import KERNELS
+from sparkml.saved import classes as saved_classes
 from sparkml.strategies import table
 
 MIRRORED = {
@@ -168,7 +169,7 @@ class NoPyspark:
 sys.meta_path.insert(0, NoPyspark())
 sys.path.insert(0, {ROOT!r})
 from sparkml import serving
-from sparkml.model_files import ModelFileError
+from sparkml.saved.model_files import ModelFileError
 print(serving.load({path!r}).score([[1.0, 0.0]])["prediction"].tolist())
 try:
     serving.load({str(tmp_path / "nowhere")!r})

@@ -21,12 +21,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StructField, StructType
 from support.helpers import coefficient_vector
 
-from sparkml.cancellation import FitCancelled
 from sparkml.classification import KernelSVC, LinearSVC, LogisticRegression
 from sparkml.classification import LinearSVCModel as OurLinearSVCModel
 from sparkml.classification import LogisticRegressionModel as OurLogisticRegressionModel
 from sparkml.regression import LinearRegression
 from sparkml.regression import LinearRegressionModel as OurLinearRegressionModel
+from sparkml.runtime.cancellation import FitCancelled
 from sparkml.tuning import (
     CrossValidator,
     CrossValidatorModel,

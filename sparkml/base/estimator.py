@@ -35,9 +35,7 @@ from pyspark.ml.util import DefaultParamsReadable, MLWritable
 from sparkml.base.fit_multiple import SharedConversionFits
 from sparkml.base.persistence import EstimatorReader, EstimatorWriter
 from sparkml.base.validation import check_finite_model, check_params
-from sparkml.cancellation import cancellable
 from sparkml.catalog import public_class_name
-from sparkml.compat import require_connect_ml
 from sparkml.data import class_weight as class_weights
 from sparkml.data import lent
 from sparkml.data.training_data import TrainingData
@@ -45,7 +43,9 @@ from sparkml.optim.checkpoint import Checkpoint, fingerprint
 from sparkml.optim.checkpoint import check_params as check_checkpoint_params
 from sparkml.optim.iterations import Iteration, Progress
 from sparkml.progress import ProgressBar, progress_shown
-from sparkml.session_kind import estimated_bytes
+from sparkml.runtime.cancellation import cancellable
+from sparkml.runtime.compat import require_connect_ml
+from sparkml.runtime.session_kind import estimated_bytes
 
 logger = logging.getLogger("sparkml")
 

@@ -37,9 +37,9 @@ from typing import Any
 
 from sparkml.base.path import group_maps
 from sparkml.base.validation import check_finite_model
-from sparkml.cancellation import cancellable
 from sparkml.data import lent
 from sparkml.data.training_data import TrainingData
+from sparkml.runtime.cancellation import cancellable
 
 
 class _Conversion:

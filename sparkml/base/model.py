@@ -10,8 +10,8 @@ from pyspark.ml.util import MLReadable, MLWritable
 
 from sparkml.base.params import own_param_names
 from sparkml.base.persistence import MLlibModelReader, MLlibModelWriter
-from sparkml.compat import require_connect_ml
-from sparkml.saved_classes import SAVED
+from sparkml.runtime.compat import require_connect_ml
+from sparkml.saved.classes import SAVED
 
 if TYPE_CHECKING:
     from pyspark.ml.linalg import DenseVector
@@ -53,7 +53,7 @@ class ModelIO(MLWritable, MLReadable):
         """{column: shape} of the row's vectors (``(n,)``) and matrices (``(rows, cols)``), computed from
         its other columns; an entry that is a string names a size that must be the same wherever it
         appears. Listed columns must be non-null. ValueError when the row's values make no model. This
-        library's classes state theirs in ``sparkml.saved_classes`` (which loading checks), read here."""
+        library's classes state theirs in ``sparkml.saved.classes`` (which loading checks), read here."""
         saved = SAVED.get(cls._java_class or "")
         return {} if saved is None else saved.shapes(row.asDict())
 
@@ -167,7 +167,7 @@ class ConvertsToStock:
         return cached[2].transform(dataset) if cached[2] is not None else fallback()
 
     def _stock_for(self, spark):
-        from sparkml.session_kind import is_connect
+        from sparkml.runtime.session_kind import is_connect
 
         if not is_connect(spark):
             return self._stock_in_jvm()
@@ -201,7 +201,7 @@ class ConvertsToStock:
         """
         from pyspark.sql import SparkSession
 
-        from sparkml.session_kind import is_connect
+        from sparkml.runtime.session_kind import is_connect
 
         spark = SparkSession.getActiveSession()
         if spark is not None and is_connect(spark):
@@ -222,7 +222,7 @@ class ConvertsToStock:
             return self._stock_class.load(path)
         finally:
             if shared:
-                from sparkml.compat import remove_dfs_dir
+                from sparkml.runtime.compat import remove_dfs_dir
 
                 remove_dfs_dir(path, spark)
             else:

@@ -13,15 +13,15 @@ from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasCheckpointInterval
 
 from sparkml.data.class_weight import to_class_weight
-from sparkml.param_converters import OneOf
 from sparkml.param_table import DEFAULTS
-from sparkml.saved_classes import DEVICES, DTYPES, TOPOLOGIES
+from sparkml.saved.classes import DEVICES, DTYPES, TOPOLOGIES
+from sparkml.saved.param_converters import OneOf
 from sparkml.strategies import table as strategy_table
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-# the choices (and ``one_of``) live with the saved classes' Param rules (``sparkml.saved_classes``), which
+# the choices (and ``one_of``) live with the saved classes' Param rules (``sparkml.saved.classes``), which
 # sparkml.serving checks saved models' Params with, without pyspark
 STRATEGIES = strategy_table.names()
 # Params that stock MLlib does not know: kept out of the MLlib-format metadata's paramMap.

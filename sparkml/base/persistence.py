@@ -8,7 +8,7 @@ Only Params MLlib knows go into paramMap/defaultParamMap (its reader rejects unk
 Params this library adds (strategy, device, dtype, ...) that are set live under the "sparkml" key, which MLlib ignores.
 Estimators are written as pyspark.ml's Python estimators are (``EstimatorWriter``: the metadata
 line alone). Everything is JSON and Parquet: no pickle anywhere. Loading checks the files before
-building anything, with the checks ``sparkml.serving`` makes too (``sparkml.model_files``, listing and reading
+building anything, with the checks ``sparkml.serving`` makes too (``sparkml.saved.model_files``, listing and reading
 through Spark here: ``ModelFiles``); a damaged or foreign directory is a ``ModelFileError`` naming the file.
 """
 
@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, cast
 from pyspark.ml.util import DefaultParamsReader, MLReader, MLWriter
 from pyspark.sql import SparkSession
 
-from sparkml import model_files, saved_classes
 from sparkml.base.params import TORCH_PARAM_NAMES, own_param_names
 from sparkml.catalog import public_class_name
-from sparkml.model_files import ModelFileError, first_line
-from sparkml.session_kind import is_connect
+from sparkml.runtime.session_kind import is_connect
+from sparkml.saved import classes as saved_classes
+from sparkml.saved import model_files
+from sparkml.saved.model_files import ModelFileError, first_line
 
 if TYPE_CHECKING:
     from pyspark.ml.param import Params
@@ -191,7 +192,7 @@ def _literal(path):
 
 
 class ModelFiles(model_files.ModelFiles):
-    """``sparkml.model_files``' checks of a model directory (those ``sparkml.serving`` makes too), listing
+    """``sparkml.saved.model_files``' checks of a model directory (those ``sparkml.serving`` makes too), listing
     and fetching through Spark, so any path Spark reads works (HDFS, S3, ...): a folder is listed as Spark's
     text source lists it (hidden files skipped), and a file's bytes come through the ``binaryFile`` source.
     Spark decodes neither the metadata's JSON nor the Parquet file's schema: ``model_files`` parses both."""
@@ -220,7 +221,7 @@ class ModelFiles(model_files.ModelFiles):
 
 def param_rules(instance):
     """{Param name: its type converter} of ``instance``, pyspark's ``TypeConverters`` as
-    ``sparkml.saved_classes`` mirrors them without pyspark."""
+    ``sparkml.saved.classes`` mirrors them without pyspark."""
     from pyspark.ml.param import TypeConverters
 
     mirrored = {
@@ -236,7 +237,7 @@ def param_rules(instance):
 
 
 def saved_class_of(cls):
-    """What ``cls`` saves: this library's classes' ``sparkml.saved_classes`` entry; for another class (a new
+    """What ``cls`` saves: this library's classes' ``sparkml.saved.classes`` entry; for another class (a new
     estimator's model, before it has one there) the same, read from its ``_data_schema``, ``_data_shapes``
     and Params."""
     saved = saved_classes.SAVED.get(cls._java_class)
@@ -308,7 +309,7 @@ class EstimatorReader(DefaultParamsReader):
 
 class MLlibModelReader(MLReader):
     """Reads a directory written by MLlib or by ``MLlibModelWriter`` into ``cls``, after the checks of
-    ``sparkml.model_files`` (those of ``sparkml.serving``); a damaged or foreign directory is a
+    ``sparkml.saved.model_files`` (those of ``sparkml.serving``); a damaged or foreign directory is a
     ``ModelFileError`` naming the file."""
 
     def __init__(self, cls, java_class):

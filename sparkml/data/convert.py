@@ -12,9 +12,9 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from sparkml import fault_injection, task_context
 from sparkml.data import block_store
 from sparkml.data.statistics import PartitionStats
+from sparkml.runtime import fault_injection, task_context
 
 STATS_SCHEMA = "partition int, rows long, info string, moments binary"
 INVALID_FOLD = -2  # a row's fold id that names no fold (``convert_partition(folds=True)``)

@@ -30,7 +30,7 @@ import re
 import threading
 import time
 
-from sparkml.session_kind import conf_value, is_connect
+from sparkml.runtime.session_kind import conf_value, is_connect
 
 logger = logging.getLogger("sparkml")
 

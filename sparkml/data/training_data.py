@@ -24,7 +24,7 @@ from sparkml.data import class_weight as class_weights
 from sparkml.data.checks import check_conversion, check_schema, invalid_sparse_message, jvm_invalid_sparse
 from sparkml.data.convert import STATS_SCHEMA, convert_partition, handle_rows, stats_batch
 from sparkml.data.statistics import PROBLEM_KEYS, label_histograms, summarize
-from sparkml.session_kind import is_connect, task_slots
+from sparkml.runtime.session_kind import is_connect, task_slots
 
 logger = logging.getLogger("sparkml")
 SPARSE_DENSITY = 0.5  # first row sparser than this -> CSR blocks
@@ -275,7 +275,7 @@ class TrainingData:
         def run(pairs):
             import torch
 
-            from sparkml import task_context
+            from sparkml.runtime import task_context
 
             payload = broadcast.value if broadcast is not None else inline
             assert payload is not None

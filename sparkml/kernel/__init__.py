@@ -1,5 +1,5 @@
 """KernelSVC: kernel feature maps (Nystroem landmarks, random Fourier features), the estimator and its model."""
 
-from sparkml.compat import check_pyspark
+from sparkml.runtime.compat import check_pyspark
 
 check_pyspark()  # a clear error, naming the supported range, before the modules here import pyspark

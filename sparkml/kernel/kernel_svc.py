@@ -71,7 +71,7 @@ from sparkml.kernel.model import KernelSVCModel
 from sparkml.kernel.params import _KernelSVCParams, resolve_gamma
 from sparkml.kernel.platt import fit_platt
 from sparkml.param_table import Rule, at_least, choice_of
-from sparkml.session_kind import conf_value
+from sparkml.runtime.session_kind import conf_value
 from sparkml.strategies import table as strategy_table
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ import numpy as np
 import torch
 from pyspark.sql import functions as F
 
-from sparkml.compat import to_arrow
 from sparkml.gpu.kmeans import kmeans
+from sparkml.runtime.compat import to_arrow
 
 # k-means landmarks: the centres of a sample of about this many rows per landmark, capped at this many
 # values collected to the driver (2^23 float64: 64 MB), and this many Lloyd iterations (5: the test accuracy

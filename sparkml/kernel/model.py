@@ -191,7 +191,7 @@ class KernelSVCModel(ClassificationModel, _KernelSVCParams, ModelIO, KeepsTraini
         return jvm_classification_summary(self, dataset)
 
     def _training_summary(self, record, dataset):
-        from sparkml.session_kind import is_connect
+        from sparkml.runtime.session_kind import is_connect
 
         if is_connect(dataset):  # a Connect server summarizes its own models only: the optimizer's record
             return record

@@ -21,13 +21,13 @@ from pyspark.ml.param.shared import (
 
 from sparkml.base.params import HasClassWeight, HasTrainingParams, one_of, with_getters
 from sparkml.gpu import KERNELS
-from sparkml.param_converters import to_gamma as _gamma
-from sparkml.param_converters import to_memory_size as _memory_size
-from sparkml.saved_classes import KERNEL_BLOCK_MODES, LANDMARK_SELECTIONS, MULTI_CLASS
-from sparkml.saved_classes import KERNEL_LOSSES as LOSSES
-from sparkml.saved_classes import KERNEL_METHODS as METHODS
+from sparkml.saved.classes import KERNEL_BLOCK_MODES, LANDMARK_SELECTIONS, MULTI_CLASS
+from sparkml.saved.classes import KERNEL_LOSSES as LOSSES
+from sparkml.saved.classes import KERNEL_METHODS as METHODS
+from sparkml.saved.param_converters import to_gamma as _gamma
+from sparkml.saved.param_converters import to_memory_size as _memory_size
 
-# the choices and gamma's converter live with the saved classes' Param rules (``sparkml.saved_classes``), which
+# the choices and gamma's converter live with the saved classes' Param rules (``sparkml.saved.classes``), which
 # sparkml.serving checks saved models' Params with, without pyspark
 RFF_DEFAULT_FEATURES = 1000  # random Fourier features when numLandmarks is unset
 

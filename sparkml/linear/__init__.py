@@ -1,6 +1,6 @@
 """The linear models: LogisticRegression, LinearSVC, LinearRegression and their objective in MLlib's
 parametrization."""
 
-from sparkml.compat import check_pyspark
+from sparkml.runtime.compat import check_pyspark
 
 check_pyspark()  # a clear error, naming the supported range, before the modules here import pyspark

@@ -56,7 +56,7 @@ def margins(x, spec: ScoringSpec):
 
     if spec.feature_map is None:
         return linear_margins(x, torch.from_numpy(spec.coefficients), torch.from_numpy(spec.intercepts))
-    from sparkml import task_context
+    from sparkml.runtime import task_context
 
     device = torch.device(task_context.device(spec.device).device)
     fm, coef_t, intercepts = _device_state(spec, device)

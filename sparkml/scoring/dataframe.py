@@ -1,7 +1,7 @@
 """Scoring a DataFrame in Python workers with a ``ScoringSpec``: the driver side of ``transform``.
 
 The features column goes through ``vector_to_array`` (dense, float64) into a scalar UDF that scores a whole
-Arrow batch (``sparkml.scoring.batch.score_batch``; ``sparkml.compat.vectorized_udf``: Spark's ``arrow_udf``
+Arrow batch (``sparkml.scoring.batch.score_batch``; ``sparkml.runtime.compat.vectorized_udf``: Spark's ``arrow_udf``
 where it has one) and returns a struct of the output columns; the vector outputs come back as ``VectorUDT``
 through ``array_to_vector``. The output columns, their names and types are MLlib's (``sparkml.scoring.kinds
 .OUTPUTS``). The linear models use this path only where MLlib's own transform is not available; KernelSVC
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.ml.functions import array_to_vector, vector_to_array
 from pyspark.sql import functions as F
 
-from sparkml.compat import require_connect_ml, vectorized_udf
+from sparkml.runtime.compat import require_connect_ml, vectorized_udf
 from sparkml.scoring.batch import score_batch
 from sparkml.scoring.kinds import OUTPUTS
 from sparkml.scoring.spec import ScoringSpec

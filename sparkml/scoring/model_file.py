@@ -1,7 +1,7 @@
 """The ``ScoringSpec`` of a model directory, read with pyarrow alone (no pyspark): what ``sparkml.serving`` scores.
 
 A model saved by this library (``model.save(path)``: MLlib's layout, ``metadata/`` JSON and ``data/`` Parquet),
-or by MLlib for the three linear models, is checked as ``Model.load`` checks it (``sparkml.model_files``, the
+or by MLlib for the three linear models, is checked as ``Model.load`` checks it (``sparkml.saved.model_files``, the
 same checks and messages): a damaged or foreign directory is a ``ModelFileError`` (a ValueError) naming the file
 and the problem, and nothing in the files is imported, evaluated or unpickled. Each saved class's spec is the one
 its model builds (``_build_scoring_spec``), from its data row and Params:
@@ -19,10 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from sparkml.gpu.glm import family_of, link_of
-from sparkml.mllib_structs import matrix_array as _matrix
-from sparkml.mllib_structs import vector_array as _vector
-from sparkml.model_files import LocalFiles
-from sparkml.saved_classes import SAVED
+from sparkml.saved.classes import SAVED
+from sparkml.saved.mllib_structs import matrix_array as _matrix
+from sparkml.saved.mllib_structs import vector_array as _vector
+from sparkml.saved.model_files import LocalFiles
 from sparkml.scoring.kinds import KINDS
 from sparkml.scoring.spec import ScoringSpec, kernel_spec, logistic_raw_threshold
 

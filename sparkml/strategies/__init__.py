@@ -6,7 +6,7 @@
   solvers plain functions of their communicator (``strategies.solvers``).
 """
 
-from sparkml.session_kind import conf_value, is_connect, task_slots
+from sparkml.runtime.session_kind import conf_value, is_connect, task_slots
 from sparkml.strategies import table
 from sparkml.strategies.table import StrategyOptions
 

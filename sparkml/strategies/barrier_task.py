@@ -24,10 +24,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sparkml import task_context
-from sparkml.cancellation import as_cancelled
 from sparkml.data import block_store
 from sparkml.data.convert import STATS_SCHEMA
+from sparkml.runtime import task_context
+from sparkml.runtime.cancellation import as_cancelled
 from sparkml.strategies import rendezvous
 from sparkml.strategies.partition_sums import PartitionSums
 from sparkml.strategies.transport import split
@@ -312,8 +312,8 @@ def run_barrier_stage(data, n_workers, on_handles, task, schema, strategy="allre
 
     A failed task fails the whole stage; it runs again (a fresh rendezvous, the blocks still in
     place, the same deterministic result) up to ``STAGE_ATTEMPTS`` times in all. A cancelled stage
-    (``sparkml.cancellation``) is not a failure: it ends the fit with ``FitCancelled``, not run again. A lost executor
-    ends the fit with ``ExecutorLost``: a barrier stage cannot rebuild the blocks it held.
+    (``sparkml.runtime.cancellation``) is not a failure: it ends the fit with ``FitCancelled``, not run again. A
+    lost executor ends the fit with ``ExecutorLost``: a barrier stage cannot rebuild the blocks it held.
     """
     for attempt in range(1, STAGE_ATTEMPTS + 1):
         try:

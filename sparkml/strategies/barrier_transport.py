@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from sparkml.optim.iterations import Progress, TrainingSummary, from_record
-from sparkml.session_kind import task_slots
+from sparkml.runtime.session_kind import task_slots
 from sparkml.strategies.barrier_task import BarrierTask, plan_workers, run_barrier_stage
 from sparkml.strategies.iteration_relay import DriverListener, TaskRelay
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from sparkml.cancellation import check_interrupted
+from sparkml.runtime.cancellation import check_interrupted
 from sparkml.strategies.partition_sums import PartitionSums
 from sparkml.strategies.transport import Transport
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sparkml import fault_injection, task_context
 from sparkml.data import block_store
+from sparkml.runtime import fault_injection, task_context
 
 if TYPE_CHECKING:
     from sparkml.gpu.loss_protocol import BlockLoss, Loss, NewtonCGProblems

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from sparkml import task_context
+from sparkml.runtime import task_context
 from sparkml.scoring.batch import outputs_of
 from sparkml.scoring.stack import ModelStack
 from sparkml.tuning.metrics import REGRESSION_SUMS, LabelMoments

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.ml import tuning as stock
 
-from sparkml.cancellation import cancellable
+from sparkml.runtime.cancellation import cancellable
 from sparkml.tuning import persistence
 from sparkml.tuning.grid import check_param_maps, check_search_params
 from sparkml.tuning.once import (
@@ -61,7 +61,7 @@ class CrossValidator(stock.CrossValidator):
 
     def _fit(self, dataset: DataFrame) -> CrossValidatorModel:
         """The search (``_search``); a cancelled job of it, the search's own or a fit's, ends it with
-        ``FitCancelled`` (``sparkml.cancellation``)."""
+        ``FitCancelled`` (``sparkml.runtime.cancellation``)."""
         with cancellable(dataset.sparkSession, f"{type(self).__name__} fit"):
             return self._search(dataset)
 

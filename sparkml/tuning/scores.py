@@ -50,10 +50,10 @@ from pyspark.ml.linalg import SparseVector, VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DoubleType, NumericType, StructField, StructType
 
-from sparkml.compat import to_arrow
+from sparkml.runtime.compat import to_arrow
+from sparkml.runtime.session_kind import is_connect
 from sparkml.scoring.kinds import OUTPUTS
 from sparkml.scoring.stack import ModelStack
-from sparkml.session_kind import is_connect
 from sparkml.tuning import curves
 from sparkml.tuning.batches import (
     BAD_COLUMN,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from multiprocessing.pool import ThreadPool
 
-from sparkml.compat import thread_target
+from sparkml.runtime.compat import thread_target
 
 
 def in_threads(spark, task, count: int, parallelism: int):

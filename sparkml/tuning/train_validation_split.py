@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.ml import tuning as stock
 from pyspark.sql import functions as F
 
-from sparkml.cancellation import cancellable
+from sparkml.runtime.cancellation import cancellable
 from sparkml.tuning import persistence
 from sparkml.tuning.grid import check_param_maps, check_search_params
 from sparkml.tuning.once import convert_once, draw_column, fold_training, random_fold_ids, whole_dataset
@@ -44,7 +44,7 @@ class TrainValidationSplit(stock.TrainValidationSplit):
 
     def _fit(self, dataset: DataFrame) -> stock.TrainValidationSplitModel:
         """The search (``_search``); a cancelled job of it, the search's own or a fit's, ends it with
-        ``FitCancelled`` (``sparkml.cancellation``)."""
+        ``FitCancelled`` (``sparkml.runtime.cancellation``)."""
         with cancellable(dataset.sparkSession, f"{type(self).__name__} fit"):
             return self._search(dataset)
 

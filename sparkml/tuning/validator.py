@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sparkml.session_kind import is_connect
+from sparkml.runtime.session_kind import is_connect
 from sparkml.tuning.pipeline import fit_prefix, last_stage_search, with_prefix
 from sparkml.tuning.scores import KINDS, fold_metrics
 from sparkml.tuning.threads import in_threads

@@ -8,7 +8,7 @@ and the main thread then cancels, while a job of the fit is running: the job gro
 job (``cancelAllJobs``) or one job by id (a ``CrossValidator`` with ``parallelism=2``: the other map of the
 fold must still finish); or, the fit in the main thread, Ctrl-C (SIGINT to this driver). Last, the session
 is stopped under a running fit (a killed application). Every pass over partition 1 is slowed
-(``sparkml.fault_injection.straggle``), so that a fit is mid-job most of the time.
+(``sparkml.runtime.fault_injection.straggle``), so that a fit is mid-job most of the time.
 
 Writes, per case: the error the fit ended with (type and message), the seconds from the cancel to that error,
 the seconds until Spark's status tracker showed no active stage, and the training blocks left on any

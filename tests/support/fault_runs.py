@@ -3,7 +3,7 @@
     python tests/support/fault_runs.py OUT.json SCRATCH
 
 For each strategy: a clean fit, then the same fit with a pass over the blocks failing once, and
-(``CONVERSION_LAYOUTS``) with the first attempt of a conversion task failing (``sparkml.fault_injection``,
+(``CONVERSION_LAYOUTS``) with the first attempt of a conversion task failing (``sparkml.runtime.fault_injection``,
 switched on through the ``faults`` file in SCRATCH/faults); for sync, averaging and allreduce, the fit
 with one executor JVM SIGKILLed at the third iteration, compared with the same clean fit; and the same kill
 with the default strategy ``auto`` (an ``allreduce`` barrier stage here, fitted again with ``sync`` after

@@ -4,7 +4,7 @@ task slots) whose discovery script reports two fake GPUs, with ``spark.task.reso
     python tests/support/gpu_scheduling_run.py OUT.json SCRATCH
 
 Writes what each task of a plain job was given (its GPU address) and the device choice made from it
-(``sparkml.task_context.device``), and the devices an ``allreduce`` fit's barrier tasks report to the driver's
+(``sparkml.runtime.task_context.device``), and the devices an ``allreduce`` fit's barrier tasks report to the driver's
 log, with the fit's coefficients beside a ``sync`` fit's. Without CUDA every choice computes on the CPU, as
 ``device="auto"`` does, and names the GPU it would have used.
 """
@@ -50,7 +50,7 @@ def session(scratch):
 def task_devices(partition_rows):
     from pyspark import TaskContext
 
-    from sparkml import task_context
+    from sparkml.runtime import task_context
 
     for _ in partition_rows:
         pass

@@ -4,7 +4,7 @@ and returns (the path the error must name, a piece of the message).
 
 ``KINDS`` are the small models the tests fit once per module, ``LOADERS`` the three ways a model directory is
 loaded: the Spark-side ``Model.load``, ``sparkml.serving.load`` and MLflow's python_function loader
-(``sparkml.serving._load_pyfunc``). They share one reader (``sparkml.model_files``), so every damage is refused
+(``sparkml.serving._load_pyfunc``). They share one reader (``sparkml.saved.model_files``), so every damage is refused
 by each with the same message.
 """
 

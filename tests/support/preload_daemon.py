@@ -4,7 +4,7 @@ A Python worker that ends a task abnormally (a task that failed, or a ``head()``
 RDD) is not reused: pyspark's daemon forks a new one, which imports torch again (about 2 s of CPU here). The
 suite provokes that hundreds of times (bad input, faults, cancels), so its daemon imports them once, and freezes
 what the imports made (``gc.freeze``: the forked workers share those pages and their per-task collections skip
-them, as ``sparkml.task_context.freeze_imports`` does in a user's workers).
+them, as ``sparkml.runtime.task_context.freeze_imports`` does in a user's workers).
 """
 
 import gc

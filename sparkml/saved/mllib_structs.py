@@ -1,6 +1,6 @@
 """MLlib's vectors and matrices as Spark stores them in Parquet (their UDTs' struct) and as MLlib's JSON writes
 them (Vector and Matrix Params), without pyspark: read into dicts whose arrays are numpy arrays, checked for
-being well formed, and turned into dense arrays. ``sparkml.model_files`` checks saved models' rows and Params
+being well formed, and turned into dense arrays. ``sparkml.saved.model_files`` checks saved models' rows and Params
 with these."""
 
 from __future__ import annotations

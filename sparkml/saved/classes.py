@@ -1,9 +1,9 @@
 """What each saved model class's files hold, without pyspark: the columns and types of its data row, the sizes
-of its vectors and matrices, and its Params' types and bounds. ``sparkml.model_files`` checks a directory
+of its vectors and matrices, and its Params' types and bounds. ``sparkml.saved.model_files`` checks a directory
 against the class its metadata names (``SAVED``); the Spark loader and ``sparkml.serving`` share them.
 
 The rules here are the Params' own: each is the type converter the Param declares (pyspark's
-``TypeConverters`` mirrored without pyspark, or this library's: ``sparkml.param_converters``), plus the bounds
+``TypeConverters`` mirrored without pyspark, or this library's: ``sparkml.saved.param_converters``), plus the bounds
 MLlib's validators set where scoring depends on them (``threshold`` of LogisticRegression in [0, 1],
 ``thresholds`` non-negative). The choices of this library's Params are defined here and the Params import them;
 ``tests/test_saved_classes.py`` checks that every rule is the converter of the Param of the same name and that
@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkml import mllib_structs as structs
 from sparkml.data.class_weight import to_class_weight
-from sparkml.param_converters import (
+from sparkml.saved import mllib_structs as structs
+from sparkml.saved.param_converters import (
     OneOf,
     kernel_choices,
     strategy_choices,

@@ -1,6 +1,6 @@
 """The type converters of the saved models' Params, without pyspark: pyspark.ml's ``TypeConverters`` mirrored
 (the same values pass, with the same messages) and this library's own (``OneOf``, ``to_gamma``,
-``to_memory_size``). ``sparkml.saved_classes`` states which Param of which class takes which; the Params
+``to_memory_size``). ``sparkml.saved.classes`` states which Param of which class takes which; the Params
 themselves are declared with the same converters, so a value is refused alike when set and when loaded.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from sparkml import mllib_structs as structs
+from sparkml.saved import mllib_structs as structs
 
 # ---- pyspark.ml.param.TypeConverters, without pyspark: the same values pass, with the same messages ----------
 

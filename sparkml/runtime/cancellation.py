@@ -97,7 +97,7 @@ def check_interrupted() -> None:
 def _cancel_all(spark):
     """Cancel the session's running jobs, as pyspark's SIGINT handler means to (a Spark Connect session: interrupt
     its operations)."""
-    from sparkml.session_kind import is_connect
+    from sparkml.runtime.session_kind import is_connect
 
     try:
         if is_connect(spark):

@@ -141,7 +141,7 @@ def has_connect_ml():
 def require_connect_ml(spark):
     """Refuse a Spark Connect session whose pyspark has no Connect ML (3.5), with the version in the error;
     classic sessions pass."""
-    from sparkml.session_kind import is_connect
+    from sparkml.runtime.session_kind import is_connect
 
     if is_connect(spark) and not has_connect_ml():
         import pyspark
