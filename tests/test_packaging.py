@@ -57,6 +57,15 @@ def test_the_wheel_claims_only_sparkml(tmp_path):
         "sparkml/conf/retrain_demo.yaml",
     ):
         assert module in names
+    # every module of the source tree, subpackages included (an editable install's finder would import a package
+    # the wheel lacks from the checkout, so an import from the installed wheel alone cannot tell)
+    source = {
+        os.path.relpath(os.path.join(folder, f), ROOT).replace(os.sep, "/")
+        for folder, _, files in os.walk(os.path.join(ROOT, "sparkml"), followlinks=True)
+        for f in files
+        if f.endswith(".py") and "__pycache__" not in folder
+    }
+    assert sorted(source - set(names)) == []
     wheel_zip = zipfile.ZipFile(wheel)
     info = next(n for n in names if n.endswith(".dist-info/METADATA"))
     requires = [ln for ln in wheel_zip.read(info).decode().splitlines() if ln.startswith("Requires-Dist: ")]
