@@ -105,7 +105,6 @@ def model_outputs(x, plan: PassPlan) -> list[dict[str, np.ndarray]]:
     """Each model's outputs (``plan.keys``) for the rows ``x``: the margins of all k models in one product."""
     import torch
 
-    task_context.freeze_imports()  # a worker that only scores: the daemon's collection after the task skips torch
     stack = plan.stack
     if isinstance(x, np.ndarray):
         with warnings.catch_warnings():  # Arrow's buffer is read-only; the product never writes to it
@@ -237,6 +236,7 @@ def stats_partition(batches: Iterator[pa.RecordBatch], plan: PassPlan) -> Iterat
             statistics.irregular = True
             continue
         statistics.add(x, y, w)
+    task_context.freeze_imports()  # a worker that only scores: the daemon's collection after the task skips torch
     yield _stats_batch(statistics.rows())
 
 
@@ -287,3 +287,4 @@ def scores_partition(batches: Iterator[pa.RecordBatch], plan: PassPlan) -> Itera
         carried = [batch.column("y")] + ([batch.column("w")] if plan.weight_name else [])
         arrays = [pa.array(np.full(n, x is None and n > 0)), *carried, *[pa.array(s) for s in scores]]
         yield pa.RecordBatch.from_arrays(arrays, names=names)
+    task_context.freeze_imports()  # as stats_partition
