@@ -23,6 +23,7 @@ from sparkml.data import block_store
 from sparkml.data import class_weight as class_weights
 from sparkml.data.checks import check_conversion, check_schema, invalid_sparse_message, jvm_invalid_sparse
 from sparkml.data.convert import STATS_SCHEMA, convert_partition, handle_rows, stats_batch
+from sparkml.data.first_vector import UnreadableVector, first_vector
 from sparkml.data.statistics import PROBLEM_KEYS, label_histograms, summarize
 from sparkml.runtime.session_kind import is_connect, task_slots
 
@@ -32,10 +33,9 @@ SPARSE_DENSITY = 0.5  # first row sparser than this -> CSR blocks
 
 def _is_sparse(df, features_col):
     try:
-        first = df.select(features_col).where(F.col(features_col).isNotNull()).head()
-    except (TypeError, AssertionError) as e:  # pyspark's SparseVector refused the first vector
+        v = first_vector(df, features_col)
+    except UnreadableVector as e:
         raise ValueError(invalid_sparse_message(features_col, "its first vector", str(e))) from e
-    v = first[0] if first else None
     return isinstance(v, SparseVector) and v.size > 0 and len(v.indices) < SPARSE_DENSITY * v.size
 
 

@@ -50,6 +50,7 @@ from pyspark.ml.linalg import SparseVector, VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DoubleType, NumericType, StructField, StructType
 
+from sparkml.data.first_vector import UnreadableVector, first_vector
 from sparkml.runtime.compat import to_arrow
 from sparkml.runtime.session_kind import is_connect
 from sparkml.scoring.kinds import OUTPUTS
@@ -225,11 +226,10 @@ def _features(validation, features, n_features):
     if n_features <= DENSE_FEATURES:
         return F.when(column.isNotNull(), vector_to_array(column, "float64")).alias("x")
     try:
-        first = validation.select(column).where(column.isNotNull()).head()
-    except Exception:  # a vector pyspark refuses to read: the struct, and the pass finds it irregular
-        first = None
-    v = first[0] if first else None
-    if first is None or (isinstance(v, SparseVector) and len(v.indices) < SPARSE_DENSITY * v.size):
+        v = first_vector(validation, features)
+    except UnreadableVector:  # the struct, and the pass finds it irregular
+        v = None
+    if v is None or (isinstance(v, SparseVector) and len(v.indices) < SPARSE_DENSITY * v.size):
         return column.alias("x")
     return F.when(column.isNotNull(), vector_to_array(column, "float64")).alias("x")
 
