@@ -2,6 +2,7 @@
 read without closing the Python worker that produced it, whatever the frame is built from."""
 
 import os
+import time
 
 import pytest
 from pyspark.ml.linalg import SparseVector, Vectors, VectorUDT
@@ -15,19 +16,33 @@ ROWS = [(float(i % 2), Vectors.dense([float(i), 1.0 - i])) for i in range(40)]
 
 
 def python_workers():
-    """The live Python workers of this machine's Spark sessions: the processes forked by a worker daemon (they
-    share its command line)."""
+    """The live Python workers of this test session's Spark: the processes its worker daemon (a child of the JVM,
+    itself a child of this process) forked."""
     cmd, parent = {}, {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    cmd[int(entry)] = f.read()
+                    line = f.read()
                 with open(f"/proc/{entry}/stat") as f:
-                    parent[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+                    state, ppid = f.read().rsplit(")", 1)[1].split()[:2]
             except OSError:  # ended meanwhile
-                pass
-    return {pid for pid, line in cmd.items() if b"daemon" in line and cmd.get(parent[pid]) == line}
+                continue
+            if state != "Z":
+                cmd[int(entry)], parent[int(entry)] = line, int(ppid)
+    jvms = {pid for pid, ppid in parent.items() if ppid == os.getpid()}
+    daemons = {pid for pid, ppid in parent.items() if ppid in jvms and b"daemon" in cmd[pid]}
+    return {pid for pid, ppid in parent.items() if ppid in daemons}
+
+
+def closed_workers(before, seconds=3.0):
+    """The workers of ``before`` that have ended, waiting up to ``seconds`` for one to end."""
+    deadline = time.monotonic() + seconds
+    while True:
+        closed = before - python_workers()
+        if closed or time.monotonic() > deadline:
+            return closed
+        time.sleep(0.05)
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the workers from /proc")
@@ -37,12 +52,13 @@ def test_python_row_frames_are_read_to_the_end_and_keep_their_workers(spark):
     spark.sparkContext.parallelize(range(2), 2).count()
     # head() stops reading the Python rows: the worker that produced them is closed
     before = python_workers()
+    assert before, "no Python worker of this session found"
     df.select("features").head()
-    assert before - python_workers(), "head() closed no worker: this test could not see a closed one"
+    assert closed_workers(before), "head() closed no worker: this test could not see a closed one"
     before = python_workers()
     assert first_vector(df, "features") == Vectors.dense([0.0, 1.0])
     LogisticRegression(maxIter=5).fit(df)
-    assert before <= python_workers(), "a worker was closed"
+    assert not closed_workers(before), "a worker was closed"
 
 
 def test_the_first_vector_of_every_kind_of_frame(spark, tmp_path):
