@@ -1,5 +1,5 @@
 """``fitMultiple`` solves the maps that differ only in the penalty and the stopping rule in one strategy run
-(``sparkml.base.path``): side by side for one output (each model its cold ``fit``'s run, iteration for
+(``sparkml.base.regularization_path``): side by side for one output (each model its cold ``fit``'s run, iteration for
 iteration), on a warm-started regularization path for the multinomial model (each model a cold ``fit``'s
 objective, measured on MLlib's objective written out here in numpy); one conversion and one strategy run (one
 barrier stage with ``allreduce``) per group; each model keeps its own Params and training summary."""
@@ -12,7 +12,7 @@ from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
 from scipy.special import logsumexp
 from support.helpers import coefficient_vector
 
-from sparkml.base.path import path_steps
+from sparkml.base.regularization_path import path_steps
 from sparkml.classification import LinearSVC, LogisticRegression
 from sparkml.data.training_data import TrainingData
 from sparkml.optim import minimize_lbfgs

@@ -11,7 +11,7 @@
               ``sync``, from a new conversion)
     fitMultiple(df, maps)   the same, with one conversion shared by the maps that convert alike, and
                             the maps that differ only in the penalty and the stopping rule solved on one
-                            warm-started regularization path (``base.fit_multiple``, ``base.path``)
+                            warm-started regularization path (``base.fit_multiple``, ``base.regularization_path``)
 
 An estimator supplies ``_train`` and, where it differs, ``_param_rules`` (its own Params' rules) and
 ``_compute_dtype``. The linear models supply less still (``linear.estimator.LinearEstimator``).
@@ -37,7 +37,7 @@ from sparkml.base.persistence import EstimatorReader, EstimatorWriter
 from sparkml.base.validation import check_finite_model, check_params
 from sparkml.catalog import public_class_name
 from sparkml.data import class_weight as class_weights
-from sparkml.data import lent
+from sparkml.data import lent_conversions
 from sparkml.data.training_data import TrainingData
 from sparkml.optim.checkpoint import Checkpoint, fingerprint
 from sparkml.optim.checkpoint import check_params as check_checkpoint_params
@@ -121,12 +121,13 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
 
     def _path_params(self, strategy):
         """The Params a regularization path over this estimator's maps may vary when ``strategy`` runs it
-        (``base.path``), or None: every map is fitted alone (the default)."""
+        (``base.regularization_path``), or None: every map is fitted alone (the default)."""
         return None
 
     def _train_path(self, estimators, data, last_pass):
         """The fitted models of ``estimators`` (this one first: copies of one estimator that differ only in
-        ``_path_params``), in their order, solved on one regularization path over ``data`` (``base.path``)."""
+        ``_path_params``), in their order, solved on one regularization path over ``data``
+        (``base.regularization_path``)."""
         raise NotImplementedError
 
     def write(self) -> EstimatorWriter:
@@ -235,7 +236,7 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
 
     def _fit_converted(self, dataset, conversion, train=None):
         """The model trained on ``dataset`` converted with ``conversion``: the conversion a caller lent for it
-        (``data.lent``), a conversion kept for the cached
+        (``data.lent_conversions``), a conversion kept for the cached
         ``dataset`` by an earlier fit when there is one (``data.reuse``), converted again when its blocks
         turned out to be gone; else a fresh conversion, released when the fit ends. ``train(data, last_pass)``:
         what trains (default ``_train``; a regularization path's models, ``base.fit_multiple``)."""
@@ -243,7 +244,7 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         from sparkml.strategies.barrier_task import blocks_lost
 
         train = train or self._train
-        data = lent.borrowed(dataset, conversion)
+        data = lent_conversions.borrowed(dataset, conversion)
         if data is not None:  # the caller's, released by the caller
             return train(data, last_pass=False)
         data, entry, reused = reuse.acquire(dataset, conversion, lambda: TrainingData.prepare(dataset, **conversion))

@@ -9,7 +9,7 @@ compute dtypes, how many blocks and whether a barrier stage reads them: what
 ``TorchEstimator._conversion`` returns) and trains every map on it.
 
 The maps that differ only in regParam, elasticNetParam, maxIter and tol (and Params no fit reads) are
-solved together on a regularization path (``base.path``): the first time the iterator is asked for any
+solved together on a regularization path (``base.regularization_path``): the first time the iterator is asked for any
 of them, one strategy run (one barrier stage with ``allreduce``, one chain of Spark jobs with ``sync``)
 solves them all, lambda from the largest down, each map warm-started at the previous map's solution;
 the other maps' requests hand out the stored models. Each model is the one its own ``fit`` would find
@@ -35,9 +35,9 @@ import threading
 import weakref
 from typing import Any
 
-from sparkml.base.path import group_maps
+from sparkml.base.regularization_path import group_maps
 from sparkml.base.validation import check_finite_model
-from sparkml.data import lent
+from sparkml.data import lent_conversions
 from sparkml.data.training_data import TrainingData
 from sparkml.runtime.cancellation import cancellable
 
@@ -48,12 +48,12 @@ class _Conversion:
     def __init__(self, arguments):
         self.arguments, self.users, self.remaining = arguments, 0, 0
         self.data, self.lock = None, threading.Lock()
-        self.owned = True  # False: lent by the caller (``data.lent``), who releases it
+        self.owned = True  # False: lent by the caller (``data.lent_conversions``), who releases it
 
     def acquire(self, dataset):
         with self.lock:
             if self.data is None:
-                self.data = lent.borrowed(dataset, self.arguments)
+                self.data = lent_conversions.borrowed(dataset, self.arguments)
                 self.owned = self.data is None
                 if self.owned:
                     self.data = TrainingData.prepare(dataset, **self.arguments)

@@ -13,8 +13,8 @@
 ``LinearRegression`` reuses it for its ``l-bfgs`` solver and adds the normal equations.
 
 A grid of maps that differ only in the penalty and the stopping rule (``fitMultiple``) runs as one
-regularization path (``base.path``): every map's objective, in the path's order, minimized in one strategy
-run (``ComposedStrategy.minimize_path``), each from the previous map's theta. The maps share the data, the
+regularization path (``base.regularization_path``): every map's objective, in the path's order, minimized in one
+strategy run (``ComposedStrategy.minimize_path``), each from the previous map's theta. The maps share the data, the
 loss and the parametrization (the scaling, centering and label scale of ``optim.linear_objective`` depend on the
 data and on Params the path does not vary), so a solution in theta is a start for the next map as it is.
 """
@@ -29,7 +29,7 @@ import numpy as np
 
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.model import HasInitialModel
-from sparkml.base.path import PATH_PARAMS, path_label, path_steps
+from sparkml.base.regularization_path import PATH_PARAMS, path_label, path_steps
 from sparkml.gpu.problems import GridProblems
 from sparkml.optim.linear_objective import LinearObjective
 from sparkml.strategies import table
@@ -187,9 +187,9 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
         minimized side by side, each from its own ``fit``'s start, one pass over the rows per round for all of
         them (``ComposedStrategy.minimize_path``): each model is exactly its ``fit``'s, and the grid costs about
         as many passes as its longest fit (a (n, d) x (d, k) product costs a few single passes on a CPU, about
-        one on a GPU). Otherwise (a multinomial model, bounds, a wide grid) along ``base.path.path_steps``: the
-        first from ``fit``'s start, each later one from the solution it follows (or ``fit``'s start, where
-        lower)."""
+        one on a GPU). Otherwise (a multinomial model, bounds, a wide grid) along
+        ``base.regularization_path.path_steps``: the first from ``fit``'s start, each later one from the solution
+        it follows (or ``fit``'s start, where lower)."""
         steps = path_steps(estimators)
         setups = [estimators[ii[0]]._setup(s, problems[ii[0]]) for ii, _ in steps]  # (objective, theta0, bounds)
         path = [

@@ -3,7 +3,7 @@
 * ``auto`` (the default): ``allreduce`` where Spark can run it, else ``sync`` (``auto_strategy``).
 * every other value is one row of ``strategies.table`` (a transport crossed with a solver), built by
   ``make_strategy``: the transports are ``strategies.job_transport`` and ``strategies.barrier_transport``, the
-  solvers plain functions of their communicator (``strategies.solvers``).
+  solvers plain functions of their communicator (``strategies.solver_protocols``).
 """
 
 from sparkml.runtime.session_kind import conf_value, is_connect, task_slots

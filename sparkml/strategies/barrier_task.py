@@ -216,7 +216,7 @@ class _Sending:
 class BarrierTask:
     """One rank of the running barrier stage (module docstring): ``rank``, ``world``, ``sums`` over
     this rank's blocks and ``group`` to add the ranks' sums with; the communicator a solver sums through
-    (``sum``, ``sum_of``: ``strategies.solvers.Communicator``), and ``group``'s messages for the solvers
+    (``sum``, ``sum_of``: ``strategies.solver_protocols.Communicator``), and ``group``'s messages for the solvers
     that talk to single ranks (``ssp``, ``gossip``)."""
 
     def __init__(self, blocks, dataset_id, loss, device, dtype, meeting, last_pass):

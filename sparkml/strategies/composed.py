@@ -130,10 +130,10 @@ class ComposedStrategy:
     def minimize_path(
         self, steps, theta0, *, last_pass: bool = False, progress=None, together=None
     ) -> list[tuple[np.ndarray, Any]]:
-        """[(theta, TrainingSummary)] per step of a regularization path (``base.path``), in one run of the
-        transport: one barrier stage, or one chain of Spark jobs on the driver. ``steps``: (objective, starts,
-        settings) each, ``starts`` the candidate starts (``base.path.path_steps``: an earlier step, whose
-        solution is a warm start, or None for ``theta0``), ``settings`` ``minimize``'s max_iter, tol, name,
+        """[(theta, TrainingSummary)] per step of a regularization path (``base.regularization_path``), in one run of
+        the transport: one barrier stage, or one chain of Spark jobs on the driver. ``steps``: (objective, starts,
+        settings) each, ``starts`` the candidate starts (``base.regularization_path.path_steps``: an earlier step,
+        whose solution is a warm start, or None for ``theta0``), ``settings`` ``minimize``'s max_iter, tol, name,
         owlqn and bounds. A warm-started step takes at least one step of its own (``optim.minimize.run_optimizer``).
         A summary's seconds are its own solve's; in a barrier stage the first's include the stage's launch,
         rendezvous and block loading. Only the quasi-Newton rows run a path; the first-order and model-averaging

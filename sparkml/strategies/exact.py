@@ -6,7 +6,7 @@
   (loss, gradient, Hessian block or curvature) summed by the communicator.
 
 On the ``jobs`` transport they run on the driver and each sum is a Spark job; on ``barrier`` every task runs
-them on bit-identical sums. Both are plain functions of the communicator (``strategies.solvers``).
+them on bit-identical sums. Both are plain functions of the communicator (``strategies.solver_protocols``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ parts. The driver divides by the total weight and adds regularization (``sparkml
 tasks are recomputed by Spark; the sums do not depend on which executor or worker computes them.
 
 ``SparkJobs`` is both the transport (``run``: the solver runs here, on the driver) and the communicator the
-solver sums through (``strategies.solvers.Communicator``).
+solver sums through (``strategies.solver_protocols.Communicator``).
 """
 
 from __future__ import annotations

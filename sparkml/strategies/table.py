@@ -11,7 +11,7 @@ A strategy is a transport crossed with a solver:
 
 Each row says once what its pair supports. The transports are ``strategies.job_transport`` and
 ``strategies.barrier_transport``; a solver is a plain function of the transport's communicator
-(``strategies.solvers``). Adding a strategy: its solver in its own module and one row here. This module
+(``strategies.solver_protocols``). Adding a strategy: its solver in its own module and one row here. This module
 imports nothing of the library but the Params' table (``sparkml.param_table``: the options' defaults), and no
 pyspark or torch.
 """
@@ -35,9 +35,9 @@ class Strategy:
         transport: ``jobs`` or ``barrier`` (module docstring).
         solver: ``quasi-newton``, ``dane``, ``piag`` or ``gossip`` (module docstring).
         minimize: ``module:function`` of the solver of the linear models' objective
-            (``strategies.solvers.Minimizer``).
+            (``strategies.solver_protocols.Minimizer``).
         newton: ``module:function`` of the solver of KernelSVC's Newton problems
-            (``strategies.solvers.NewtonSolver``), or None: KernelSVC cannot use the strategy.
+            (``strategies.solver_protocols.NewtonSolver``), or None: KernelSVC cannot use the strategy.
         block_per_slot: the input is converted into one block per task slot (the passes are exact sums
             whatever the partitioning); otherwise the input's partitions stay (the local problems).
         checkpoints: writes checkpoints (``checkpointDir``) of unconstrained fits.

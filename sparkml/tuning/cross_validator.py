@@ -9,8 +9,7 @@ from pyspark.ml import tuning as stock
 
 from sparkml.runtime.cancellation import cancellable
 from sparkml.tuning import persistence
-from sparkml.tuning.grid import check_param_maps, check_search_params
-from sparkml.tuning.once import (
+from sparkml.tuning.convert_once import (
     column_fold_ids,
     convert_once,
     draw_column,
@@ -18,13 +17,14 @@ from sparkml.tuning.once import (
     random_fold_ids,
     whole_dataset,
 )
+from sparkml.tuning.grid import check_param_maps, check_search_params
 from sparkml.tuning.pipeline import last_stage_search, transformed_search, unwrapped
 from sparkml.tuning.validator import best_index, cached, fit_and_score, one_pass_applies
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from sparkml.tuning.once import ConvertedOnce
+    from sparkml.tuning.convert_once import ConvertedOnce
 
 
 class CrossValidator(stock.CrossValidator):
@@ -109,7 +109,7 @@ class CrossValidator(stock.CrossValidator):
         return self._copyValues(CrossValidatorModel(best, avg, sub_models, std))
 
     def _fold_ids(self, dataset: DataFrame) -> tuple[DataFrame, Any] | None:
-        """(dataset to convert, each row's fold id) as ``_kFold`` assigns them (``sparkml.tuning.once``)."""
+        """(dataset to convert, each row's fold id) as ``_kFold`` assigns them (``sparkml.tuning.convert_once``)."""
         n_folds, fold_col = self.getOrDefault(self.numFolds), self.getOrDefault(self.foldCol)
         if fold_col:
             return column_fold_ids(dataset, fold_col, n_folds)

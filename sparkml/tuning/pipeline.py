@@ -11,7 +11,7 @@ stages and that map's model, as ``Pipeline.fit(train, paramMap)`` returns it.
 When every stage before the estimator is a ``Transformer`` (a ``VectorAssembler``, a fitted model: nothing is
 fitted per split), their output is the same for every split: the dataset, with each row's fold draw already
 drawn, is transformed once and the search runs on it as on a bare estimator's (``transformed_search``), so it
-is converted once for every split and the refit (``sparkml.tuning.once``).
+is converted once for every split and the refit (``sparkml.tuning.convert_once``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pyspark.ml import Estimator, PipelineModel
     from pyspark.sql import Column, DataFrame
 
-    from sparkml.tuning.once import ConvertedOnce
+    from sparkml.tuning.convert_once import ConvertedOnce
 
 
 def last_stage_search(estimator: Estimator, param_maps: Sequence[dict]) -> tuple[list[Any], Any] | None:
@@ -97,7 +97,7 @@ def transformed_search(estimator: Estimator, param_maps: Sequence[dict], draws, 
     from pyspark.ml import Estimator as StockEstimator
     from pyspark.ml import PipelineModel as StockPipelineModel
 
-    from sparkml.tuning.once import convert_once
+    from sparkml.tuning.convert_once import convert_once
 
     search = last_stage_search(estimator, param_maps)
     if search is None or draws is None:

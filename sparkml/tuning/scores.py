@@ -23,7 +23,7 @@ the fold's features, label and weight scores all k models in one product per bat
   as the fold, and the stock evaluator runs on each model's score column: exactly its computation on the same
   scores, k jobs on a narrow cached frame instead of k scorings of the fold.
 
-Where the search converted its dataset once (``sparkml.tuning.once``), the fold's validation rows are already
+Where the search converted its dataset once (``sparkml.tuning.convert_once``), the fold's validation rows are already
 stored on the executors beside their fold id: the pass reads them there (``TrainingData.map_folds``) instead of
 from the JVM, when they hold the evaluator's columns (its label the fit's, its weight the fit's or none). The
 stored features are rounded to the estimator's ``dtype`` (float32 by default, relative 6e-8), so each metric
@@ -189,7 +189,7 @@ def fold_metrics(
     """Each model's metric on ``validation`` from one pass (module docstring); None where the pass does not
     apply, or the fold holds rows the stock path treats otherwise: the caller evaluates model by model.
     ``parallelism``: the threads that run the binary evaluator's k jobs. ``blocks``: ``validation``'s rows as
-    the search's conversion stored them (``sparkml.tuning.once.ValidationBlocks``), scored there when they
+    the search's conversion stored them (``sparkml.tuning.convert_once.ValidationBlocks``), scored there when they
     hold what the evaluator reads, or None."""
     try:
         plan, features, label, weight = plan_pass(models, param_maps, evaluator, validation)
@@ -346,7 +346,7 @@ def _areas(evaluator, y, w, scores):
 
 def _metrics_from_blocks(plan, evaluator, blocks, weight):
     """Each model's metric from the fold's validation rows as the search's conversion stored them
-    (``blocks``: ``sparkml.tuning.once.ValidationBlocks``): one job where they are, no row read from the JVM.
+    (``blocks``: ``sparkml.tuning.convert_once.ValidationBlocks``): one job where they are, no row read from the JVM.
     Binary: each partition returns its rows' labels, weights and k scores; the others their statistics."""
     if plan.kind != "binary":
         return _reduce_stats(

@@ -10,15 +10,15 @@ from pyspark.sql import functions as F
 
 from sparkml.runtime.cancellation import cancellable
 from sparkml.tuning import persistence
+from sparkml.tuning.convert_once import convert_once, draw_column, fold_training, random_fold_ids, whole_dataset
 from sparkml.tuning.grid import check_param_maps, check_search_params
-from sparkml.tuning.once import convert_once, draw_column, fold_training, random_fold_ids, whole_dataset
 from sparkml.tuning.pipeline import last_stage_search, transformed_search, unwrapped
 from sparkml.tuning.validator import best_index, cached, fit_and_score, one_pass_applies
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from sparkml.tuning.once import ConvertedOnce
+    from sparkml.tuning.convert_once import ConvertedOnce
 
 
 class TrainValidationSplit(stock.TrainValidationSplit):

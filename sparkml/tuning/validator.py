@@ -107,7 +107,7 @@ def fit_and_score(
     """(metric of each map on ``validation``, its model fitted on ``train``), by index. A ``Pipeline`` whose grid
     sets its last stage's Params: the stages before it fitted and applied once, the last stage's grid fitted and
     scored on what they output, each model the ``PipelineModel`` of both. ``validation_blocks``: ``validation``'s
-    rows as the search's conversion stored them (``sparkml.tuning.once.ValidationBlocks``), or None."""
+    rows as the search's conversion stored them (``sparkml.tuning.convert_once.ValidationBlocks``), or None."""
     search = last_stage_search(estimator, param_maps)
     if search is not None:
         stages, last = search

@@ -5,8 +5,8 @@ JVM into Python over (k - 1)/k of the rows, k times) and the refit of the best m
 again. Here the validator converts the dataset once, storing each row's fold id beside it, exactly as pyspark
 assigns it (``fold_ids``): fold i's training set is then a subset of those blocks, copied on the executors that
 hold them (``TrainingData.subset``: no row crosses from the JVM again), with the statistics of its own rows, and
-the refit trains on the whole conversion. Each fit borrows these blocks (``sparkml.data.lent``) and trains on
-the same rows, in the same order, as on a conversion of its own DataFrame: the same models.
+the refit trains on the whole conversion. Each fit borrows these blocks (``sparkml.data.lent_conversions``) and
+trains on the same rows, in the same order, as on a conversion of its own DataFrame: the same models.
 
 It applies to a bare linear estimator of this library whose maps all convert alike, without ``classWeight``
 (``"balanced"`` weighs each fold by its own label counts), and to folds drawn by ``rand(seed)`` or read from an
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
 
-from sparkml.data import lent
+from sparkml.data import lent_conversions
 from sparkml.data.convert import INVALID_FOLD
 from sparkml.data.training_data import TrainingData
 
@@ -112,7 +112,7 @@ class ConvertedOnce:
         subset = self.data.subset(fold)
         subset.source = train
         try:
-            with lent.lend(train, self.arguments, subset):
+            with lent_conversions.lend(train, self.arguments, subset):
                 yield ValidationBlocks(self.data, fold, self.data.summary.rows - subset.summary.rows)
         finally:
             subset.release()
@@ -120,7 +120,7 @@ class ConvertedOnce:
     @contextlib.contextmanager
     def whole(self, dataset: DataFrame) -> Iterator[None]:
         self.data.source = dataset
-        with lent.lend(dataset, self.arguments, self.data):
+        with lent_conversions.lend(dataset, self.arguments, self.data):
             yield
 
     def release(self) -> None:
