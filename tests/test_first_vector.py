@@ -12,6 +12,8 @@ from sparkml.classification import LogisticRegression
 from sparkml.data.first_vector import UnreadableVector, first_vector, reads_python_rows
 
 SCHEMA = StructType([StructField("label", DoubleType()), StructField("f", VectorUDT())])
+pytestmark = pytest.mark.compat  # reads the query plan, whose printing each Spark line owns
+
 ROWS = [(float(i % 2), Vectors.dense([float(i), 1.0 - i])) for i in range(40)]
 
 

@@ -9,9 +9,12 @@ a frame built from the driver's rows is small. Cached frames, files and Spark Co
 
 from __future__ import annotations
 
+from pyspark.ml.linalg import SparseVector
 from pyspark.sql import functions as F
 
 from sparkml.runtime.session_kind import is_connect
+
+SPARSE_DENSITY = 0.5  # a first vector sparser than this: the sparse path (CSR blocks, the vector struct)
 
 
 class UnreadableVector(ValueError):
@@ -37,6 +40,12 @@ def first_vector(df, column: str):
                 raise UnreadableVector(value)
             return value
     return None
+
+
+def is_sparse(vector) -> bool:
+    """Whether a first vector chooses the sparse path: a SparseVector with fewer than ``SPARSE_DENSITY`` of its
+    entries stored."""
+    return isinstance(vector, SparseVector) and vector.size > 0 and len(vector.indices) < SPARSE_DENSITY * vector.size
 
 
 def reads_python_rows(df) -> bool:

@@ -16,19 +16,17 @@ import threading
 
 import numpy as np
 from pyspark.ml.functions import vector_to_array
-from pyspark.ml.linalg import SparseVector
 from pyspark.sql import functions as F
 
 from sparkml.data import block_store
 from sparkml.data import class_weight as class_weights
 from sparkml.data.checks import check_conversion, check_schema, invalid_sparse_message, jvm_invalid_sparse
 from sparkml.data.convert import STATS_SCHEMA, convert_partition, handle_rows, stats_batch
-from sparkml.data.first_vector import UnreadableVector, first_vector
+from sparkml.data.first_vector import UnreadableVector, first_vector, is_sparse
 from sparkml.data.statistics import PROBLEM_KEYS, label_histograms, summarize
 from sparkml.runtime.session_kind import is_connect, task_slots
 
 logger = logging.getLogger("sparkml")
-SPARSE_DENSITY = 0.5  # first row sparser than this -> CSR blocks
 
 
 def _is_sparse(df, features_col):
@@ -36,7 +34,7 @@ def _is_sparse(df, features_col):
         v = first_vector(df, features_col)
     except UnreadableVector as e:
         raise ValueError(invalid_sparse_message(features_col, "its first vector", str(e))) from e
-    return isinstance(v, SparseVector) and v.size > 0 and len(v.indices) < SPARSE_DENSITY * v.size
+    return is_sparse(v)
 
 
 class TrainingData:

@@ -46,11 +46,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pyspark.ml.evaluation import BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator
 from pyspark.ml.functions import vector_to_array
-from pyspark.ml.linalg import SparseVector, VectorUDT
+from pyspark.ml.linalg import VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DoubleType, NumericType, StructField, StructType
 
-from sparkml.data.first_vector import UnreadableVector, first_vector
+from sparkml.data.first_vector import UnreadableVector, first_vector, is_sparse
 from sparkml.runtime.compat import to_arrow
 from sparkml.runtime.session_kind import is_connect
 from sparkml.scoring.kinds import OUTPUTS
@@ -85,7 +85,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 logger = logging.getLogger("sparkml")
-SPARSE_DENSITY = 0.5  # a first vector sparser than this: the pass reads the vector struct
 DENSE_FEATURES = 1024  # up to this many features, every batch is read dense (a row costs at most 8 KiB)
 DRIVER_VALUES = 128_000_000  # rows x (models + 2) of a binary fold computed on the driver (1 GiB of doubles)
 
@@ -229,7 +228,7 @@ def _features(validation, features, n_features):
         v = first_vector(validation, features)
     except UnreadableVector:  # the struct, and the pass finds it irregular
         v = None
-    if v is None or (isinstance(v, SparseVector) and len(v.indices) < SPARSE_DENSITY * v.size):
+    if v is None or is_sparse(v):
         return column.alias("x")
     return F.when(column.isNotNull(), vector_to_array(column, "float64")).alias("x")
 
