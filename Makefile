@@ -47,7 +47,7 @@ docs-serve: $(STAMP)
 # Style, formatting, types and the package's floors (pyproject.toml: [tool.ruff], [tool.mypy], [tool.importlinter]).
 # The types and the import contracts are checked on this checkout: sparkml/gpu and sparkml/jobs link to gpu/ and
 # jobs/ (ruff does not follow the links, so it reads each file once, under gpu/ and jobs/).
-LINT_PATHS := sparkml gpu jobs tests benchmarks docs/hooks
+LINT_PATHS := sparkml gpu jobs tests benchmarks docs/hooks tools
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)

@@ -37,8 +37,8 @@ from bench_executor_path import StandIn, barrier_task
 from sparkml.data import block_store
 from sparkml.data.derive import KernelPlan, derive_partition, executor_shares
 from sparkml.optim.iterations import Progress
+from sparkml.params.converters import memory_bytes
 from sparkml.runtime import task_context
-from sparkml.saved.param_converters import memory_bytes
 from sparkml.strategies.exact import newton
 
 HINGE_WIDTH, WARM_START_ROUNDS = 0.1, 2  # KernelSVC's (sparkml.kernel.kernel_svc)

@@ -19,7 +19,7 @@ from sparkml.jobs.errors import ConfigError
 from sparkml.jobs.examples import example_names, examples_dir, resolve_path  # noqa: F401  (config.<name> for the jobs)
 from sparkml.jobs.names import alias_name, plain_name, shown
 from sparkml.jobs.yaml_file import MAX_CONFIG_BYTES, parse_yaml, read_yaml  # noqa: F401  (config.<name> for the jobs)
-from sparkml.param_table import first_problem
+from sparkml.params.rules import first_problem
 
 FORMATS = ("parquet", "csv", "libsvm")
 GENERATED_KINDS = ("binary", "regression", "multiclass")
@@ -95,7 +95,12 @@ _TYPE_NAMES = {
     list: "a list",
     type(None): "null",
 }
-_CONVERTER_NAMES = {
+_CONVERTER_NAMES = {  # pyspark.ml's TypeConverters, and their mirrors in sparkml.params.converters
+    "to_int": "an integer",
+    "to_float": "a number",
+    "to_boolean": "true or false",
+    "to_string": "a string",
+    "to_list_float": "a list of numbers",
     "toInt": "an integer",
     "toFloat": "a number",
     "toBoolean": "true or false",

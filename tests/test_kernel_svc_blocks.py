@@ -14,7 +14,7 @@ from support.data_helpers import labeled_frame
 from sparkml.classification import KernelSVC
 from sparkml.data.derive import KernelPlan, executor_shares
 from sparkml.kernel import block_budget
-from sparkml.saved.param_converters import memory_bytes
+from sparkml.params.converters import memory_bytes
 
 M = 120  # landmarks: per-pass products over 3 chunks of a 1000-row partition at most; cheap enough for 8 fits
 

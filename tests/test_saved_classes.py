@@ -13,20 +13,20 @@ from pyspark.sql import Row
 from support.helpers import ROOT
 
 from sparkml import catalog
-from sparkml.base import params as base_params
 from sparkml.base.persistence import param_rules
 from sparkml.gpu.kernels import KERNELS
+from sparkml.params import converters, kernel_svc, training
 from sparkml.saved import classes as saved_classes
 from sparkml.strategies import table
 
 MIRRORED = {
-    TypeConverters.toInt: saved_classes.to_int,
-    TypeConverters.toFloat: saved_classes.to_float,
-    TypeConverters.toBoolean: saved_classes.to_boolean,
-    TypeConverters.toString: saved_classes.to_string,
-    TypeConverters.toListFloat: saved_classes.to_list_float,
+    TypeConverters.toInt: converters.to_int,
+    TypeConverters.toFloat: converters.to_float,
+    TypeConverters.toBoolean: converters.to_boolean,
+    TypeConverters.toString: converters.to_string,
+    TypeConverters.toListFloat: converters.to_list_float,
 }
-LINALG = {TypeConverters.toVector: saved_classes.to_vector, TypeConverters.toMatrix: saved_classes.to_matrix}
+LINALG = {TypeConverters.toVector: converters.to_vector, TypeConverters.toMatrix: converters.to_matrix}
 # values a JSON line can hold, plus every choice any Param of this library offers
 PROBES = [
     0,
@@ -57,15 +57,15 @@ PROBES = [
     {},
     {"0": 2.0, "1": 1.0},
     {"0": -1.0},
-    *base_params.DEVICES,
-    *base_params.DTYPES,
-    *base_params.TOPOLOGIES,
+    *training.DEVICES,
+    *training.DTYPES,
+    *training.TOPOLOGIES,
     *table.names(),
     *KERNELS,
-    *saved_classes.KERNEL_METHODS,
-    *saved_classes.KERNEL_LOSSES,
-    *saved_classes.MULTI_CLASS,
-    *saved_classes.LANDMARK_SELECTIONS,
+    *kernel_svc.METHODS,
+    *kernel_svc.LOSSES,
+    *kernel_svc.MULTI_CLASS_MODES,
+    *kernel_svc.LANDMARK_SELECTIONS,
 ]
 
 
@@ -117,16 +117,16 @@ def test_the_mirrored_converters_take_what_pysparks_take(pyspark_converter, ours
 
 def test_vector_and_matrix_params_are_checked_as_mllib_writes_them():
     dense = {"type": 1, "values": [1.0, "NaN", "Infinity"]}
-    assert saved_classes.to_vector(dense)["values"][2] == np.inf
-    assert saved_classes.to_vector([1, 2.5])["values"].tolist() == [1.0, 2.5]
+    assert converters.to_vector(dense)["values"][2] == np.inf
+    assert converters.to_vector([1, 2.5])["values"].tolist() == [1.0, 2.5]
     with pytest.raises(TypeError, match="index 5 is out of range for a size of 2"):
-        saved_classes.to_vector({"type": 0, "size": 2, "indices": [0, 5], "values": [1.0, 2.0]})
+        converters.to_vector({"type": 0, "size": 2, "indices": [0, 5], "values": [1.0, 2.0]})
     matrix = {"class": "matrix", "type": 1, "numRows": 2, "numCols": 1, "values": [1.0, 2.0], "isTransposed": False}
-    assert saved_classes.to_matrix(matrix)["numRows"] == 2
+    assert converters.to_matrix(matrix)["numRows"] == 2
     with pytest.raises(TypeError, match="3 values for 2 x 1"):
-        saved_classes.to_matrix({**matrix, "values": [1.0, 2.0, 3.0]})
+        converters.to_matrix({**matrix, "values": [1.0, 2.0, 3.0]})
     with pytest.raises(TypeError, match="Could not convert"):
-        saved_classes.to_matrix([[1.0]])
+        converters.to_matrix([[1.0]])
 
 
 ROWS = {  # model class -> rows its _data_shapes and the saved class's shapes must agree on

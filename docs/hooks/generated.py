@@ -3,7 +3,9 @@
 * ``{{ benchmark_results }}``: the latest benchmark results files' tables (``benchmarks/results/*.json``,
   each written by its script with ``benchmarks/report.py``);
 * ``{{ strategy_table }}``: the strategies' table (``sparkml/strategies/table.py``), the one validation and
-  ``auto`` read.
+  ``auto`` read;
+* ``{{ training_params_table }}``: the Params this library adds to every estimator, from their declarations
+  (``sparkml/params/training.py``).
 """
 
 import importlib.util
@@ -21,9 +23,21 @@ def _module(*path):
     return module
 
 
+def _training_params():
+    sys.path.insert(0, _ROOT)
+    from sparkml.params import training
+
+    rows = ["| Param | default | meaning |", "| --- | --- | --- |"]
+    for d in (*training.TRAINING[:4], *training.SOLVER_OPTIONS, *training.TRAINING[4:], training.CLASS_WEIGHT):
+        default = "unset" if not d.has_default else "`" + repr(d.default).replace("'", '"') + "`"
+        rows.append(f"| `{d.name}` | {default} | {d.doc} |")
+    return "\n".join(rows)
+
+
 _MARKERS = {
     "{{ benchmark_results }}": lambda: _module("benchmarks", "report.py").page(),
     "{{ strategy_table }}": lambda: _module("sparkml", "strategies", "table.py").markdown(),
+    "{{ training_params_table }}": _training_params,
 }
 
 

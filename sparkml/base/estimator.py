@@ -13,8 +13,8 @@
                             the maps that differ only in the penalty and the stopping rule solved on one
                             warm-started regularization path (``base.fit_multiple``, ``base.regularization_path``)
 
-An estimator supplies ``_train`` and, where it differs, ``_param_rules`` (its own Params' rules) and
-``_compute_dtype``. The linear models supply less still (``linear.estimator.LinearEstimator``).
+An estimator supplies ``_train`` and, where it differs, ``_compute_dtype``; its Params are declared in
+``sparkml.params`` (their rules included). The linear models supply less still (``linear.estimator.LinearEstimator``).
 The fitted model keeps the estimator's uid and Params (``_fitted``), as MLlib's models do.
 
 An estimator saves as pyspark.ml's Python estimators do (``DefaultParamsWriter``'s layout: its Params as
@@ -26,7 +26,7 @@ one saves and loads back with it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark import keyword_only
@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
     from sparkml.base.params import HasTrainingParams
-    from sparkml.param_table import Rule
 
     class _WritableParams(MLWritable, HasLabelCol, HasFeaturesCol, HasTrainingParams):
         """``MLWritable`` and the Params of every estimator that mixes in ``TorchEstimator``."""
@@ -75,9 +74,14 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
     """
 
     _compute_dtype: ClassVar[str | None] = "float64"  # the linear models compute in float64 over float32 storage
-    # Param -> sparkml.param_table.Rule: this estimator's own, added to (or replacing) the table's
-    _param_rules: ClassVar[Mapping[str, Rule]] = {}
     _input_kwargs: dict[str, Any]  # the keyword arguments of a ``keyword_only`` method's call
+
+    @keyword_only
+    def __init__(self, **kwargs: Any) -> None:
+        """Sets the named Params (keyword arguments only; the estimator's signature lists them:
+        ``base.params.declared_estimator``)."""
+        super().__init__()
+        self.setParams(**self._input_kwargs)
 
     @keyword_only
     def setParams(self, **kwargs: Any) -> Self:

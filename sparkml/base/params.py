@@ -1,42 +1,31 @@
-"""Params this library adds to the pyspark.ml ones: where and how the training runs.
+"""The pyspark side of the Params declared in ``sparkml.params``: each declaration becomes the class's pyspark
+``Param``, getter, setter and default, and the estimator's signature.
 
-Everything else (regParam, elasticNetParam, maxIter, tol, the column Params, ...) comes from
-pyspark.ml's own Param mixins, so names, defaults and documentation match MLlib exactly.
+MLlib's Params come from pyspark.ml's own mixins (names, descriptions and defaults as MLlib's); this library's
+are made here from their declarations. ``declares`` adds a list of declarations to a Params class (an estimator's
+and its model's shared Params); ``declared_estimator`` also gives the estimator a setter for each and an
+``__init__`` whose signature lists them with their defaults (``help()``, ``inspect.signature``). The type stubs of
+the methods made here are written into the classes by ``tools/write_param_stubs.py`` (a test keeps them current).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pyspark.ml.param import Param, Params, TypeConverters
+from pyspark.ml.param import Param, Params
 from pyspark.ml.param.shared import HasCheckpointInterval
 
-from sparkml.data.class_weight import to_class_weight
-from sparkml.param_table import DEFAULTS
-from sparkml.saved.classes import DEVICES, DTYPES, TOPOLOGIES
-from sparkml.saved.param_converters import OneOf
-from sparkml.strategies import table as strategy_table
+from sparkml.params import training
+from sparkml.params.declared import Declared, defaults
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-# the choices (and ``one_of``) live with the saved classes' Param rules (``sparkml.saved.classes``), which
-# sparkml.serving checks saved models' Params with, without pyspark
-STRATEGIES = strategy_table.names()
-# Params that stock MLlib does not know: kept out of the MLlib-format metadata's paramMap.
-TORCH_PARAM_NAMES = (
-    "strategy",
-    "device",
-    "dtype",
-    "numWorkers",
-    "localIter",
-    "staleness",
-    "topology",
-    "checkpointDir",
-    "checkpointInterval",
-    "classWeight",
-)
+# Params that stock MLlib's classes lack: kept out of the MLlib-format metadata's paramMap.
+TORCH_PARAM_NAMES = tuple(d.name for d in (*training.TRAINING, *training.SOLVER_OPTIONS, training.CLASS_WEIGHT))
 
 
 def own_param_names(instance) -> tuple[str, ...]:
@@ -45,254 +34,131 @@ def own_param_names(instance) -> tuple[str, ...]:
     return TORCH_PARAM_NAMES + tuple(getattr(instance, "_own_param_names", ()))
 
 
-def one_of(name, allowed):
-    """A Param type converter: the value as a string, or ValueError naming the Param and the choices
-    (``allowed``: a tuple, or a function returning one, read at each conversion)."""
-    return OneOf(name, allowed)
+def accessor_name(prefix: str, name: str) -> str:
+    """``getRegParam`` of ``("get", "regParam")``."""
+    return prefix + name[0].upper() + name[1:]
 
 
-def _accessors(prefix, make, doc):
-    """A class decorator factory adding pyspark-style ``<prefix>X`` methods for the named Params
-    (a method the class defines itself is kept)."""
+def _getter(name):
+    def get(self):
+        return self.getOrDefault(name)
 
-    def for_params(*names):
-        def decorate(cls):
-            for name in names:
-                method = make(name)
-                method.__name__ = prefix + name[0].upper() + name[1:]
-                method.__doc__ = doc.format(name)
-                if method.__name__ not in cls.__dict__:
-                    setattr(cls, method.__name__, method)
-            return cls
-
-        return decorate
-
-    return for_params
+    get.__doc__ = f"Gets the value of :py:attr:`{name}` or its default."
+    return get
 
 
-with_getters = _accessors(
-    "get", lambda name: lambda self: self.getOrDefault(name), "Gets the value of :py:attr:`{}` or its default."
-)
-with_setters = _accessors(
-    "set", lambda name: lambda self, value: self._set(**{name: value}), "Sets the value of :py:attr:`{}`."
-)
+def _setter(name):
+    def set_(self, value):
+        return self._set(**{name: value})
+
+    set_.__doc__ = f"Sets the value of :py:attr:`{name}`."
+    return set_
 
 
-def with_signature_defaults(cls):
-    """A class decorator: the keyword arguments of ``cls.__init__`` written ``...`` get their Params' defaults (None
-    for a Param without one), so ``help()``, ``inspect.signature`` and the API docs show the values a fit uses
-    while each default is written once, where its Param gets it (``_setDefault``; ``sparkml.param_table``)."""
-    init = inspect.unwrap(cls.__init__)  # beneath pyspark's keyword_only
-    defaults = {param.name: value for param, value in cls()._defaultParamMap.items()}
-    init.__kwdefaults__ = {
-        name: defaults.get(name) if value is ... else value for name, value in (init.__kwdefaults__ or {}).items()
-    }
-    return cls
+_MADE = frozenset((_getter("x").__code__, _setter("x").__code__))
 
 
-@with_getters("strategy")
-@with_setters("strategy")
-class HasStrategy(Params):
-    """``strategy``: how the partitions' work is combined (``strategies.table``)."""
+def made_by_declaration(method) -> bool:
+    """Whether ``method`` is a getter or setter ``declares`` made (the type stubs are written for those)."""
+    return getattr(method, "__code__", None) in _MADE
 
-    strategy = Param(
-        Params._dummy(),
-        "strategy",
-        "How training is distributed. 'auto' (default): 'allreduce' where Spark can run one barrier stage "
-        "for the fit (the cluster's task slots are known, dynamic allocation is off, checkpointDir is unset), "
-        "else 'sync'; a fit whose barrier stage loses an executor is fitted again with 'sync'. "
-        "'sync': every iteration broadcasts the coefficients, "
-        "each partition computes its loss and gradient, treeAggregate sums them and a "
-        "driver-side L-BFGS / OWL-QN takes the step. 'allreduce': one barrier stage for the "
-        "whole fit; every task runs the same optimizer and the partition sums are added with "
-        "torch.distributed (gloo on CPU, NCCL on GPU). 'averaging': model averaging, each round every "
-        "partition runs localIter L-BFGS iterations on its own objective from the broadcast model "
-        "and the driver averages them weighted by rows (maxIter rounds). 'allreduce-averaging': the same "
-        "rounds inside one barrier stage, one local problem per task, averaged by all-reduce. "
-        "'ssp': a parameter server on rank 0 of one barrier stage; workers push gradients and pull the model "
-        "asynchronously, at most 'staleness' clocks apart (proximal incremental aggregated gradient). 'gossip': "
-        "no server and no global reduce; each task exchanges its iterate and gradient tracker with its "
-        "neighbours on 'topology' (gradient tracking). Both are first-order methods for the linear models: "
-        "maxIter counts their rounds / iterations, and they need many more than L-BFGS. "
-        "Supported: " + ", ".join(STRATEGIES),
-        typeConverter=one_of("strategy", strategy_table.names),
-    )
 
-    if TYPE_CHECKING:  # made by with_getters and with_setters
+def _add_accessor(cls, prefix, make, name):
+    method_name = accessor_name(prefix, name)
+    if not hasattr(cls, method_name):  # pyspark's own (LogisticRegression's getThreshold reads thresholds) stay
+        method = make(name)
+        method.__name__ = method.__qualname__ = method_name
+        setattr(cls, method_name, method)
+
+
+def declares(*declarations: Declared, setters: bool = False):
+    """A class decorator for a Params class: a pyspark ``Param`` for each of this library's ``declarations`` the
+    class lacks (MLlib's come from pyspark's mixins), a getter for each (with ``setters``, a setter too: the
+    estimators', and the training Params' on every class, as pyspark's mixins of MLlib's own), and ``__init__``
+    setting the declared defaults after its bases' (so an estimator's own default of an MLlib Param replaces
+    pyspark's). ``cls._declared``: the declarations."""
+
+    def decorate(cls):
+        for d in declarations:
+            inherited = getattr(cls, d.name, None)
+            if not d.mllib and not (isinstance(inherited, Param) and inherited.doc == d.doc):
+                setattr(cls, d.name, Param(Params._dummy(), d.name, d.doc or "", typeConverter=d.converter))
+            _add_accessor(cls, "get", _getter, d.name)
+            if setters:
+                _add_accessor(cls, "set", _setter, d.name)
+        own_defaults = defaults(declarations)
+        if own_defaults:
+            base_init = cls.__init__
+
+            @functools.wraps(base_init)
+            def __init__(self, *args, **kwargs):
+                base_init(self, *args, **kwargs)
+                self._setDefault(**own_defaults)  # a default never replaces a value the keywords set
+
+            cls.__init__ = __init__
+        cls._declared = tuple(declarations)
+        return cls
+
+    return decorate
+
+
+def declared_estimator(declarations: Sequence[Declared]):
+    """A class decorator for an estimator: ``declares`` its ``declarations`` with a setter for each, and an
+    ``__init__`` taking them as keyword arguments (pyspark.ml's ``keyword_only``), whose signature lists them in
+    order with their defaults (None: the Param has none), as ``help()`` and ``inspect.signature`` show it; a
+    keyword that names no Param is a TypeError, as it is for pyspark.ml's estimators."""
+
+    def decorate(cls):
+        cls = declares(*declarations, setters=True)(cls)
+        instance = cls()
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)] + [
+            inspect.Parameter(
+                d.name, keyword, default=instance.getOrDefault(d.name) if instance.hasDefault(d.name) else None
+            )
+            for d in declarations
+        ]
+        names = {d.name for d in declarations}
+        base_init = cls.__init__
+
+        @functools.wraps(base_init)
+        def __init__(self, *args, **kwargs):
+            unknown = next((k for k in kwargs if k not in names), None)
+            if unknown is not None:
+                raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument {unknown!r}")
+            base_init(self, *args, **kwargs)
+
+        __init__.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
+        cls.__init__ = __init__
+        return cls
+
+    return decorate
+
+
+@declares(*training.TRAINING, setters=True)
+class HasTrainingParams(HasCheckpointInterval):
+    """What every estimator trained by this library has: its strategy, device, storage precision, barrier
+    tasks and checkpoints (``sparkml.params.training``). The Params of one solver are mixed in only by the
+    estimators that can use it."""
+
+    # <param-stubs>
+    if TYPE_CHECKING:  # made from the Params' declarations (tools/write_param_stubs.py)
 
         def getStrategy(self) -> str: ...
 
         def setStrategy(self, value: str) -> Self: ...
 
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(strategy=DEFAULTS["strategy"])
-
-
-@with_getters("device")
-@with_setters("device")
-class HasDevice(Params):
-    """``device``: where a task's PyTorch kernels run."""
-
-    device = Param(
-        Params._dummy(),
-        "device",
-        "Device the partition kernels (and a KernelSVC model's transform) run on: 'auto' (CUDA when the "
-        "executor's torch sees a GPU, else CPU), 'cpu', 'cuda' or 'cuda:N'.",
-        typeConverter=one_of("device", DEVICES),
-    )
-
-    if TYPE_CHECKING:  # made by with_getters and with_setters
-
         def getDevice(self) -> str: ...
 
         def setDevice(self, value: str) -> Self: ...
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(device=DEFAULTS["device"])
-
-
-@with_getters("dtype")
-@with_setters("dtype")
-class HasDtype(Params):
-    """``dtype``: the precision of the stored training copy."""
-
-    dtype = Param(
-        Params._dummy(),
-        "dtype",
-        "Precision the training copy of the features is stored in: 'float32' (default: half the memory) "
-        "or 'float64'. The linear models compute in float64 either way (exact arithmetic on the stored "
-        "values, optimizer state float64), so float32 differs from float64 only by the rounding of the "
-        "input features to float32 (relative 6e-8). KernelSVC computes its features and Newton passes "
-        "in this dtype.",
-        typeConverter=one_of("dtype", DTYPES),
-    )
-
-    if TYPE_CHECKING:  # made by with_getters and with_setters
 
         def getDtype(self) -> str: ...
 
         def setDtype(self, value: str) -> Self: ...
 
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(dtype=DEFAULTS["dtype"])
-
-
-@with_getters("numWorkers")
-@with_setters("numWorkers")
-class HasNumWorkers(Params):
-    """``numWorkers``: the tasks of a barrier stage."""
-
-    numWorkers = Param(
-        Params._dummy(),
-        "numWorkers",
-        "Barrier tasks of the 'allreduce' strategies (0 = as many as there are partitions, capped at the "
-        "cluster's free task slots). The partitions' blocks are split among that many tasks.",
-        typeConverter=TypeConverters.toInt,
-    )
-
-    if TYPE_CHECKING:  # made by with_getters and with_setters
-
         def getNumWorkers(self) -> int: ...
 
         def setNumWorkers(self, value: int) -> Self: ...
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(numWorkers=DEFAULTS["numWorkers"])
-
-
-@with_getters("localIter")
-@with_setters("localIter")
-class HasLocalIter(Params):
-    """``localIter``: the averaging strategies' local iterations per round."""
-
-    localIter = Param(
-        Params._dummy(),
-        "localIter",
-        "Local L-BFGS / OWL-QN iterations per local problem and round of the averaging strategies (>= 1).",
-        typeConverter=TypeConverters.toInt,
-    )
-
-    if TYPE_CHECKING:  # made by with_getters and with_setters
-
-        def getLocalIter(self) -> int: ...
-
-        def setLocalIter(self, value: int) -> Self: ...
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(localIter=DEFAULTS["localIter"])
-
-
-@with_getters("staleness")
-@with_setters("staleness")
-class HasStaleness(Params):
-    """``staleness``: the parameter server's bound on how far a worker runs ahead."""
-
-    staleness = Param(
-        Params._dummy(),
-        "staleness",
-        "strategy='ssp': how many clocks (pushed gradients) a worker may run ahead of the slowest one "
-        "(>= 0; 0 is bulk synchronous).",
-        typeConverter=TypeConverters.toInt,
-    )
-
-    if TYPE_CHECKING:  # made by with_getters and with_setters
-
-        def getStaleness(self) -> int: ...
-
-        def setStaleness(self, value: int) -> Self: ...
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(staleness=DEFAULTS["staleness"])
-
-
-@with_getters("topology")
-@with_setters("topology")
-class HasTopology(Params):
-    """``topology``: the graph gossip exchanges over."""
-
-    topology = Param(
-        Params._dummy(),
-        "topology",
-        "strategy='gossip': the graph the tasks exchange over: 'ring' (default: each task with its two "
-        "neighbours) or 'complete' (every task with every other).",
-        typeConverter=one_of("topology", TOPOLOGIES),
-    )
-
-    if TYPE_CHECKING:  # made by with_getters and with_setters
-
-        def getTopology(self) -> str: ...
-
-        def setTopology(self, value: str) -> Self: ...
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(topology=DEFAULTS["topology"])
-
-
-@with_getters("checkpointDir", "checkpointInterval")
-@with_setters("checkpointDir", "checkpointInterval")
-class HasCheckpointDir(HasCheckpointInterval):
-    """``checkpointDir`` and MLlib's ``checkpointInterval``: where and how often a fit saves its
-    optimizer's state (``optim.checkpoint``)."""
-
-    checkpointDir = Param(
-        Params._dummy(),
-        "checkpointDir",
-        "Directory (a local or mounted path; with 'allreduce' one the driver and the executors share) where the "
-        "fit writes its optimizer's state every checkpointInterval iterations, and from which a later fit of the "
-        "same data and Params resumes; removed when the fit succeeds. Unset: no checkpoints. The linear models' "
-        "L-BFGS / OWL-QN fits and averaging rounds, and KernelSVC's feature map and Newton rounds; the others "
-        "(L-BFGS-B, the normal solver) refuse it.",
-        typeConverter=TypeConverters.toString,
-    )
-
-    if TYPE_CHECKING:  # made by with_getters and with_setters
 
         def getCheckpointDir(self) -> str: ...
 
@@ -300,39 +166,43 @@ class HasCheckpointDir(HasCheckpointInterval):
 
         def setCheckpointInterval(self, value: int) -> Self: ...
 
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._setDefault(checkpointInterval=DEFAULTS["checkpointInterval"])
+    # </param-stubs>
 
 
-class HasTrainingParams(HasStrategy, HasDevice, HasDtype, HasNumWorkers, HasCheckpointDir):
-    """What every estimator trained by this library has: its strategy, device, storage precision, barrier
-    tasks and checkpoints. The Params of one solver are mixed in only by the estimators that can use it."""
-
-
-class HasTorchTrainingParams(HasTrainingParams, HasLocalIter, HasStaleness, HasTopology):
+@declares(*training.SOLVER_OPTIONS, setters=True)
+class HasTorchTrainingParams(HasTrainingParams):
     """Every Param this library adds, for an estimator that can run every strategy (the linear models):
     ``HasTrainingParams`` plus the averaging, parameter-server and gossip Params."""
 
+    # <param-stubs>
+    if TYPE_CHECKING:  # made from the Params' declarations (tools/write_param_stubs.py)
 
-@with_setters("classWeight")
+        def getLocalIter(self) -> int: ...
+
+        def setLocalIter(self, value: int) -> Self: ...
+
+        def getStaleness(self) -> int: ...
+
+        def setStaleness(self, value: int) -> Self: ...
+
+        def getTopology(self) -> str: ...
+
+        def setTopology(self, value: str) -> Self: ...
+
+    # </param-stubs>
+
+
+@declares(training.CLASS_WEIGHT, setters=True)
 class HasClassWeight(Params):
     """``classWeight``: per-class weights, multiplied into ``weightCol`` (``data.class_weight``)."""
 
-    classWeight = Param(
-        Params._dummy(),
-        "classWeight",
-        "Per-class weights, as scikit-learn's class_weight: 'balanced' (class c weighs n / (k * n_c), n rows, "
-        "k classes, n_c rows of class c) or a mapping {label: weight} (a class left out weighs 1). Each row's "
-        "weight is its weightCol value (1 without one) times its class's weight. Unset: every class weighs 1. "
-        "Keys must be labels of the data, weights finite and >= 0, with at least two classes left with weight.",
-        typeConverter=to_class_weight,
-    )
-
-    if TYPE_CHECKING:  # made by with_setters
+    # <param-stubs>
+    if TYPE_CHECKING:  # made from the Params' declarations (tools/write_param_stubs.py)
 
         def setClassWeight(self, value: str | dict[float, float]) -> Self: ...
 
+    # </param-stubs>
+
     def getClassWeight(self) -> str | dict[float, float] | None:
         """Gets the value of :py:attr:`classWeight`, or None when unset."""
-        return self.getOrDefault(self.classWeight) if self.isDefined(self.classWeight) else None
+        return self.getOrDefault("classWeight") if self.isDefined("classWeight") else None

@@ -26,6 +26,7 @@ from pyspark.sql import SparkSession
 
 from sparkml.base.params import TORCH_PARAM_NAMES, own_param_names
 from sparkml.catalog import public_class_name
+from sparkml.params import converters
 from sparkml.runtime.session_kind import is_connect
 from sparkml.saved import classes as saved_classes
 from sparkml.saved import model_files
@@ -221,17 +222,17 @@ class ModelFiles(model_files.ModelFiles):
 
 def param_rules(instance):
     """{Param name: its type converter} of ``instance``, pyspark's ``TypeConverters`` as
-    ``sparkml.saved.classes`` mirrors them without pyspark."""
+    ``sparkml.params.converters`` mirrors them without pyspark."""
     from pyspark.ml.param import TypeConverters
 
     mirrored = {
-        TypeConverters.toInt: saved_classes.to_int,
-        TypeConverters.toFloat: saved_classes.to_float,
-        TypeConverters.toBoolean: saved_classes.to_boolean,
-        TypeConverters.toString: saved_classes.to_string,
-        TypeConverters.toListFloat: saved_classes.to_list_float,
-        TypeConverters.toVector: saved_classes.to_vector,
-        TypeConverters.toMatrix: saved_classes.to_matrix,
+        TypeConverters.toInt: converters.to_int,
+        TypeConverters.toFloat: converters.to_float,
+        TypeConverters.toBoolean: converters.to_boolean,
+        TypeConverters.toString: converters.to_string,
+        TypeConverters.toListFloat: converters.to_list_float,
+        TypeConverters.toVector: converters.to_vector,
+        TypeConverters.toMatrix: converters.to_matrix,
     }
     return {p.name: mirrored.get(p.typeConverter, p.typeConverter) for p in instance.params}
 

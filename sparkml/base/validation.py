@@ -1,7 +1,7 @@
 """The estimators' checks of their Params and labels, made before any iteration runs.
 
 * Params (``check_params``): values MLlib would reject, checked before any data is touched: each Param's rule
-  (``sparkml.param_table``, and the estimator's ``_param_rules``), then the checks across Params
+  (its declaration's: ``sparkml.params``), then the checks across Params
   (``check_bounds_params``, ``check_huber_params``).
 * The labels of each model (``classification_labels``, ``binary_labels``), from the conversion's
   statistics.
@@ -14,7 +14,9 @@ The checks of the data itself (schema, null, NaN or infinite values, ragged vect
 import numpy as np
 
 from sparkml.data.statistics import MAX_CLASSES
-from sparkml.param_table import RULES, first_problem
+from sparkml.params.declared import rules
+from sparkml.params.rules import first_problem
+from sparkml.params.training import RULES
 
 BOUND_PARAMS = (
     "lowerBoundsOnCoefficients",
@@ -25,9 +27,9 @@ BOUND_PARAMS = (
 
 
 def param_rules(estimator):
-    """Param name -> ``param_table.Rule`` of an estimator (class or instance): the table's rules, its own
-    (``_param_rules``) replacing them for the same Param."""
-    return {**RULES, **getattr(estimator, "_param_rules", {})}
+    """Param name -> ``sparkml.params.rules.Rule`` of an estimator (class or instance): the shared Params' rules
+    (``sparkml.params.training.RULES``), its declarations' replacing them for the same Param."""
+    return {**RULES, **rules(getattr(estimator, "_declared", ()))}
 
 
 def check_params(est):
@@ -58,7 +60,7 @@ def check_bounds_params(est):
 
 def check_huber_params(est):
     """MLlib's rules for LinearRegression's loss='huber' across Params: no normal solver, L2 only (``loss``'s and
-    ``epsilon``'s own are the estimator's ``_param_rules``)."""
+    ``epsilon``'s own are their declarations': ``sparkml.params.estimators``)."""
     if est.getOrDefault("loss") != "huber":
         return
     if est.getOrDefault("solver") == "normal":

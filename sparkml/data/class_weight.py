@@ -19,36 +19,9 @@ data (scikit-learn refuses it too) and weights of 0 that leave fewer than two cl
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
-
 import numpy as np
 
-BALANCED = "balanced"
-
-
-def to_class_weight(value):
-    """The Param's type converter: ``"balanced"``, or a mapping of labels (non-negative integers, as
-    floats) to finite non-negative weights; a ValueError naming ``classWeight`` otherwise. A saved
-    mapping's labels come back from JSON as strings and are converted again."""
-    if isinstance(value, str):
-        if value.strip().lower() != BALANCED:
-            raise ValueError(f"classWeight must be 'balanced' or a mapping of label to weight; got {value!r}")
-        return BALANCED
-    if not isinstance(value, Mapping) or not value:
-        raise ValueError(f"classWeight must be 'balanced' or a non-empty mapping of label to weight; got {value!r}")
-    out = {}
-    for label, weight in value.items():
-        try:
-            c, w = float(label), float(weight)
-        except (TypeError, ValueError):
-            raise ValueError(f"classWeight maps labels to weights, both numbers; got {label!r}: {weight!r}") from None
-        if not (math.isfinite(c) and c >= 0 and c.is_integer()):
-            raise ValueError(f"classWeight's labels are class indices (0, 1, 2, ...), finite; got {label!r}")
-        if not (math.isfinite(w) and w >= 0):
-            raise ValueError(f"classWeight's weights must be finite and non-negative; got {weight!r} for label {c:g}")
-        out[c] = w
-    return out
+from sparkml.params.converters import BALANCED
 
 
 def conversion_key(setting):

@@ -22,19 +22,17 @@ import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pyspark import keyword_only
 from pyspark.ml.linalg import DenseVector
 from pyspark.ml.regression import Predictor
 
 from sparkml.base.estimator import TorchEstimator
-from sparkml.base.params import with_setters, with_signature_defaults
+from sparkml.base.params import declared_estimator
 from sparkml.glm import penalized
 from sparkml.glm.irls import ConvergenceWarning, irls
 from sparkml.glm.model import GeneralizedLinearRegressionModel, _Params, family_and_link
-from sparkml.gpu.glm import FAMILIES, LINKS, DevianceLoss, IRLSPass
+from sparkml.gpu.glm import DevianceLoss, IRLSPass
 from sparkml.optim.iterations import Iteration, TrainingSummary
-from sparkml.param_table import Rule, choice_of
-from sparkml.strategies import table as strategy_table
+from sparkml.params.estimators import GENERALIZED_LINEAR_REGRESSION
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -49,84 +47,70 @@ SUPPORTED_PAIRS = {
 }
 
 
-@with_setters(
-    "family",
-    "link",
-    "variancePower",
-    "linkPower",
-    "linkPredictionCol",
-    "offsetCol",
-    "maxIter",
-    "regParam",
-    "tol",
-    "fitIntercept",
-    "weightCol",
-    "solver",
-    "aggregationDepth",
-    "elasticNetParam",
-)
-@with_signature_defaults
+@declared_estimator(GENERALIZED_LINEAR_REGRESSION)
 class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
     """pyspark.ml's GeneralizedLinearRegression, fitted by IRLS over executor-resident blocks (module docstring)."""
 
-    _param_rules = {  # MLlib's, checked before any Spark job
-        "family": choice_of(FAMILIES, ignore_case=True),  # MLlib reads both in any case
-        "link": choice_of(LINKS, ignore_case=True),
-        "solver": choice_of(("irls",)),
-        "variancePower": Rule(lambda v: v == 0.0 or 1.0 <= v < float("inf"), "must be 0 or a finite number >= 1"),
-        "linkPower": Rule(lambda v: v is None or abs(v) < float("inf"), "must be a finite number"),
-        "elasticNetParam": Rule(lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]"),
-        "maxIter": Rule(lambda v: v >= 0, "must be >= 0"),
-        "tol": Rule(lambda v: v >= 0, "must be >= 0"),
-        "strategy": choice_of(lambda: (strategy_table.AUTO, "sync", "allreduce")),
-    }
+    # <param-stubs>
+    if TYPE_CHECKING:  # made from the Params' declarations (tools/write_param_stubs.py)
 
-    if TYPE_CHECKING:  # made by with_setters
+        def __init__(
+            self,
+            *,
+            labelCol: str = "label",
+            featuresCol: str = "features",
+            predictionCol: str = "prediction",
+            family: str = "gaussian",
+            link: str | None = None,
+            fitIntercept: bool = True,
+            maxIter: int = 25,
+            tol: float = 1e-06,
+            regParam: float = 0.0,
+            elasticNetParam: float = 0.0,
+            weightCol: str | None = None,
+            solver: str = "irls",
+            linkPredictionCol: str | None = None,
+            variancePower: float = 0.0,
+            linkPower: float | None = None,
+            offsetCol: str | None = None,
+            aggregationDepth: int = 2,
+            strategy: str = "auto",
+            device: str = "auto",
+            dtype: str = "float32",
+            numWorkers: int = 0,
+            checkpointDir: str | None = None,
+            checkpointInterval: int = 10,
+        ) -> None: ...
 
         def setFamily(self, value: str) -> Self: ...
 
         def setLink(self, value: str) -> Self: ...
 
+        def setFitIntercept(self, value: bool) -> Self: ...
+
+        def setMaxIter(self, value: int) -> Self: ...
+
+        def setTol(self, value: float) -> Self: ...
+
+        def setRegParam(self, value: float) -> Self: ...
+
+        def setElasticNetParam(self, value: float) -> Self: ...
+
+        def setWeightCol(self, value: str) -> Self: ...
+
+        def setSolver(self, value: str) -> Self: ...
+
+        def setLinkPredictionCol(self, value: str) -> Self: ...
+
         def setVariancePower(self, value: float) -> Self: ...
 
         def setLinkPower(self, value: float) -> Self: ...
 
-        def setLinkPredictionCol(self, value: str) -> Self: ...
-
         def setOffsetCol(self, value: str) -> Self: ...
 
-        def setSolver(self, value: str) -> Self: ...
+        def setAggregationDepth(self, value: int) -> Self: ...
 
-    @keyword_only
-    def __init__(
-        self,
-        *,  # ...: the Param's default (with_signature_defaults); None: the Param has none
-        labelCol=...,
-        featuresCol=...,
-        predictionCol=...,
-        family=...,
-        link=None,
-        fitIntercept=...,
-        maxIter=...,
-        tol=...,
-        regParam=...,
-        elasticNetParam=...,
-        weightCol=None,
-        solver=...,
-        linkPredictionCol=None,
-        variancePower=...,
-        linkPower=None,
-        offsetCol=None,
-        aggregationDepth=...,
-        strategy=...,
-        device=...,
-        dtype=...,
-        numWorkers=...,
-        checkpointDir=None,
-        checkpointInterval=...,
-    ) -> None:
-        super().__init__()
-        self._set(**self._input_kwargs)
+    # </param-stubs>
 
     def _check_params(self):
         super()._check_params()

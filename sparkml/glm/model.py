@@ -27,13 +27,15 @@ from pyspark.ml.regression import (
 from pyspark.sql.types import DoubleType, StructField, StructType
 
 from sparkml.base.model import ConvertsToStock, HasCoefficientVector, KeepsTrainingSummary, ModelIO
-from sparkml.base.params import HasTrainingParams
+from sparkml.base.params import HasTrainingParams, declares
 from sparkml.gpu.glm import family_of, link_of
+from sparkml.params.estimators import GENERALIZED_LINEAR_REGRESSION
 
 if TYPE_CHECKING:
     from pyspark.ml.linalg import Vector
 
 
+@declares(*GENERALIZED_LINEAR_REGRESSION)
 class _Params(_GeneralizedLinearRegressionParams, HasTrainingParams, HasElasticNetParam):
     """MLlib's Params, the training Params of this library, and ``elasticNetParam`` (not MLlib's: its files keep
     it beside MLlib's Params, so that stock MLlib reads them)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from sparkml.data.derive import KernelPlan
-from sparkml.saved.param_converters import memory_bytes
+from sparkml.params.converters import memory_bytes
 
 CPU_SHARE = 0.5  # of the executor's memory setting: the rest for the JVM, the raw rows and the passes' temporaries
 _LOCAL = re.compile(r"local(\[.*\])?")

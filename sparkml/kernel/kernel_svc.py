@@ -56,11 +56,10 @@ import logging
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pyspark import keyword_only
 from pyspark.ml.classification import Classifier
 
 from sparkml.base.estimator import TorchEstimator
-from sparkml.base.params import with_setters, with_signature_defaults
+from sparkml.base.params import declared_estimator
 from sparkml.base.validation import classification_labels
 from sparkml.gpu import OneVsOneProblems, OneVsRestProblems, SmoothedHingeLoss, SquaredHingeLoss
 from sparkml.gpu.feature_maps import NystroemSpec
@@ -70,9 +69,8 @@ from sparkml.kernel.feature_map import block_features, checkpointed_feature_map,
 from sparkml.kernel.model import KernelSVCModel
 from sparkml.kernel.params import _KernelSVCParams, resolve_gamma
 from sparkml.kernel.platt import fit_platt
-from sparkml.param_table import Rule, at_least, choice_of
+from sparkml.params.kernel_svc import KERNEL_SVC
 from sparkml.runtime.session_kind import conf_value
-from sparkml.strategies import table as strategy_table
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -92,31 +90,7 @@ _CHOLESKY_MAX_FEATURES = {"barrier": 257, "jobs": 1025}  # by transport
 _OVO_MAX_CLASSES = 10
 
 
-@with_setters(
-    "maxIter",
-    "tol",
-    "regParam",
-    "fitIntercept",
-    "weightCol",
-    "threshold",
-    "seed",
-    "aggregationDepth",
-    "kernel",
-    "gamma",
-    "degree",
-    "coef0",
-    "method",
-    "numLandmarks",
-    "maxLandmarks",
-    "kernelBlocks",
-    "kernelBlockMemory",
-    "landmarkTol",
-    "landmarkSelection",
-    "loss",
-    "multiClass",
-    "probability",
-)
-@with_signature_defaults
+@declared_estimator(KERNEL_SVC)
 class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
     """Kernel SVM classifier (binary, and multi-class one-vs-one or one-vs-rest) on Spark with PyTorch kernels.
 
@@ -127,38 +101,51 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
     data and Params resumes from them.
     """
 
-    _param_rules = {
-        "regParam": Rule(lambda v: 0 < v < float("inf"), "must be a finite number > 0 for KernelSVC (1 / (n C))"),
-        "numLandmarks": at_least(1),
-        "degree": at_least(1),
-        "maxLandmarks": at_least(1),
-        "landmarkTol": Rule(lambda v: 0 < v < 1, "must be in (0, 1)"),
-        "strategy": choice_of(
-            lambda: (strategy_table.AUTO, *strategy_table.names_where(kernel_svc=True)),
-            " (KernelSVC solves by Newton's method, whose passes are exact sums: no model averaging, parameter "
-            "server or gossip)",
-        ),
-    }
-
     _compute_dtype = None  # computes in ``dtype``: its features are derived in it
 
-    if TYPE_CHECKING:  # made by with_setters
+    # <param-stubs>
+    if TYPE_CHECKING:  # made from the Params' declarations (tools/write_param_stubs.py)
 
-        def setMaxIter(self, value: int) -> Self: ...
+        def __init__(
+            self,
+            *,
+            featuresCol: str = "features",
+            labelCol: str = "label",
+            predictionCol: str = "prediction",
+            rawPredictionCol: str = "rawPrediction",
+            probabilityCol: str = "probability",
+            kernel: str = "rbf",
+            gamma: str | float = "scale",
+            degree: int = 3,
+            coef0: float = 0.0,
+            regParam: float = 0.0001,
+            method: str = "nystroem",
+            numLandmarks: int | None = None,
+            maxLandmarks: int = 4000,
+            kernelBlocks: str = "auto",
+            kernelBlockMemory: str = "auto",
+            landmarkTol: float = 0.05,
+            landmarkSelection: str = "kmeans",
+            loss: str = "hinge",
+            multiClass: str = "auto",
+            probability: bool = False,
+            maxIter: int = 100,
+            tol: float = 0.0001,
+            seed: int = 0,
+            fitIntercept: bool = True,
+            threshold: float = 0.0,
+            weightCol: str | None = None,
+            aggregationDepth: int = 2,
+            strategy: str = "auto",
+            device: str = "auto",
+            dtype: str = "float32",
+            numWorkers: int = 0,
+            checkpointDir: str | None = None,
+            checkpointInterval: int = 10,
+            classWeight: str | dict[float, float] | None = None,
+        ) -> None: ...
 
-        def setTol(self, value: float) -> Self: ...
-
-        def setRegParam(self, value: float) -> Self: ...
-
-        def setFitIntercept(self, value: bool) -> Self: ...
-
-        def setWeightCol(self, value: str) -> Self: ...
-
-        def setThreshold(self, value: float) -> Self: ...
-
-        def setSeed(self, value: int) -> Self: ...
-
-        def setAggregationDepth(self, value: int) -> Self: ...
+        def setProbabilityCol(self, value: str) -> Self: ...
 
         def setKernel(self, value: str) -> Self: ...
 
@@ -167,6 +154,8 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         def setDegree(self, value: int) -> Self: ...
 
         def setCoef0(self, value: float) -> Self: ...
+
+        def setRegParam(self, value: float) -> Self: ...
 
         def setMethod(self, value: str) -> Self: ...
 
@@ -188,47 +177,21 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
 
         def setProbability(self, value: bool) -> Self: ...
 
-    @keyword_only
-    def __init__(
-        self,
-        *,  # ...: the Param's default (with_signature_defaults); None: the Param has none
-        featuresCol=...,
-        labelCol=...,
-        predictionCol=...,
-        rawPredictionCol=...,
-        probabilityCol=...,
-        kernel=...,
-        gamma=...,
-        degree=...,
-        coef0=...,
-        regParam=...,
-        method=...,
-        numLandmarks=None,
-        maxLandmarks=...,
-        kernelBlocks=...,
-        kernelBlockMemory=...,
-        landmarkTol=...,
-        landmarkSelection=...,
-        loss=...,
-        multiClass=...,
-        probability=...,
-        maxIter=...,
-        tol=...,
-        seed=...,
-        fitIntercept=...,
-        threshold=...,
-        weightCol=None,
-        aggregationDepth=...,
-        strategy=...,
-        device=...,
-        dtype=...,
-        numWorkers=...,
-        checkpointDir=None,
-        checkpointInterval=...,
-        classWeight=None,
-    ) -> None:
-        super().__init__()
-        self._set(**self._input_kwargs)
+        def setMaxIter(self, value: int) -> Self: ...
+
+        def setTol(self, value: float) -> Self: ...
+
+        def setSeed(self, value: int) -> Self: ...
+
+        def setFitIntercept(self, value: bool) -> Self: ...
+
+        def setThreshold(self, value: float) -> Self: ...
+
+        def setWeightCol(self, value: str) -> Self: ...
+
+        def setAggregationDepth(self, value: int) -> Self: ...
+
+    # </param-stubs>
 
     def _check_params(self):
         super()._check_params()

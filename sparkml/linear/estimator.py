@@ -71,7 +71,7 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
 
         def getTol(self) -> float: ...
 
-        def setMaxIter(self, value: int) -> Self: ...  # made by each model's with_setters
+        def setMaxIter(self, value: int) -> Self: ...  # made from each estimator's declared Params
 
         def setRegParam(self, value: float) -> Self: ...
 

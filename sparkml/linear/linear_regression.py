@@ -30,14 +30,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pyspark import keyword_only
 from pyspark.ml.linalg import DenseVector, Vectors, VectorUDT
 from pyspark.ml.regression import LinearRegressionModel as _StockModel
 from pyspark.ml.regression import PredictionModel, Predictor, _LinearRegressionParams
 from pyspark.sql.types import DoubleType, StructField, StructType
 
 from sparkml.base.model import ConvertsToStock, HasCoefficientVector, KeepsTrainingSummary, ModelIO
-from sparkml.base.params import HasTorchTrainingParams, with_setters, with_signature_defaults
+from sparkml.base.params import HasTorchTrainingParams, declared_estimator, declares
 from sparkml.base.summary import LinearRegressionTrainingSummary, training_summary
 from sparkml.base.validation import check_huber_params
 from sparkml.gpu import HuberLoss, SquaredLoss
@@ -45,7 +44,7 @@ from sparkml.linear.estimator import LinearEstimator, LinearProblem
 from sparkml.linear.scale_objective import WithScale
 from sparkml.optim.iterations import TrainingSummary, logger
 from sparkml.optim.weighted_least_squares import solve_normal_equations
-from sparkml.param_table import Rule, choice_of
+from sparkml.params.estimators import LINEAR_REGRESSION
 from sparkml.scoring.dataframe import ScoresWithSpec
 from sparkml.scoring.kinds import KINDS
 from sparkml.scoring.spec import ScoringSpec
@@ -57,75 +56,72 @@ if TYPE_CHECKING:
 MAX_NORMAL_FEATURES = 4096  # MLlib's WeightedLeastSquares.MAX_NUM_FEATURES
 
 
+@declares(*LINEAR_REGRESSION)
 class _Params(_LinearRegressionParams, HasTorchTrainingParams):
     pass
 
 
-@with_setters(
-    "maxIter",
-    "regParam",
-    "elasticNetParam",
-    "tol",
-    "fitIntercept",
-    "standardization",
-    "weightCol",
-    "solver",
-    "aggregationDepth",
-    "loss",
-    "epsilon",
-    "maxBlockSizeInMB",
-)
-@with_signature_defaults
+@declared_estimator(LINEAR_REGRESSION)
 class LinearRegression(LinearEstimator, Predictor, _Params):
     """pyspark.ml's LinearRegression (squaredError or huber), trained with PyTorch kernels on the executors."""
 
-    _param_rules = {  # MLlib's
-        "solver": choice_of(("auto", "normal", "l-bfgs")),
-        "loss": choice_of(("squaredError", "huber")),
-        "epsilon": Rule(lambda v: v > 1, "must be > 1.0"),
-    }
+    # <param-stubs>
+    if TYPE_CHECKING:  # made from the Params' declarations (tools/write_param_stubs.py)
 
-    if TYPE_CHECKING:  # made by with_setters
+        def __init__(
+            self,
+            *,
+            featuresCol: str = "features",
+            labelCol: str = "label",
+            predictionCol: str = "prediction",
+            maxIter: int = 100,
+            regParam: float = 0.0,
+            elasticNetParam: float = 0.0,
+            tol: float = 1e-06,
+            fitIntercept: bool = True,
+            standardization: bool = True,
+            solver: str = "auto",
+            weightCol: str | None = None,
+            aggregationDepth: int = 2,
+            loss: str = "squaredError",
+            epsilon: float = 1.35,
+            maxBlockSizeInMB: float = 0.0,
+            strategy: str = "auto",
+            device: str = "auto",
+            dtype: str = "float32",
+            numWorkers: int = 0,
+            localIter: int = 10,
+            staleness: int = 3,
+            topology: str = "ring",
+            checkpointDir: str | None = None,
+            checkpointInterval: int = 10,
+        ) -> None: ...
+
+        def setMaxIter(self, value: int) -> Self: ...
+
+        def setRegParam(self, value: float) -> Self: ...
 
         def setElasticNetParam(self, value: float) -> Self: ...
 
+        def setTol(self, value: float) -> Self: ...
+
+        def setFitIntercept(self, value: bool) -> Self: ...
+
+        def setStandardization(self, value: bool) -> Self: ...
+
         def setSolver(self, value: str) -> Self: ...
+
+        def setWeightCol(self, value: str) -> Self: ...
+
+        def setAggregationDepth(self, value: int) -> Self: ...
 
         def setLoss(self, value: str) -> Self: ...
 
         def setEpsilon(self, value: float) -> Self: ...
 
-    @keyword_only
-    def __init__(
-        self,
-        *,  # ...: the Param's default (with_signature_defaults); None: the Param has none
-        featuresCol=...,
-        labelCol=...,
-        predictionCol=...,
-        maxIter=...,
-        regParam=...,
-        elasticNetParam=...,
-        tol=...,
-        fitIntercept=...,
-        standardization=...,
-        solver=...,
-        weightCol=None,
-        aggregationDepth=...,
-        loss=...,
-        epsilon=...,
-        maxBlockSizeInMB=...,
-        strategy=...,
-        device=...,
-        dtype=...,
-        numWorkers=...,
-        localIter=...,
-        staleness=...,
-        topology=...,
-        checkpointDir=None,
-        checkpointInterval=...,
-    ) -> None:
-        super().__init__()
-        self._set(**self._input_kwargs)
+        def setMaxBlockSizeInMB(self, value: float) -> Self: ...
+
+    # </param-stubs>
 
     def _check_params(self):
         super()._check_params()

@@ -13,18 +13,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pyspark import keyword_only
 from pyspark.ml.classification import ClassificationModel, Classifier, _LinearSVCParams
 from pyspark.ml.classification import LinearSVCModel as _StockModel
 from pyspark.ml.linalg import DenseVector, Vectors, VectorUDT
 from pyspark.sql.types import DoubleType, StructField, StructType
 
 from sparkml.base.model import ConvertsToStock, HasCoefficientVector, KeepsTrainingSummary, ModelIO
-from sparkml.base.params import HasClassWeight, HasTorchTrainingParams, with_setters, with_signature_defaults
+from sparkml.base.params import HasClassWeight, HasTorchTrainingParams, declared_estimator, declares
 from sparkml.base.summary import LinearSVCTrainingSummary, training_summary
 from sparkml.base.validation import binary_labels
 from sparkml.gpu import HingeLoss
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
+from sparkml.params.estimators import LINEAR_SVC
 from sparkml.scoring.dataframe import ScoresWithSpec
 from sparkml.scoring.kinds import KINDS
 from sparkml.scoring.spec import ScoringSpec
@@ -34,59 +34,65 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 
+@declares(*LINEAR_SVC)
 class _Params(_LinearSVCParams, HasTorchTrainingParams, HasClassWeight):
     pass
 
 
-@with_setters(
-    "maxIter",
-    "regParam",
-    "tol",
-    "fitIntercept",
-    "standardization",
-    "threshold",
-    "weightCol",
-    "aggregationDepth",
-    "maxBlockSizeInMB",
-)
-@with_signature_defaults
+@declared_estimator(LINEAR_SVC)
 class LinearSVC(LinearEstimator, Classifier, _Params):
     """pyspark.ml's LinearSVC, trained with PyTorch kernels on the executors."""
 
-    if TYPE_CHECKING:  # made by with_setters
+    # <param-stubs>
+    if TYPE_CHECKING:  # made from the Params' declarations (tools/write_param_stubs.py)
+
+        def __init__(
+            self,
+            *,
+            featuresCol: str = "features",
+            labelCol: str = "label",
+            predictionCol: str = "prediction",
+            maxIter: int = 100,
+            regParam: float = 0.0,
+            tol: float = 1e-06,
+            rawPredictionCol: str = "rawPrediction",
+            fitIntercept: bool = True,
+            standardization: bool = True,
+            threshold: float = 0.0,
+            weightCol: str | None = None,
+            aggregationDepth: int = 2,
+            maxBlockSizeInMB: float = 0.0,
+            strategy: str = "auto",
+            device: str = "auto",
+            dtype: str = "float32",
+            numWorkers: int = 0,
+            localIter: int = 10,
+            staleness: int = 3,
+            topology: str = "ring",
+            checkpointDir: str | None = None,
+            checkpointInterval: int = 10,
+            classWeight: str | dict[float, float] | None = None,
+        ) -> None: ...
+
+        def setMaxIter(self, value: int) -> Self: ...
+
+        def setRegParam(self, value: float) -> Self: ...
+
+        def setTol(self, value: float) -> Self: ...
+
+        def setFitIntercept(self, value: bool) -> Self: ...
+
+        def setStandardization(self, value: bool) -> Self: ...
 
         def setThreshold(self, value: float) -> Self: ...
 
-    @keyword_only
-    def __init__(
-        self,
-        *,  # ...: the Param's default (with_signature_defaults); None: the Param has none
-        featuresCol=...,
-        labelCol=...,
-        predictionCol=...,
-        maxIter=...,
-        regParam=...,
-        tol=...,
-        rawPredictionCol=...,
-        fitIntercept=...,
-        standardization=...,
-        threshold=...,
-        weightCol=None,
-        aggregationDepth=...,
-        maxBlockSizeInMB=...,
-        strategy=...,
-        device=...,
-        dtype=...,
-        numWorkers=...,
-        localIter=...,
-        staleness=...,
-        topology=...,
-        checkpointDir=None,
-        checkpointInterval=...,
-        classWeight=None,
-    ) -> None:
-        super().__init__()
-        self._set(**self._input_kwargs)
+        def setWeightCol(self, value: str) -> Self: ...
+
+        def setAggregationDepth(self, value: int) -> Self: ...
+
+        def setMaxBlockSizeInMB(self, value: float) -> Self: ...
+
+    # </param-stubs>
 
     def _problem(self, s):
         binary_labels(s, self.getLabelCol())

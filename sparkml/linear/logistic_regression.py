@@ -32,7 +32,7 @@ from pyspark.ml.linalg import DenseMatrix, DenseVector, MatrixUDT, Vectors, Vect
 from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
 
 from sparkml.base.model import ConvertsToStock, KeepsTrainingSummary, ModelIO
-from sparkml.base.params import HasClassWeight, HasTorchTrainingParams, with_setters, with_signature_defaults
+from sparkml.base.params import HasClassWeight, HasTorchTrainingParams, declared_estimator, declares
 from sparkml.base.summary import (
     BinaryLogisticRegressionTrainingSummary,
     LogisticRegressionTrainingSummary,
@@ -42,6 +42,7 @@ from sparkml.base.validation import BOUND_PARAMS, check_bounds_params, classific
 from sparkml.gpu import LogisticLoss, SoftmaxLoss
 from sparkml.linear.bounds import coefficient_bounds
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
+from sparkml.params.estimators import LOGISTIC_REGRESSION
 from sparkml.scoring.dataframe import ScoresWithSpec
 from sparkml.scoring.kinds import KINDS
 from sparkml.scoring.spec import ScoringSpec, logistic_raw_threshold
@@ -51,27 +52,12 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 
+@declares(*LOGISTIC_REGRESSION)
 class _Params(_LogisticRegressionParams, HasTorchTrainingParams, HasClassWeight):
     pass
 
 
-@with_setters(
-    "maxIter",
-    "regParam",
-    "elasticNetParam",
-    "tol",
-    "fitIntercept",
-    "standardization",
-    "weightCol",
-    "aggregationDepth",
-    "family",
-    "maxBlockSizeInMB",
-    "lowerBoundsOnCoefficients",
-    "upperBoundsOnCoefficients",
-    "lowerBoundsOnIntercepts",
-    "upperBoundsOnIntercepts",
-)
-@with_signature_defaults
+@declared_estimator(LOGISTIC_REGRESSION)
 class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
     """pyspark.ml's LogisticRegression, trained with PyTorch kernels on the executors.
 
@@ -79,9 +65,60 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
     ``device`` and ``dtype``; ``setInitialModel`` warm-starts from a previous model.
     """
 
-    if TYPE_CHECKING:  # made by with_setters
+    # <param-stubs>
+    if TYPE_CHECKING:  # made from the Params' declarations (tools/write_param_stubs.py)
+
+        def __init__(
+            self,
+            *,
+            featuresCol: str = "features",
+            labelCol: str = "label",
+            predictionCol: str = "prediction",
+            maxIter: int = 100,
+            regParam: float = 0.0,
+            elasticNetParam: float = 0.0,
+            tol: float = 1e-06,
+            fitIntercept: bool = True,
+            threshold: float = 0.5,
+            thresholds: list[float] | None = None,
+            probabilityCol: str = "probability",
+            rawPredictionCol: str = "rawPrediction",
+            standardization: bool = True,
+            weightCol: str | None = None,
+            aggregationDepth: int = 2,
+            family: str = "auto",
+            lowerBoundsOnCoefficients: Matrix | None = None,
+            upperBoundsOnCoefficients: Matrix | None = None,
+            lowerBoundsOnIntercepts: Vector | None = None,
+            upperBoundsOnIntercepts: Vector | None = None,
+            maxBlockSizeInMB: float = 0.0,
+            strategy: str = "auto",
+            device: str = "auto",
+            dtype: str = "float32",
+            numWorkers: int = 0,
+            localIter: int = 10,
+            staleness: int = 3,
+            topology: str = "ring",
+            checkpointDir: str | None = None,
+            checkpointInterval: int = 10,
+            classWeight: str | dict[float, float] | None = None,
+        ) -> None: ...
+
+        def setMaxIter(self, value: int) -> Self: ...
+
+        def setRegParam(self, value: float) -> Self: ...
 
         def setElasticNetParam(self, value: float) -> Self: ...
+
+        def setTol(self, value: float) -> Self: ...
+
+        def setFitIntercept(self, value: bool) -> Self: ...
+
+        def setStandardization(self, value: bool) -> Self: ...
+
+        def setWeightCol(self, value: str) -> Self: ...
+
+        def setAggregationDepth(self, value: int) -> Self: ...
 
         def setFamily(self, value: str) -> Self: ...
 
@@ -93,44 +130,9 @@ class LogisticRegression(LinearEstimator, ProbabilisticClassifier, _Params):
 
         def setUpperBoundsOnIntercepts(self, value: Vector) -> Self: ...
 
-    @keyword_only
-    def __init__(
-        self,
-        *,  # ...: the Param's default (with_signature_defaults); None: the Param has none
-        featuresCol=...,
-        labelCol=...,
-        predictionCol=...,
-        maxIter=...,
-        regParam=...,
-        elasticNetParam=...,
-        tol=...,
-        fitIntercept=...,
-        threshold=...,
-        thresholds=None,
-        probabilityCol=...,
-        rawPredictionCol=...,
-        standardization=...,
-        weightCol=None,
-        aggregationDepth=...,
-        family=...,
-        lowerBoundsOnCoefficients=None,
-        upperBoundsOnCoefficients=None,
-        lowerBoundsOnIntercepts=None,
-        upperBoundsOnIntercepts=None,
-        maxBlockSizeInMB=...,
-        strategy=...,
-        device=...,
-        dtype=...,
-        numWorkers=...,
-        localIter=...,
-        staleness=...,
-        topology=...,
-        checkpointDir=None,
-        checkpointInterval=...,
-        classWeight=None,
-    ) -> None:
-        super().__init__()
-        self.setParams(**self._input_kwargs)
+        def setMaxBlockSizeInMB(self, value: float) -> Self: ...
+
+    # </param-stubs>
 
     @keyword_only
     def setParams(self, **kwargs: Any) -> Self:

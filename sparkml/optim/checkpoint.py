@@ -43,7 +43,8 @@ import uuid
 
 import numpy as np
 
-from sparkml.param_table import RULES, check
+from sparkml.params.rules import check
+from sparkml.params.training import RULES
 
 logger = logging.getLogger("sparkml")
 
@@ -59,7 +60,7 @@ _RTOL = 1e-9
 def check_params(directory, interval, refusal):
     """ValueError when a fit with ``checkpointDir`` = ``directory`` (None: unset) cannot checkpoint (``refusal``: the
     estimator's reason, or None), or ``directory`` or ``interval`` (``checkpointInterval``) breaks its Param's rule
-    (``sparkml.param_table``: a local or mounted path; at least 1)."""
+    (``sparkml.params.training``: a local or mounted path; at least 1)."""
     if directory is None:
         return
     if refusal:

@@ -2,8 +2,6 @@
 pyspark is not installed).
 
 * ``model_files``: the one checked reader of a saved model's directory (metadata JSON, Parquet data, no pickles);
-* ``classes``: what each model class saves (its Params, their types and choices, its data columns);
-* ``mllib_structs``: MLlib's vector and matrix structs as they are written in JSON and Parquet;
-* ``param_converters``: pyspark.ml's Param type converters mirrored without pyspark, plus this library's own,
-  so a value is refused alike when set and when loaded.
+* ``classes``: what each model class saves (its data columns and their shapes; its Params, read by the
+  converters their declarations name: ``sparkml.params``).
 """

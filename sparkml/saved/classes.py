@@ -2,12 +2,10 @@
 of its vectors and matrices, and its Params' types and bounds. ``sparkml.saved.model_files`` checks a directory
 against the class its metadata names (``SAVED``); the Spark loader and ``sparkml.serving`` share them.
 
-The rules here are the Params' own: each is the type converter the Param declares (pyspark's
-``TypeConverters`` mirrored without pyspark, or this library's: ``sparkml.saved.param_converters``), plus the bounds
-MLlib's validators set where scoring depends on them (``threshold`` of LogisticRegression in [0, 1],
-``thresholds`` non-negative). The choices of this library's Params are defined here and the Params import them;
-``tests/test_saved_classes.py`` checks that every rule is the converter of the Param of the same name and that
-the columns are those the models write.
+A class's Params are its estimator's declarations (``sparkml.params``), each read by the type converter it
+declares, plus the bounds MLlib's validators set where scoring depends on them (``threshold`` of
+LogisticRegression in [0, 1], ``thresholds`` non-negative). ``tests/test_saved_classes.py`` checks that the
+columns are those the models write.
 """
 
 from __future__ import annotations
@@ -16,34 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkml.data.class_weight import to_class_weight
-from sparkml.saved import mllib_structs as structs
-from sparkml.saved.param_converters import (
-    OneOf,
-    kernel_choices,
-    strategy_choices,
-    to_boolean,
-    to_float,
-    to_gamma,
-    to_int,
-    to_list_float,
-    to_matrix,
-    to_memory_size,
-    to_string,
-    to_vector,
+from sparkml.params import mllib_structs as structs
+from sparkml.params.declared import converters
+from sparkml.params.estimators import (
+    GENERALIZED_LINEAR_REGRESSION,
+    LINEAR_REGRESSION,
+    LINEAR_SVC,
+    LOGISTIC_REGRESSION,
 )
-
-# KernelSVC's choices (its Params import them)
-KERNEL_METHODS = ("nystroem", "rff")
-KERNEL_LOSSES = ("hinge", "squared_hinge")
-MULTI_CLASS = ("auto", "ovo", "ovr")
-LANDMARK_SELECTIONS = ("kmeans", "random")
-KERNEL_BLOCK_MODES = ("auto", "stored", "per_pass")
-# the training Params' choices (sparkml.base.params imports them)
-DEVICES = ("auto", "cpu", "cuda")
-DTYPES = ("float32", "float64")
-TOPOLOGIES = ("ring", "complete")
-
+from sparkml.params.kernel_svc import KERNEL_SVC, KERNELS, METHODS
 
 # ---- bounds (MLlib's ParamValidators) and checks across the metadata and the row ---------------------------
 
@@ -107,33 +86,6 @@ class SavedClass:
     check: Callable[[dict, dict], tuple[str, str] | None] | None = None
 
 
-def _strings(*names):
-    return dict.fromkeys(names, to_string)
-
-
-_TRAINING = {
-    **_strings("featuresCol", "labelCol", "predictionCol", "weightCol", "checkpointDir"),
-    "strategy": OneOf("strategy", strategy_choices),
-    "device": OneOf("device", DEVICES),
-    "dtype": OneOf("dtype", DTYPES),
-    "numWorkers": to_int,
-    "checkpointInterval": to_int,
-    "maxIter": to_int,
-    "tol": to_float,
-    "regParam": to_float,
-    "fitIntercept": to_boolean,
-    "aggregationDepth": to_int,
-}
-_LINEAR = {
-    **_TRAINING,
-    "localIter": to_int,
-    "staleness": to_int,
-    "topology": OneOf("topology", TOPOLOGIES),
-    "standardization": to_boolean,
-    "maxBlockSizeInMB": to_float,
-}
-
-
 def _one_output_shapes(row):
     return {"coefficients": ("numFeatures",)}
 
@@ -144,11 +96,9 @@ def _logistic_shapes(row):
 
 
 def _kernel_svc_shapes(row):
-    from sparkml.gpu.kernels import KERNELS
-
     if row["kernel"] not in KERNELS:
         raise ValueError(f"kernel is {row['kernel']!r}, expected one of {', '.join(KERNELS)}")
-    if row["method"] not in KERNEL_METHODS:
+    if row["method"] not in METHODS:
         raise ValueError(f"method is {row['method']!r}, expected 'nystroem' or 'rff'")
     if row["numClasses"] < 2:
         raise ValueError(f"numClasses is {row['numClasses']}, expected at least 2")
@@ -183,18 +133,7 @@ _LOGISTIC = SavedClass(
         ("isMultinomial", "boolean"),
     ),
     _logistic_shapes,
-    {
-        **_LINEAR,
-        **_strings("family", "probabilityCol", "rawPredictionCol"),
-        "classWeight": to_class_weight,
-        "elasticNetParam": to_float,
-        "threshold": to_float,
-        "thresholds": to_list_float,
-        "lowerBoundsOnCoefficients": to_matrix,
-        "upperBoundsOnCoefficients": to_matrix,
-        "lowerBoundsOnIntercepts": to_vector,
-        "upperBoundsOnIntercepts": to_vector,
-    },
+    converters(LOGISTIC_REGRESSION),
     bounds={"threshold": _unit_interval, "thresholds": _thresholds},
     check=_logistic_check,
 )
@@ -204,7 +143,7 @@ _LINEAR_SVC = SavedClass(
     "sparkml.linear.linear_svc.LinearSVCModel",
     (("coefficients", "vector"), ("intercept", "double")),
     _one_output_shapes,
-    {**_LINEAR, "rawPredictionCol": to_string, "classWeight": to_class_weight, "threshold": to_float},
+    converters(LINEAR_SVC),
 )
 _LINEAR_REGRESSION = SavedClass(
     "LinearRegressionModel",
@@ -212,7 +151,7 @@ _LINEAR_REGRESSION = SavedClass(
     "sparkml.linear.linear_regression.LinearRegressionModel",
     (("intercept", "double"), ("coefficients", "vector"), ("scale", "double")),
     _one_output_shapes,
-    {**_LINEAR, **_strings("loss", "solver"), "elasticNetParam": to_float, "epsilon": to_float},
+    converters(LINEAR_REGRESSION),
 )
 _KERNEL_SVC = SavedClass(
     "KernelSVCModel",
@@ -234,27 +173,7 @@ _KERNEL_SVC = SavedClass(
         ("pairs", "matrix"),  # one-vs-one: (problems, 2) class pairs; null for one-vs-rest
     ),
     _kernel_svc_shapes,
-    {
-        **_TRAINING,
-        **_strings("probabilityCol", "rawPredictionCol"),
-        "classWeight": to_class_weight,
-        "threshold": to_float,
-        "seed": to_int,
-        "kernel": OneOf("kernel", kernel_choices),
-        "gamma": to_gamma,
-        "degree": to_int,
-        "coef0": to_float,
-        "method": OneOf("method", KERNEL_METHODS),
-        "numLandmarks": to_int,
-        "maxLandmarks": to_int,
-        "kernelBlocks": OneOf("kernelBlocks", KERNEL_BLOCK_MODES),
-        "kernelBlockMemory": to_memory_size,
-        "landmarkTol": to_float,
-        "landmarkSelection": OneOf("landmarkSelection", LANDMARK_SELECTIONS),
-        "loss": OneOf("loss", KERNEL_LOSSES),
-        "multiClass": OneOf("multiClass", MULTI_CLASS),
-        "probability": to_boolean,
-    },
+    converters(KERNEL_SVC),
     optional=("pairs",),  # models saved before one-vs-one existed are one-vs-rest
     check=_kernel_svc_check,
 )
@@ -265,13 +184,7 @@ _GENERALIZED_LINEAR_REGRESSION = SavedClass(
     "sparkml.glm.model.GeneralizedLinearRegressionModel",
     (("intercept", "double"), ("coefficients", "vector")),
     _one_output_shapes,
-    {
-        **_TRAINING,
-        **_strings("family", "link", "linkPredictionCol", "solver", "offsetCol"),
-        "elasticNetParam": to_float,  # this library's, saved beside MLlib's Params
-        "variancePower": to_float,
-        "linkPower": to_float,
-    },
+    converters(GENERALIZED_LINEAR_REGRESSION),
 )
 
 SAVED = {

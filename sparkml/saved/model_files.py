@@ -33,8 +33,8 @@ import reprlib
 from dataclasses import dataclass
 from typing import Any
 
-from sparkml.saved import mllib_structs as structs
-from sparkml.saved.mllib_structs import STORED
+from sparkml.params import mllib_structs as structs
+from sparkml.params.mllib_structs import STORED
 
 
 class ModelFileError(ValueError):

@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from sparkml.gpu.glm import family_of, link_of
+from sparkml.params.mllib_structs import matrix_array as _matrix
+from sparkml.params.mllib_structs import vector_array as _vector
 from sparkml.saved.classes import SAVED
-from sparkml.saved.mllib_structs import matrix_array as _matrix
-from sparkml.saved.mllib_structs import vector_array as _vector
 from sparkml.saved.model_files import LocalFiles
 from sparkml.scoring.kinds import KINDS
 from sparkml.scoring.spec import ScoringSpec, kernel_spec, logistic_raw_threshold

@@ -12,7 +12,7 @@ A strategy is a transport crossed with a solver:
 Each row says once what its pair supports. The transports are ``strategies.job_transport`` and
 ``strategies.barrier_transport``; a solver is a plain function of the transport's communicator
 (``strategies.solver_protocols``). Adding a strategy: its solver in its own module and one row here. This module
-imports nothing of the library but the Params' table (``sparkml.param_table``: the options' defaults), and no
+imports nothing of the library but the Params' table (``sparkml.params.training``: the options' defaults), and no
 pyspark or torch.
 """
 
@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sparkml.param_table import DEFAULTS
+from sparkml.params import training
+from sparkml.params.training import DEFAULTS
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class StrategyOptions:
     """The estimator's settings a strategy is built with; each transport and solver reads the ones it uses.
 
     Each field is one Param's value (``option_params``: the mapping ``TorchEstimator._make_strategy`` reads),
-    its default that Param's (``sparkml.param_table``).
+    its default that Param's (``sparkml.params.training.DEFAULTS``).
     """
 
     device: str = _option("device")
@@ -200,6 +201,9 @@ TABLE = [
 def names() -> tuple:
     """Every ``strategy`` value: ``auto``, then the table's."""
     return (AUTO, *(s.name for s in TABLE))
+
+
+training.provide_strategy_names(names)  # the Param's choices are the rows: a new row is a new value
 
 
 def get(name: str) -> Strategy:

@@ -1,20 +1,10 @@
-"""Each training Param's default and each Param's check, written once.
+"""What a Param's value must satisfy: ``Rule``, the rules most Params share (``at_least``, ``choice_of``) and the
+check that reads them (``first_problem``).
 
-``DEFAULTS``: the defaults of the Params this library adds to pyspark.ml's, and of MLlib's ``aggregationDepth``
-(MLlib's own, which pyspark sets too; a strategy reads it). Read by the Params' ``_setDefault``
-(``base.params``), the estimators' signatures (filled in from the Params' defaults:
-``base.params.with_signature_defaults``) and the strategies' options (``strategies.table.StrategyOptions``).
-The defaults of MLlib's other Params are pyspark's own, those of KernelSVC's Params ``kernel.params``'s.
-
-``RULES``: Param name -> ``Rule``, what a value must satisfy and the words that refuse it: MLlib's bounds
-(its ``ParamValidators``) and those of this library's Params. An estimator adds or overrides rules for its own
-Params (``_param_rules``). Read by the estimators before any Spark job runs (``base.validation.check_params``),
-by the checkpoint (``optim.checkpoint.check_params``) and by the job config (``jobs.config``), so all three
-refuse a value with the same words. The choices of ``strategy``, ``device``, ``dtype`` and ``topology`` are their
-Params' type converters (``param_converters.OneOf``), which refuse a value as it is set, with the same words
-wherever it is set.
-
-This module imports nothing of the library, and no pyspark or torch: every floor reads it.
+Each Param's rule is part of its declaration (``sparkml.params.declared``). The estimators check them before
+any Spark job runs (``base.validation.check_params``), the checkpoint before it resumes
+(``optim.checkpoint.check_params``) and the job config as it reads a YAML file (``jobs.config``), so all three
+refuse a value with the same words. This module imports nothing of the library, and no pyspark or torch.
 """
 
 from __future__ import annotations
@@ -22,18 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-DEFAULTS: dict[str, Any] = dict(  # keyword arguments, as ``_setDefault`` and the signatures write them
-    strategy="auto",
-    device="auto",
-    dtype="float32",
-    numWorkers=0,
-    localIter=10,
-    staleness=3,
-    topology="ring",
-    checkpointInterval=10,
-    aggregationDepth=2,  # MLlib's
-)
 
 
 @dataclass(frozen=True)
@@ -80,30 +58,6 @@ def choice_of(
         return (v.lower() if ignore_case and isinstance(v, str) else v) in allowed()
 
     return Rule(accepted, lambda: f"must be one of {', '.join(allowed())}{note}")
-
-
-def _local_path(directory):
-    return "://" not in directory or directory.startswith("file:")
-
-
-RULES: dict[str, Rule] = {
-    # MLlib's (its ParamValidators)
-    "maxIter": at_least(0),
-    "tol": at_least(0),
-    "regParam": at_least(0, finite=True),  # MLlib takes inf
-    "elasticNetParam": Rule(lambda v: 0 <= v <= 1, "must be in [0, 1]"),
-    "aggregationDepth": at_least(2),
-    # this library's
-    "numWorkers": at_least(0),
-    "localIter": at_least(1),
-    "staleness": at_least(0),
-    "checkpointDir": Rule(
-        _local_path,
-        "must be a local or mounted path (shared by the driver and the executors with strategy 'allreduce')",
-        only_with="checkpointDir",
-    ),
-    "checkpointInterval": Rule(lambda v: v >= 1, "must be >= 1 when checkpointDir is set", only_with="checkpointDir"),
-}
 
 
 def first_problem(rules: Mapping[str, Rule], values: Mapping[str, Any]) -> tuple[str, str] | None:

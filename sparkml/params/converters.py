@@ -1,18 +1,19 @@
-"""The type converters of the saved models' Params, without pyspark: pyspark.ml's ``TypeConverters`` mirrored
-(the same values pass, with the same messages) and this library's own (``OneOf``, ``to_gamma``,
-``to_memory_size``). ``sparkml.saved.classes`` states which Param of which class takes which; the Params
-themselves are declared with the same converters, so a value is refused alike when set and when loaded.
+"""The Params' type converters, without pyspark: pyspark.ml's ``TypeConverters`` mirrored (the same values pass,
+with the same messages) and this library's own (``OneOf``, ``to_gamma``, ``to_memory_size``, ``to_class_weight``).
+Each Param's declaration names its converter (``sparkml.params.declared``); the pyspark Param and the saved-file
+reader both use it, so a value is refused alike when set and when loaded.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from sparkml.saved import mllib_structs as structs
+from sparkml.params import mllib_structs as structs
 
 # ---- pyspark.ml.param.TypeConverters, without pyspark: the same values pass, with the same messages ----------
 
@@ -111,18 +112,6 @@ class OneOf:
         return value
 
 
-def strategy_choices():
-    from sparkml.strategies import table
-
-    return table.names()
-
-
-def kernel_choices():
-    from sparkml.gpu.kernels import KERNELS
-
-    return KERNELS
-
-
 def to_gamma(value):
     """KernelSVC's ``gamma``: 'scale', 'auto' or a finite number > 0 (a number written as a string is read)."""
     problem = f"gamma must be 'scale', 'auto' or a finite number > 0; got {value!r}"
@@ -163,3 +152,30 @@ def to_memory_size(value):
     if value != "auto" and memory_bytes(value) < 1:
         raise ValueError(f"kernelBlockMemory must be 'auto' or a size of at least 1 byte; got {value!r}")
     return value
+
+
+BALANCED = "balanced"  # classWeight: n / (k * n_c) for class c (``sparkml.data.class_weight``)
+
+
+def to_class_weight(value):
+    """``classWeight``: ``"balanced"``, or a mapping of labels (non-negative integers, as floats) to finite
+    non-negative weights; a ValueError naming ``classWeight`` otherwise. A saved mapping's labels come back from
+    JSON as strings and are converted again."""
+    if isinstance(value, str):
+        if value.strip().lower() != BALANCED:
+            raise ValueError(f"classWeight must be 'balanced' or a mapping of label to weight; got {value!r}")
+        return BALANCED
+    if not isinstance(value, Mapping) or not value:
+        raise ValueError(f"classWeight must be 'balanced' or a non-empty mapping of label to weight; got {value!r}")
+    out = {}
+    for label, weight in value.items():
+        try:
+            c, w = float(label), float(weight)
+        except (TypeError, ValueError):
+            raise ValueError(f"classWeight maps labels to weights, both numbers; got {label!r}: {weight!r}") from None
+        if not (math.isfinite(c) and c >= 0 and c.is_integer()):
+            raise ValueError(f"classWeight's labels are class indices (0, 1, 2, ...), finite; got {label!r}")
+        if not (math.isfinite(w) and w >= 0):
+            raise ValueError(f"classWeight's weights must be finite and non-negative; got {weight!r} for label {c:g}")
+        out[c] = w
+    return out
