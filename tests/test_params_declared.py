@@ -11,6 +11,7 @@ from dataclasses import fields
 
 import numpy as np
 import pytest
+from pyspark.ml.param import TypeConverters
 from support.data_helpers import rows_frame, small_rows
 from support.helpers import ROOT
 
@@ -81,8 +82,9 @@ def test_a_keyword_that_names_no_param_and_a_positional_argument_are_refused(cls
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
 def test_every_numeric_param_takes_numpy_numbers_as_pyspark_does(cls):
-    """pyspark.ml's numeric rule: Python and numpy 64-bit ints and floats (a gamma computed as 1 / (d X.var()) is a
-    numpy float); each set value reads back as a Python number, and the saved file's converter takes it too."""
+    """pyspark.ml's numeric rule (its ``TypeConverters``): Python and numpy 64-bit ints and floats (a gamma
+    computed as 1 / (d X.var()) is a numpy float); each set value reads back as a Python number, as pyspark's
+    converter makes it, and the saved file's converter takes it too."""
     estimator, checked = cls(), 0
     for d in cls._declared:
         if d.type not in ("int", "float") or not estimator.hasDefault(d.name):
@@ -90,7 +92,8 @@ def test_every_numeric_param_takes_numpy_numbers_as_pyspark_does(cls):
         value = estimator.getOrDefault(d.name)
         numpy_value = np.int64(value + 1) if d.type == "int" else np.float64(value + 0.25)
         got = cls(**{d.name: numpy_value}).getOrDefault(d.name)
-        assert got == numpy_value and type(got) is type(value), d.name
+        pyspark_converter = TypeConverters.toInt if d.type == "int" else TypeConverters.toFloat
+        assert got == pyspark_converter(numpy_value) == numpy_value and type(got) is type(value), d.name
         assert d.converter(numpy_value) == got, d.name
         checked += 1
     assert checked >= 5
