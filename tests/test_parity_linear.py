@@ -223,13 +223,13 @@ def test_linear_svc_matches_mllib(spark, reg, net, fit, std, weighted, sparse):
 
 @pytest.mark.parametrize("fit,sparse", [(True, False), pytest.param(False, True, marks=pytest.mark.full)])
 def test_linear_svc_converged_matches_mllib(spark, fit, sparse):
-    """Both stop on the tolerance (MLlib's default, 1e-6), not on maxIter (about 100 iterations here), at the same
+    """Both stop on the tolerance (MLlib's default, 1e-6), not on maxIter (40 to 100 iterations here), at the same
     iteration: the same convergence test on the same iterates."""
     df = data(spark, "binary", sparse)
     converged = dict(regParam=0.01, fitIntercept=fit, weightCol="weight", maxIter=1000, tol=1e-6)
     ours, ref = fit_both(LinearSVC, stock_cls.LinearSVC, df, converged, strategy="allreduce")
     iterations = len(ref.summary().objectiveHistory)
-    assert 50 < iterations < 1000 and len(ours.summary().objectiveHistory) == iterations
+    assert 20 < iterations < 1000 and len(ours.summary().objectiveHistory) == iterations
     diff = coefficient_diff(ours, ref)
     assert diff < 1e-4, f"converged coefficients differ by {diff:.2e} relative"
 

@@ -89,9 +89,9 @@ def scored_from_blocks(monkeypatch):
     folds = []
     original = scores._metrics_from_blocks
 
-    def counted(plan, evaluator, blocks, weight):
+    def counted(plan, evaluator, blocks):
         folds.append(blocks.fold)
-        return original(plan, evaluator, blocks, weight)
+        return original(plan, evaluator, blocks)
 
     monkeypatch.setattr(scores, "_metrics_from_blocks", counted)
     return folds
@@ -224,6 +224,25 @@ def test_validation_rows_the_conversion_lacks_are_read_from_the_fold(data, score
     assert scored_from_blocks == []
     theirs = StockCrossValidator(**kwargs).fit(data)
     np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "estimator,evaluator",
+    [
+        (lambda: LinearRegression(labelCol="y", weightCol="w"), lambda: RegressionEvaluator(labelCol="y")),
+        (lambda: LogisticRegression(weightCol="w"), BinaryClassificationEvaluator),
+    ],
+    ids=["regression", "binary"],
+)
+def test_an_evaluator_without_weights_weighs_each_stored_row_1(data, scored_from_blocks, estimator, evaluator):
+    """The fit reads weights and the evaluator none: the fold is scored from the stored rows, each weighing 1 as
+    pyspark's evaluator weighs the fold's rows (the stored weights are the fit's, not the evaluator's)."""
+    estimator = estimator()
+    kwargs = dict(estimator=estimator, estimatorParamMaps=_grid(estimator, (0.05,)), evaluator=evaluator())
+    ours = CrossValidator(**kwargs, foldCol="fold").fit(data)
+    assert scored_from_blocks == [0, 1, 2]
+    theirs = StockCrossValidator(**kwargs, foldCol="fold").fit(data)
+    np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-7)
 
 
 @pytest.mark.parametrize("kind", ["dense", "sparse"])

@@ -41,8 +41,8 @@ class PassPlan:
     ``multiclass``, ``binary``), the output ``keys`` each model computes, the keys of the prediction and
     the probability the evaluator reads (``prediction``, ``probability``: multiclass log-loss), the key of the
     binary evaluator's score (``score``; its column 1 when ``score_vector``), log-loss's ``eps``, whether the
-    log-loss sums are needed (``log_loss``), and the binary frame's column names (``label_name``,
-    ``weight_name``: None without a weight column)."""
+    log-loss sums are needed (``log_loss``), the binary frame's label column (``label_name``) and the evaluator's
+    weight column (``weight_name``: None without one; every row then weighs 1)."""
 
     stack: ModelStack
     kind: str
@@ -246,10 +246,16 @@ def _float64(x):
     return x.astype(np.float64, copy=False) if x.dtype != np.float64 else x
 
 
+def _evaluator_weights(y, w, plan: PassPlan) -> np.ndarray:
+    """The stored rows' weights where the evaluator has a weight column (the conversion's: ``ValidationBlocks.serves``),
+    else 1 for every row: the fit's weights are not the evaluator's."""
+    return w if plan.weight_name else np.ones(len(y))
+
+
 def block_statistics(x, y, w, plan: PassPlan) -> list[tuple]:
     """``FoldStatistics.rows`` of validation rows read from a conversion's blocks (already checked by it)."""
     statistics = FoldStatistics(plan)
-    statistics.add(_float64(x), y, w)
+    statistics.add(_float64(x), y, _evaluator_weights(y, w, plan))
     return statistics.rows()
 
 
@@ -263,8 +269,8 @@ def binary_scores(x, plan: PassPlan) -> list[np.ndarray]:
 
 
 def block_scores(x, y, w, plan: PassPlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(labels, weights, (n, k) scores) of validation rows read from a conversion's blocks."""
-    return y, w, np.stack(binary_scores(_float64(x), plan), axis=1)
+    """(labels, the evaluator's weights, (n, k) scores) of validation rows read from a conversion's blocks."""
+    return y, _evaluator_weights(y, w, plan), np.stack(binary_scores(_float64(x), plan), axis=1)
 
 
 def entries_of(entries):

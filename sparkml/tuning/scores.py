@@ -171,7 +171,7 @@ def plan_pass(models: Sequence[Any], param_maps: Sequence[dict], evaluator: Eval
         if label in reserved or weight in reserved or label == weight:
             raise NotOnePass("the label and weight columns' names")
     else:
-        fields = {"prediction": output_key("predictionCol", False)}
+        fields = {"prediction": output_key("predictionCol", False), "weight_name": weight}
         if metric == "logLoss":
             eps = evaluator.getOrDefault("eps")
             if not 0 < eps < 0.5:
@@ -200,7 +200,7 @@ def fold_metrics(
         k = len(plan.stack.specs)
         if blocks is not None and blocks.serves(features, label, weight):
             if plan.kind != "binary" or blocks.rows * (k + 2) <= DRIVER_VALUES:
-                return _metrics_from_blocks(plan, evaluator, blocks, weight)
+                return _metrics_from_blocks(plan, evaluator, blocks)
         if plan.kind == "binary":
             return _binary_metrics(plan, evaluator, validation, features, label, weight, parallelism, rows)
         return _metrics_from_stats(plan, evaluator, validation, features, label, weight)
@@ -343,7 +343,7 @@ def _areas(evaluator, y, w, scores):
         return list(pool.map(lambda s: curves.area(metric, s, y, w, num_bins), scores))
 
 
-def _metrics_from_blocks(plan, evaluator, blocks, weight):
+def _metrics_from_blocks(plan, evaluator, blocks):
     """Each model's metric from the fold's validation rows as the search's conversion stored them
     (``blocks``: ``sparkml.tuning.convert_once.ValidationBlocks``): one job where they are, no row read from the JVM.
     Binary: each partition returns its rows' labels, weights and k scores; the others their statistics."""
@@ -354,6 +354,6 @@ def _metrics_from_blocks(plan, evaluator, blocks, weight):
     parts = blocks.map(partial(block_scores, plan=plan))
     k = len(plan.stack.specs)
     y = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0)
-    w = np.concatenate([p[1] for p in parts]) if weight and parts else np.ones(len(y))
+    w = np.concatenate([p[1] for p in parts]) if parts else np.ones(0)
     scores = np.concatenate([p[2] for p in parts]) if parts else np.zeros((0, k))
     return _areas(evaluator, y, w, [np.ascontiguousarray(scores[:, j]) for j in range(k)])
