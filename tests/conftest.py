@@ -11,6 +11,16 @@ from support.helpers import use_this_checkout
 
 use_this_checkout()
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # ``pytest -n 2``: each worker's Spark session (and its executors, which inherit the driver's environment) keeps
+    # its training blocks and scratch files in a temporary directory of its own, so one worker's counts of the
+    # blocks on its executors never see the other's
+    import tempfile
+
+    _worker_tmp = os.path.join(tempfile.gettempdir(), f"sparkml-tests-{os.environ['PYTEST_XDIST_WORKER']}")
+    os.makedirs(_worker_tmp, exist_ok=True)
+    os.environ["TMPDIR"] = tempfile.tempdir = _worker_tmp
+
 
 @pytest.fixture(scope="session")
 def spark():
