@@ -27,8 +27,11 @@ demo: $(STAMP)
 # builds of their own (local-cluster, spark-submit, kills, Spark Connect, MLflow servers, the notebook, the
 # wheel); `make test-full` both, plus what is marked full: the exhaustive grids, the repeats of a claim on more
 # estimators or strategies, and the packed environment shipped with spark.archives.
+# TEST_WORKERS: the fast tier's worker processes (pytest-xdist, whole modules to each, every worker its own local[2]
+# session): a fit leaves a core idle while it waits on the JVM, which the other worker fills. 0: one process.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider --durations=30 tests
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=30 tests
 
 test-system: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider --durations=15 -m "system and not full" tests

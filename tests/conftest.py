@@ -122,7 +122,8 @@ def pytest_collection_finish(session):
             background.start(runs())
 
 
-_JOBS = {}  # test id -> Spark jobs its setup, call and teardown started in the test session
+_JOBS = {}  # test id -> Spark jobs its setup and call started in the test session (gathered where reported)
+_STARTED = {}  # test id -> the session's job count as its setup began (in the process that runs it)
 
 
 def _jobs_started():
@@ -136,13 +137,27 @@ def _jobs_started():
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item):
-    """Counts each test's Spark jobs: on a small machine a test's time is mostly its jobs' fixed cost."""
-    before = _jobs_started()
+def pytest_runtest_setup(item):
+    _STARTED[item.nodeid] = _jobs_started()
     yield
-    after = _jobs_started()
-    if after >= before:  # else the session stopped in this test's teardown
-        _JOBS[item.nodeid] = after - before
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Counts each test's Spark jobs, its setup's and its call's (on a small machine a test's time is mostly its jobs'
+    fixed cost), carried in its call's report, which ``pytest -n`` workers send to the process that reports."""
+    outcome = yield
+    if call.when == "call":
+        before, after = _STARTED.pop(item.nodeid, 0), _jobs_started()
+        if after >= before:
+            outcome.get_result().user_properties.append(("spark_jobs", after - before))
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        for name, value in report.user_properties:
+            if name == "spark_jobs":
+                _JOBS[report.nodeid] = value
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -166,7 +181,7 @@ def pytest_sessionfinish(session):
     from support import background
 
     path = os.environ.get("SPARKML_TEST_JOBS_FILE")
-    if path:  # each test's Spark jobs, for finding where the suite's time goes
+    if path and not os.environ.get("PYTEST_XDIST_WORKER"):  # each test's Spark jobs, for finding where time goes
         with open(path, "w") as out:
             json.dump(_JOBS, out, indent=0)
 
