@@ -16,17 +16,18 @@ from sparkml.params.rules import Rule, at_least
 # a floor above and hands its reader down as it loads (``provide_strategy_names``), so a new row is a new value;
 # until it loads (a saved model read without the estimators), these, which a test keeps equal to the table's rows
 STRATEGIES = ("auto", "sync", "allreduce", "averaging", "allreduce-averaging", "ssp", "gossip")
-_strategy_names: list = [lambda: STRATEGIES]
+_strategy_source = None  # the strategy table's ``names`` once it has loaded
 
 
 def provide_strategy_names(names) -> None:
     """Install ``names()`` (the strategy table's reader) as the source of the ``strategy`` values."""
-    _strategy_names[0] = names
+    global _strategy_source
+    _strategy_source = names
 
 
 def strategy_names() -> tuple:
-    """The ``strategy`` values: the strategy table's, read at each call."""
-    return _strategy_names[0]()
+    """The ``strategy`` values: the strategy table's, read at each call (``STRATEGIES`` until it loads)."""
+    return STRATEGIES if _strategy_source is None else _strategy_source()
 
 
 DEVICES = ("auto", "cpu", "cuda")
