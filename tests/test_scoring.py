@@ -143,10 +143,10 @@ def test_a_model_builds_its_spec_once_per_param_values():
     from sparkml.classification import LinearSVCModel
 
     model = LinearSVCModel(Vectors.dense([1.0, -2.0]), 0.5)
-    first = model._scoring_spec()
-    assert model._scoring_spec() is first and first.raw_threshold == 0.0
+    first = model.scoringSpec()
+    assert model.scoringSpec() is first and first.raw_threshold == 0.0
     model.setThreshold(0.7)
-    moved = model._scoring_spec()
+    moved = model.scoringSpec()
     assert moved is not first and moved.raw_threshold == 0.7 and moved.fingerprint == first.fingerprint
     np.testing.assert_array_equal(score_rows(np.array([[1.0, 0.1]]), moved)["pred"], [1.0])  # 1.3 > 0.7
     np.testing.assert_array_equal(score_rows(np.array([[0.1, 0.0]]), moved)["pred"], [0.0])  # 0.6 <= 0.7

@@ -364,3 +364,73 @@ def test_a_pipeline_stage_that_drops_the_draws_converts_each_fold(raw_columns, c
     assert "fold ids" not in conversions and conversions.count("rows") == 3  # one per fold, then the refit
     theirs = StockCrossValidator(**kwargs).fit(raw_columns)  # cold fits of each map: the solvers' tolerance
     np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-5)
+
+
+class _SaysNothing(LogisticRegression):
+    """This library's estimator that tells a search it allows nothing beyond ``fitMultiple``."""
+
+    def searchSupport(self, dataset, paramMaps):
+        from sparkml.base.search_support import NOT_SUPPORTED
+
+        return NOT_SUPPORTED
+
+
+def _plan_cases():
+    from pyspark.ml import Pipeline
+    from pyspark.ml.classification import LogisticRegression as StockLogisticRegression
+    from pyspark.ml.feature import SQLTransformer, StandardScaler
+
+    from sparkml.classification import KernelSVC
+
+    class Subclassed(BinaryClassificationEvaluator):
+        pass
+
+    scaled = LogisticRegression(featuresCol="scaled")
+    return {
+        "bare": (LogisticRegression(), "fold", "converted once"),
+        "random-folds": (LinearRegression(labelCol="y"), None, "converted once"),
+        "class-weight": (LogisticRegression(classWeight="balanced"), "fold", "each split"),
+        "fraction-fold-col": (LogisticRegression(), "fold_double", "each split"),
+        "transformers": (
+            Pipeline(stages=[SQLTransformer(statement="SELECT * FROM __THIS__"), LogisticRegression()]),
+            "fold",
+            "transformed once",
+        ),
+        "fitted-stage": (
+            Pipeline(stages=[StandardScaler(inputCol="features", outputCol="scaled"), scaled]),
+            "fold",
+            "stages per split",
+        ),
+        "kernel-svc": (KernelSVC(), "fold", None),
+        "pyspark-estimator": (StockLogisticRegression(), "fold", None),
+        "says-nothing": (_SaysNothing(), "fold", None),
+        "evaluator-subclass": (LogisticRegression(), "fold", Subclassed),
+    }
+
+
+_PLAN_CASES = ["bare", "random-folds", "class-weight", "fraction-fold-col", "transformers", "fitted-stage"]
+_PLAN_CASES += ["kernel-svc", "pyspark-estimator", "says-nothing", "evaluator-subclass"]
+
+
+@pytest.mark.parametrize("case", _PLAN_CASES)
+def test_the_search_plan_is_decided_once_from_what_the_estimator_says(data, case):
+    """``plan_search`` picks each route from the estimator's ``searchSupport`` (not its type), the grid, the
+    evaluator and the folds; None is pyspark's own search. A subclass of this library's estimator that says it
+    allows nothing is searched by pyspark's code, as a third party's would be."""
+    from sparkml.tuning.plan import plan_search
+
+    estimator, fold_col, route = _plan_cases()[case]
+    evaluator = route() if isinstance(route, type) else BinaryClassificationEvaluator(labelCol="label")
+    expected = None if isinstance(route, type) else route
+    last = estimator.getStages()[-1] if hasattr(estimator, "getStages") else estimator
+    grid = ParamGridBuilder().addGrid(last.regParam, [0.01, 0.1]).build()
+    cv = CrossValidator(estimator=estimator, estimatorParamMaps=grid, numFolds=3, foldCol=fold_col or "")
+    plan = plan_search(estimator, grid, evaluator, data, cv._fold_ids(data), fold_col or cv.uid + "_rand")
+    try:
+        assert (plan.route if plan is not None else None) == expected
+        if plan is not None:
+            assert (plan.once is not None) == (expected in ("converted once", "transformed once"))
+            assert (plan.stages is not None) == (expected == "stages per split")
+    finally:
+        if plan is not None:
+            plan.release()

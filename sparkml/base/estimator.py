@@ -34,6 +34,7 @@ from pyspark.ml.util import DefaultParamsReadable, MLWritable
 
 from sparkml.base.fit_multiple import SharedConversionFits
 from sparkml.base.persistence import EstimatorReader, EstimatorWriter
+from sparkml.base.search_support import NOT_SUPPORTED, SearchSupport
 from sparkml.base.validation import check_finite_model, check_params
 from sparkml.catalog import public_class_name
 from sparkml.data import class_weight as class_weights
@@ -117,6 +118,28 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         checkpoint = Checkpoint(directory, self.getCheckpointInterval(), record, type(self).__name__)
         checkpoint.load()
         return checkpoint
+
+    def _minimize(self, strategy, summary, objective, theta0, *, max_iter, owlqn, last_pass, bounds=None):
+        """(theta, TrainingSummary): the strategy's quasi-Newton run over ``objective`` from ``theta0`` (L-BFGS;
+        OWL-QN with ``owlqn``; L-BFGS-B within ``bounds``, a (lower, upper) pair over theta), stopping at
+        ``tol``, checkpointed where ``checkpointDir`` asks: the files are removed once the fit succeeds, as
+        MLlib removes its own. ``summary``: the conversion's ``DatasetSummary``, which the checkpoint records."""
+        checkpoint = self._checkpoint(summary, theta0)
+        theta, record = strategy.minimize(
+            objective,
+            theta0,
+            max_iter=max_iter,
+            tol=self.getOrDefault("tol"),
+            name=type(self).__name__,
+            owlqn=owlqn,
+            last_pass=last_pass,
+            progress=self._progress(),
+            bounds=bounds,
+            checkpoint=checkpoint,
+        )
+        if checkpoint is not None:
+            checkpoint.remove()
+        return theta, record
 
     def _train(self, data, last_pass):
         """The fitted model from ``data``. ``last_pass``: no later fit reads ``data``'s blocks, so a
@@ -289,6 +312,11 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
                 str(e).splitlines()[0],
             )
             return fit(self._conversion(dataset, "sync"))
+
+    def searchSupport(self, dataset: DataFrame, paramMaps: Sequence[ParamMap]) -> SearchSupport:
+        """What a search of ``paramMaps`` on ``dataset`` may do beyond ``fitMultiple`` (``SearchSupport``, the
+        protocol ``sparkml.tuning``'s validators plan from): nothing here; the linear estimators say more."""
+        return NOT_SUPPORTED
 
     def fitMultiple(self, dataset: DataFrame, paramMaps: Sequence[ParamMap]) -> SharedConversionFits:
         """A thread-safe iterator of (index, model), one per param map, as pyspark's; the maps that

@@ -224,20 +224,9 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
             np.zeros((1, d)), [penalized.start_intercept(s, d, family, link, has_offset) if fit_intercept else 0.0]
         )
         max_iter = self.getMaxIter() if self.isSet("maxIter") else penalized.DEFAULT_MAX_ITER
-        checkpoint = self._checkpoint(s, theta0)
-        theta, record = strategy.minimize(
-            objective,
-            theta0,
-            max_iter=max_iter,
-            tol=self.getTol(),
-            name=type(self).__name__,
-            owlqn=lam * alpha > 0,
-            last_pass=last_pass,
-            progress=self._progress(),
-            checkpoint=checkpoint,
+        theta, record = self._minimize(
+            strategy, s, objective, theta0, max_iter=max_iter, owlqn=lam * alpha > 0, last_pass=last_pass
         )
-        if checkpoint is not None:
-            checkpoint.remove()
         beta, b = objective.to_original(theta)
         model = GeneralizedLinearRegressionModel(DenseVector(beta[0]), float(b[0]))
         model._diag_inv_atwa = None  # no standard errors: MLlib's summary says so, as for its other solvers

@@ -30,6 +30,7 @@ import numpy as np
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.model import HasInitialModel
 from sparkml.base.regularization_path import PATH_PARAMS, path_label, path_steps
+from sparkml.base.search_support import SearchSupport
 from sparkml.gpu.problems import GridProblems
 from sparkml.optim.linear_objective import LinearObjective
 from sparkml.strategies import table
@@ -90,6 +91,15 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
     def _problem(self, summary):
         raise NotImplementedError
 
+    def searchSupport(self, dataset, paramMaps) -> SearchSupport:
+        """A search may score the grid's models in one pass (each is a linear score of the features) and convert
+        ``dataset`` once for every split and the refit when every map converts it alike and no fit's conversion
+        depends on its own rows (``classWeight``'s counts): ``sparkml.base.search_support``."""
+        arguments = [self.copy(m)._conversion(dataset) for m in paramMaps]
+        shared = bool(arguments) and all(a == arguments[0] for a in arguments[1:])
+        conversion = arguments[0] if shared and arguments[0]["class_weight"] is None else None
+        return SearchSupport(scored_together=True, conversion=conversion)
+
     def _model(self, beta, b, problem):
         raise NotImplementedError
 
@@ -124,7 +134,7 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
 
     def _solve(self, strategy, s, problem, last_pass):
         """(model, TrainingSummary) by L-BFGS / OWL-QN (L-BFGS-B under bounds) over MLlib's objective."""
-        objective, theta, summary = self._minimize(strategy, s, problem, last_pass)
+        objective, theta, summary = self._minimize_problem(strategy, s, problem, last_pass)
         return self._finish(objective, theta, problem), summary
 
     def _finish(self, objective, theta, problem):
@@ -147,24 +157,13 @@ class LinearEstimator(HasInitialModel, TorchEstimator):
             theta0 = np.clip(theta0, *bounds)  # the scaling's rounding
         return objective, theta0, bounds
 
-    def _minimize(self, strategy, s, problem, last_pass):
+    def _minimize_problem(self, strategy, s, problem, last_pass):
         """(objective, theta, TrainingSummary): the optimizer's run from the start (``_setup``)."""
         objective, theta0, bounds = self._setup(s, problem)
-        checkpoint = self._checkpoint(s, theta0)
-        theta, summary = strategy.minimize(
-            objective,
-            theta0,
-            max_iter=self.getMaxIter(),
-            tol=self.getTol(),
-            name=type(self).__name__,
-            owlqn=problem.owlqn,
-            last_pass=last_pass,
-            progress=self._progress(),
-            bounds=bounds,
-            checkpoint=checkpoint,
+        max_iter, owlqn = self.getMaxIter(), problem.owlqn
+        theta, summary = self._minimize(
+            strategy, s, objective, theta0, max_iter=max_iter, owlqn=owlqn, last_pass=last_pass, bounds=bounds
         )
-        if checkpoint is not None:
-            checkpoint.remove()  # the fit succeeded, as MLlib removes its checkpoint files
         return objective, theta, summary
 
     def _path_params(self, strategy):

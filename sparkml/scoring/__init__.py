@@ -1,7 +1,7 @@
 """Scoring fitted models, in one place.
 
 * ``spec``: ``ScoringSpec``, the one frozen description of what a fitted model scores with, built by each model
-  once (``_scoring_spec()``) and by ``model_file`` from a saved model directory;
+  once (``scoringSpec()``) and by ``model_file`` from a saved model directory;
 * ``kinds``: the output columns and the model kinds, declared once (``OUTPUTS``, ``KINDS``);
 * ``batch``: what an executor runs on one Arrow batch (pyarrow, numpy and torch; no pyspark);
 * ``stack``: k linear models scored in one matrix product (a param grid in one pass);

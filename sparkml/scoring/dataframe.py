@@ -87,7 +87,7 @@ def score_dataframe(dataset: DataFrame, features_col: str, columns: dict[str, st
 
 class ScoresWithSpec:
     """A fitted model that scores with a ``ScoringSpec``: it implements ``_build_scoring_spec()``, and
-    ``_scoring_spec()`` builds it once per set of Param values (a threshold set later builds a new one).
+    ``scoringSpec()`` builds it once per set of Param values (a threshold set later builds a new one).
     ``_score_in_python(dataset)``: its output columns, named by its Params, scored in Python workers."""
 
     _paramMap: dict[Param, Any]
@@ -101,7 +101,10 @@ class ScoresWithSpec:
     def _build_scoring_spec(self) -> ScoringSpec:
         raise NotImplementedError
 
-    def _scoring_spec(self) -> ScoringSpec:
+    def scoringSpec(self) -> ScoringSpec:
+        """The ``ScoringSpec`` this model scores with (its coefficients, outputs and feature map, for its current
+        Param values): what ``transform``, the saved file's scoring and a search's one pass over k models read
+        (``sparkml.base.search_support.ScoredTogether``)."""
         params = tuple(sorted((p.name, repr(v)) for p, v in self._paramMap.items()))
         cached = self._spec_cache
         if cached is None or cached[0] != params:
@@ -109,6 +112,6 @@ class ScoresWithSpec:
         return cached[1]
 
     def _score_in_python(self, dataset: DataFrame) -> DataFrame:
-        spec = self._scoring_spec()
+        spec = self.scoringSpec()
         columns = {k: self.getOrDefault(OUTPUTS[k].param) for k in spec.outputs}
         return score_dataframe(dataset, self.getFeaturesCol(), columns, spec)

@@ -8,10 +8,10 @@ hold them (``TrainingData.subset``: no row crosses from the JVM again), with the
 the refit trains on the whole conversion. Each fit borrows these blocks (``sparkml.data.lent_conversions``) and
 trains on the same rows, in the same order, as on a conversion of its own DataFrame: the same models.
 
-It applies to a bare linear estimator of this library whose maps all convert alike, without ``classWeight``
-(``"balanced"`` weighs each fold by its own label counts), and to folds drawn by ``rand(seed)`` or read from an
-integer ``foldCol``; otherwise each fold converts its own rows, as before. A ``foldCol`` value outside [0, k)
-also returns to that path, where pyspark's own error is raised.
+It applies where the estimator says every map's fit makes the same conversion (``SearchSupport.conversion``: the
+linear estimators, without ``classWeight="balanced"``, which weighs each fold by its own label counts), and to
+folds drawn by ``rand(seed)`` or read from an integer ``foldCol``; otherwise each fold converts its own rows. A
+``foldCol`` value outside [0, k) also returns to that path, where pyspark's own error is raised.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from sparkml.data.convert import INVALID_FOLD
 from sparkml.data.training_data import TrainingData
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Iterator, Mapping, Sequence
 
     from pyspark.sql import Column, DataFrame
 
@@ -63,18 +63,6 @@ def column_fold_ids(dataset: DataFrame, fold_col: str, n_folds: int):
         return None
     c = F.col(fold_col)
     return dataset, F.when(c.isNotNull() & (c >= 0) & (c < n_folds), c).otherwise(F.lit(INVALID_FOLD))
-
-
-def shared_conversion(estimator, param_maps, dataset: DataFrame) -> dict | None:
-    """The conversion arguments every map's fit shares (``_conversion``), when the search may convert once."""
-    from sparkml.linear.estimator import LinearEstimator
-
-    if not isinstance(estimator, LinearEstimator):
-        return None
-    arguments = [estimator.copy(m)._conversion(dataset) for m in param_maps]
-    if any(a != arguments[0] for a in arguments[1:]) or arguments[0]["class_weight"] is not None:
-        return None
-    return arguments[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,10 +115,10 @@ class ConvertedOnce:
         self.data.release()
 
 
-def convert_once(estimator, param_maps, dataset: DataFrame, folds: tuple[DataFrame, Column] | None):
-    """The search's ``ConvertedOnce``, or None where it does not apply (module docstring). ``folds``: the
-    dataset to convert and its fold id column (``random_fold_ids``, ``column_fold_ids``)."""
-    arguments = shared_conversion(estimator, param_maps, dataset) if folds is not None else None
+def convert_once(arguments: Mapping[str, Any] | None, dataset: DataFrame, folds: tuple[DataFrame, Column] | None):
+    """The search's ``ConvertedOnce``, or None where it does not apply (module docstring). ``arguments``: the
+    conversion every map's fit shares (``SearchSupport.conversion``), or None; ``folds``: the dataset to convert
+    and its fold id column (``random_fold_ids``, ``column_fold_ids``)."""
     if arguments is None or folds is None:
         return None
     df, fold = folds
@@ -139,7 +127,7 @@ def convert_once(estimator, param_maps, dataset: DataFrame, folds: tuple[DataFra
         logger.info("%d rows name no fold: each fold is converted on its own", data.invalid_folds)
         data.release()
         return None
-    return ConvertedOnce(data, arguments)
+    return ConvertedOnce(data, dict(arguments))
 
 
 def fold_training(once: ConvertedOnce | None, fold: int, train: DataFrame):

@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING, Any
 
 from pyspark.ml import tuning as stock
 
 from sparkml.runtime.cancellation import cancellable
 from sparkml.tuning import persistence
-from sparkml.tuning.convert_once import (
-    column_fold_ids,
-    convert_once,
-    draw_column,
-    fold_training,
-    random_fold_ids,
-    whole_dataset,
-)
+from sparkml.tuning.convert_once import column_fold_ids, draw_column, random_fold_ids
 from sparkml.tuning.grid import check_param_maps, check_search_params
-from sparkml.tuning.pipeline import last_stage_search, transformed_search, unwrapped
-from sparkml.tuning.validator import best_index, cached, fit_and_score, one_pass_applies
+from sparkml.tuning.plan import plan_search
+from sparkml.tuning.validator import best_index
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-    from sparkml.tuning.convert_once import ConvertedOnce
 
 
 class CrossValidator(stock.CrossValidator):
@@ -71,41 +61,24 @@ class CrossValidator(stock.CrossValidator):
         eva = self.getOrDefault(self.evaluator)
         check_param_maps(est, epm, type(self).__name__)
         check_search_params(type(self).__name__, epm, self.getParallelism(), num_folds=self.getOrDefault(self.numFolds))
-        if not one_pass_applies(est, epm, eva, dataset):
+        drawn = self.getOrDefault(self.foldCol) or draw_column(self.uid)  # the column the fold ids are read from
+        plan = plan_search(est, epm, eva, dataset, self._fold_ids(dataset), drawn)
+        if plan is None:
             return CrossValidatorModel.of(super()._fit(dataset))
         n_folds = self.getOrDefault(self.numFolds)
-        collect = self.getCollectSubModels()
         metrics_all: list[list[float]] = []
-        sub_models: list[list[Any]] | None = [] if collect else None
-        once: ConvertedOnce | None
-        drawn = self.getOrDefault(self.foldCol) or draw_column(self.uid)  # the column the fold ids are read from
-        staged = transformed_search(est, epm, self._fold_ids(dataset), drawn) if last_stage_search(est, epm) else None
-        if staged is not None:  # a Pipeline of Transformers, then the estimator: searched on the rows transformed
-            searched, data, once, wrap = staged.last, staged.frame, staged.once, staged.wrap
-            splits = [staged.split(i) for i in range(n_folds)]
-        else:
-            searched, data, wrap = est, dataset, unwrapped
-            once = None if last_stage_search(est, epm) else convert_once(est, epm, dataset, self._fold_ids(dataset))
-            splits = self._kFold(dataset)
+        sub_models: list[list[Any]] | None = [] if self.getCollectSubModels() else None
         try:
-            for i, (train, validation) in enumerate(splits):
-                # training rows the fold converts itself are cached first, as pyspark caches them
-                kept = cached(train, data) if once is None else contextlib.nullcontext(train)
-                with kept as train, cached(validation, data) as validation:
-                    with fold_training(once, i, train) as blocks:
-                        metrics, models = fit_and_score(
-                            searched, epm, eva, train, validation, self.getParallelism(), blocks
-                        )
+            for i, (train, validation) in enumerate(plan.splits(n_folds, lambda: self._kFold(dataset))):
+                metrics, models = plan.search_split(i, train, validation, self.getParallelism())
                 metrics_all.append(metrics)
                 if sub_models is not None:
-                    sub_models.append([wrap(m) for m in models])
+                    sub_models.append(models)
             assert len(metrics_all) == n_folds
             avg, std = stock.CrossValidator._gen_avg_and_std_metrics(metrics_all)
-            with whole_dataset(once, data):
-                best = wrap(searched.fit(data, epm[best_index(avg, eva)]))
+            best = plan.refit(epm[best_index(avg, eva)])
         finally:
-            if once is not None:
-                once.release()
+            plan.release()
         return self._copyValues(CrossValidatorModel(best, avg, sub_models, std))
 
     def _fold_ids(self, dataset: DataFrame) -> tuple[DataFrame, Any] | None:

@@ -62,17 +62,12 @@ def with_prefix(prefix: PipelineModel, model: Any) -> PipelineModel:
     return PipelineModel([*prefix.stages, model])
 
 
-def unwrapped(model: Any) -> Any:
-    """A search's model as fitted: what a search not run on transformed rows puts its models behind."""
-    return model
-
-
 @dataclasses.dataclass
 class TransformedSearch:
     """A search of a ``Pipeline`` of Transformers then one of this library's estimators, run on the dataset
     transformed once: ``frame`` (the transformed rows with their fold draws), each row's ``fold`` id, the
-    ``last`` stage searched as a bare estimator, converted ``once``, and the ``prefix`` each model is put
-    behind (``wrap``)."""
+    ``last`` stage searched as a bare estimator, converted ``once``, and the fitted ``prefix`` each model is put
+    behind."""
 
     prefix: PipelineModel
     last: Any
@@ -80,37 +75,28 @@ class TransformedSearch:
     fold: Column
     once: ConvertedOnce
 
-    def split(self, fold: int) -> tuple[DataFrame, DataFrame]:
-        """(training rows, validation rows) of split ``fold``: the rows whose fold id is not / is ``fold``."""
-        return self.frame.filter(self.fold != fold), self.frame.filter(self.fold == fold)
 
-    def wrap(self, model: Any) -> PipelineModel:
-        return with_prefix(self.prefix, model)
-
-
-def transformed_search(estimator: Estimator, param_maps: Sequence[dict], draws, drawn: str) -> TransformedSearch | None:
-    """The ``TransformedSearch`` of ``estimator`` (a ``Pipeline`` whose grid sets its last stage's Params only and
-    whose earlier stages are all Transformers) on ``draws`` = (the dataset with its fold draws, each row's fold
-    id: ``once.random_fold_ids``, ``once.column_fold_ids``), whose fold ids are read from the column ``drawn``; or
-    None where it does not apply: another estimator, a stage that is fitted, a stage that drops ``drawn``, or a
-    dataset that cannot be converted once."""
+def transformed_search(last_stage: tuple[list[Any], Any], param_maps: Sequence[dict], draws, drawn: str):
+    """The ``TransformedSearch`` of a ``Pipeline`` whose grid sets its last stage's Params only (``last_stage``:
+    ``last_stage_search``'s answer) and whose earlier stages are all Transformers, on ``draws`` = (the dataset
+    with its fold draws, each row's fold id: ``convert_once.random_fold_ids``, ``convert_once.column_fold_ids``),
+    whose fold ids are read from the column ``drawn``; or None where it does not apply: a stage that is fitted, a
+    stage that drops ``drawn``, or a dataset that cannot be converted once."""
     from pyspark.ml import Estimator as StockEstimator
     from pyspark.ml import PipelineModel as StockPipelineModel
 
+    from sparkml.base.search_support import search_support
     from sparkml.tuning.convert_once import convert_once
 
-    search = last_stage_search(estimator, param_maps)
-    if search is None or draws is None:
-        return None
-    stages, last = search
-    if any(isinstance(stage, StockEstimator) for stage in stages):
+    stages, last = last_stage
+    if draws is None or any(isinstance(stage, StockEstimator) for stage in stages):
         return None
     df, fold = draws
     prefix = StockPipelineModel(list(stages))
     frame = prefix.transform(df)
     if drawn not in frame.columns:
         return None
-    once = convert_once(last, param_maps, frame, (frame, fold))
+    once = convert_once(search_support(last, frame, param_maps).conversion, frame, (frame, fold))
     if once is None:
         return None
     return TransformedSearch(prefix, last, frame, fold, once)

@@ -50,6 +50,7 @@ from pyspark.ml.linalg import VectorUDT
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DoubleType, NumericType, StructField, StructType
 
+from sparkml.base.search_support import ScoredTogether
 from sparkml.data.first_vector import UnreadableVector, first_vector, is_sparse
 from sparkml.runtime.compat import to_arrow
 from sparkml.runtime.session_kind import is_connect
@@ -133,9 +134,9 @@ def plan_pass(models: Sequence[Any], param_maps: Sequence[dict], evaluator: Eval
     if metric not in known:
         raise NotOnePass(f"metric {metric!r}")
     scored = [_scored(m, p) for m, p in zip(models, param_maps)]
-    if not scored or not all(callable(getattr(m, "_scoring_spec", None)) for m in scored):
-        raise NotOnePass("a model that is not one of this library's")
-    specs = [m._scoring_spec() for m in scored]
+    if not scored or not all(isinstance(m, ScoredTogether) for m in scored):
+        raise NotOnePass("a model that does not say what it scores with (scoringSpec)")
+    specs = [m.scoringSpec() for m in scored]
     if any(s.feature_map is not None for s in specs):
         raise NotOnePass("a kernel model")
     if len({s.n_features for s in specs}) != 1 or len({m.getFeaturesCol() for m in scored}) != 1:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING, Any
 
 from pyspark.ml import tuning as stock
@@ -10,15 +9,13 @@ from pyspark.sql import functions as F
 
 from sparkml.runtime.cancellation import cancellable
 from sparkml.tuning import persistence
-from sparkml.tuning.convert_once import convert_once, draw_column, fold_training, random_fold_ids, whole_dataset
+from sparkml.tuning.convert_once import draw_column, random_fold_ids
 from sparkml.tuning.grid import check_param_maps, check_search_params
-from sparkml.tuning.pipeline import last_stage_search, transformed_search, unwrapped
-from sparkml.tuning.validator import best_index, cached, fit_and_score, one_pass_applies
+from sparkml.tuning.plan import plan_search
+from sparkml.tuning.validator import best_index
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-    from sparkml.tuning.convert_once import ConvertedOnce
 
 
 class TrainValidationSplit(stock.TrainValidationSplit):
@@ -56,29 +53,17 @@ class TrainValidationSplit(stock.TrainValidationSplit):
         check_search_params(
             type(self).__name__, epm, self.getParallelism(), train_ratio=self.getOrDefault(self.trainRatio)
         )
-        if not one_pass_applies(est, epm, eva, dataset):
-            return super()._fit(dataset)
         ratio = self.getOrDefault(self.trainRatio)
         draws = random_fold_ids(dataset, self.uid, self.getOrDefault(self.seed), [(ratio, 2.0)])  # rand() < 1
-        once: ConvertedOnce | None
-        staged = transformed_search(est, epm, draws, draw_column(self.uid)) if last_stage_search(est, epm) else None
-        if staged is not None:  # a Pipeline of Transformers, then the estimator: searched on the rows transformed
-            searched, data, once, wrap = staged.last, staged.frame, staged.once, staged.wrap
-            train, validation = staged.split(0)
-        else:
-            searched, data, wrap = est, dataset, unwrapped
-            once = None if last_stage_search(est, epm) else convert_once(est, epm, dataset, draws)
-            train, validation = self._split(dataset)
+        plan = plan_search(est, epm, eva, dataset, draws, draw_column(self.uid))
+        if plan is None:
+            return super()._fit(dataset)
         try:
-            kept = cached(train, data) if once is None else contextlib.nullcontext(train)
-            with kept as train, cached(validation, data) as validation, fold_training(once, 0, train) as blocks:
-                metrics, models = fit_and_score(searched, epm, eva, train, validation, self.getParallelism(), blocks)
-            with whole_dataset(once, data):
-                best = searched.fit(data, epm[best_index(metrics, eva)])
+            [(train, validation)] = plan.splits(1, lambda: [self._split(dataset)])
+            metrics, models = plan.search_split(0, train, validation, self.getParallelism())
+            best = plan.refit(epm[best_index(metrics, eva)])
         finally:
-            if once is not None:
-                once.release()
-        best, models = wrap(best), [wrap(m) for m in models]
+            plan.release()
         sub_models = models if self.getCollectSubModels() else None
         return self._copyValues(stock.TrainValidationSplitModel(best, metrics, sub_models))
 

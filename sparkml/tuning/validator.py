@@ -5,8 +5,8 @@ pyspark's validators run, per split, ``parallelism`` threads that each take the 
 Here the threads only fit (``fit_grid``: the same iterator pulled from as many threads, so ``fitMultiple`` shares
 each conversion of the fold and solves the grid as it does under pyspark); once every map of the split is fitted,
 ``sparkml.tuning.scores.fold_metrics`` scores all of them in one pass, or, where that pass does not apply, each
-model is evaluated as pyspark evaluates it (``evaluate_each``), from as many threads. A ``Pipeline`` whose grid
-sets only its last stage's Params runs its earlier stages once per split (``sparkml.tuning.pipeline``).
+model is evaluated as pyspark evaluates it (``evaluate_each``), from as many threads. Which estimator a split
+fits, on which rows, is the search's plan (``sparkml.tuning.plan``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sparkml.runtime.session_kind import is_connect
-from sparkml.tuning.pipeline import fit_prefix, last_stage_search, with_prefix
-from sparkml.tuning.scores import KINDS, fold_metrics
+from sparkml.tuning.scores import fold_metrics
 from sparkml.tuning.threads import in_threads
 
 if TYPE_CHECKING:
@@ -27,20 +25,6 @@ if TYPE_CHECKING:
     from pyspark.ml import Estimator
     from pyspark.ml.evaluation import Evaluator
     from pyspark.sql import DataFrame
-
-
-def one_pass_applies(
-    estimator: Estimator, param_maps: Sequence[dict], evaluator: Evaluator, dataset: DataFrame
-) -> bool:
-    """Whether this library's fit-then-score loop runs (else pyspark's own ``_fit``, unchanged): a linear
-    estimator of this library, bare or the last stage of a ``Pipeline`` whose grid sets its Params only
-    (``sparkml.tuning.pipeline``), exactly one of pyspark's three evaluators (``scores.KINDS``), a classic
-    session."""
-    from sparkml.linear.estimator import LinearEstimator
-
-    search = last_stage_search(estimator, param_maps)
-    fitted = search[1] if search is not None else estimator
-    return isinstance(fitted, LinearEstimator) and type(evaluator) in KINDS and not is_connect(dataset)
 
 
 def is_persisted(df: DataFrame) -> bool:
@@ -104,18 +88,10 @@ def evaluate_each(models, param_maps, evaluator, validation, parallelism) -> lis
 def fit_and_score(
     estimator, param_maps, evaluator, train, validation, parallelism, validation_blocks=None
 ) -> tuple[list[float], list[Any]]:
-    """(metric of each map on ``validation``, its model fitted on ``train``), by index. A ``Pipeline`` whose grid
-    sets its last stage's Params: the stages before it fitted and applied once, the last stage's grid fitted and
-    scored on what they output, each model the ``PipelineModel`` of both. ``validation_blocks``: ``validation``'s
-    rows as the search's conversion stored them (``sparkml.tuning.convert_once.ValidationBlocks``), or None."""
-    search = last_stage_search(estimator, param_maps)
-    if search is not None:
-        stages, last = search
-        prefix = fit_prefix(stages, train)
-        scored, fitted = fit_and_score(
-            last, param_maps, evaluator, prefix.transform(train), prefix.transform(validation), parallelism
-        )
-        return scored, [with_prefix(prefix, model) for model in fitted]
+    """(metric of each map on ``validation``, its model fitted on ``train``), by index: the grid fitted
+    (``fit_grid``), then scored in one pass where it applies, else model by model. ``validation_blocks``:
+    ``validation``'s rows as the search's conversion stored them (``sparkml.tuning.convert_once.ValidationBlocks``),
+    or None."""
     models = fit_grid(estimator, train, param_maps, parallelism)
     metrics = fold_metrics(models, param_maps, evaluator, validation, parallelism, validation_blocks)
     if metrics is None:
