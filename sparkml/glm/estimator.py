@@ -212,6 +212,12 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
         term (IRLS has none), or more than ``IRLS_MAX_FEATURES`` features (a (d + 1)^2 Gram matrix per pass)."""
         return (self.getRegParam() > 0 and self.getElasticNetParam() > 0) or d > IRLS_MAX_FEATURES
 
+    def _penalized_start(self, s, d, family, link, has_offset):
+        """(beta (1, d), [b]): where the penalized fit starts: no coefficients, the intercept at the link of the
+        mean label (``penalized.start_intercept``)."""
+        b = penalized.start_intercept(s, d, family, link, has_offset) if self.getFitIntercept() else 0.0
+        return np.zeros((1, d)), [b]
+
     def _train_quasi_newton(self, data, family, link, d, has_offset, last_pass):
         """The minimum of the penalized mean deviance (``sparkml.glm.penalized``) by L-BFGS, or OWL-QN with an L1
         term, over the strategy's distributed loss and gradient sums."""
@@ -220,9 +226,7 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
         objective = penalized.objective(s, d, fit_intercept, lam, alpha)
         loss = DevianceLoss(family, link, fit_intercept, has_offset)
         strategy = self._make_strategy(data, loss)
-        theta0 = objective.from_original(
-            np.zeros((1, d)), [penalized.start_intercept(s, d, family, link, has_offset) if fit_intercept else 0.0]
-        )
+        theta0 = objective.from_original(*self._penalized_start(s, d, family, link, has_offset))
         max_iter = self.getMaxIter() if self.isSet("maxIter") else penalized.DEFAULT_MAX_ITER
         theta, record = self._minimize(
             strategy, s, objective, theta0, max_iter=max_iter, owlqn=lam * alpha > 0, last_pass=last_pass

@@ -59,6 +59,14 @@ def to_list_float(value):
     raise TypeError(f"Could not convert {value} to list of floats")
 
 
+def to_list_string(value):
+    if _can_convert_to_list(value):
+        value = value.tolist() if isinstance(value, np.ndarray) else list(value)
+        if all(isinstance(v, str) for v in value):
+            return list(value)
+    raise TypeError(f"Could not convert {value} to list of strings")
+
+
 def _json_floats(values):
     """The values of MLlib's JSON vector or matrix: numbers, or the strings "NaN", "Infinity", "-Infinity"."""
     if not isinstance(values, list) or not all(_is_numeric(v) or isinstance(v, str) for v in values):

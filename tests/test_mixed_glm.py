@@ -1,0 +1,190 @@
+"""GeneralizedLinearMixedModel: block coordinate descent reaches the joint optimum of the whole objective (gaussian:
+its normal equations; binomial and poisson: scipy's L-BFGS over every parameter at once), an entity unseen in
+training scores with the fixed effect alone, no table reaches the driver, and bad input is refused before
+training."""
+
+import numpy as np
+import pytest
+from pyspark.ml.linalg import Vectors
+from pyspark.sql import functions as F
+from scipy.optimize import minimize
+
+from sparkml.glm.mixed import GeneralizedLinearMixedModel
+
+N, M, D, P = 360, 12, 2, 1
+REG, ENTITY_REG = 0.05, 2.0
+
+
+def _data(family, seed=5):
+    rng = np.random.default_rng(seed)
+    e = rng.integers(0, M, N)
+    x, z = rng.normal(size=(N, D)), rng.normal(size=(N, P))
+    a, g = rng.normal(scale=0.7, size=M), rng.normal(scale=0.5, size=(M, P))
+    o = rng.normal(scale=0.2, size=N)
+    eta = 0.2 + x @ [0.6, -0.4] + a[e] + (z * g[e]).sum(1) + o
+    y = {
+        "gaussian": eta + rng.normal(scale=0.5, size=N),
+        "binomial": (rng.random(N) < 1 / (1 + np.exp(-eta))).astype(float),
+        "poisson": rng.poisson(np.exp(eta)).astype(float),
+    }[family]
+    w = rng.uniform(0.5, 1.5, N)
+    return e, x, z, o, y, w
+
+
+def _frame(spark, e, x, z, o, y, w):
+    rows = [
+        (Vectors.dense(x[i]), Vectors.dense(z[i]), f"u{e[i]}", float(o[i]), float(y[i]), float(w[i])) for i in range(N)
+    ]
+    return spark.createDataFrame(rows, ["features", "zf", "user", "o", "label", "w"]).repartition(3).cache()
+
+
+def _loss(family, y, eta):
+    if family == "gaussian":
+        return 0.5 * (y - eta) ** 2, eta - y
+    if family == "binomial":
+        return np.logaddexp(0, eta) - y * eta, 1 / (1 + np.exp(-eta)) - y
+    return np.exp(eta) - y * eta, np.exp(eta) - y
+
+
+def _joint(family, e, x, z, o, y, w):
+    """The minimum of the whole objective over (b, beta, a, g) at once: the reference."""
+    codes = np.unique(e, return_inverse=True)[1]
+    m = codes.max() + 1
+    design = np.zeros((N, 1 + D + m * (1 + P)))
+    design[:, 0], design[:, 1 : 1 + D] = 1.0, x
+    for i in range(N):
+        base = 1 + D + codes[i] * (1 + P)
+        design[i, base], design[i, base + 1 : base + 1 + P] = 1.0, z[i]
+    penalty = np.r_[0.0, np.full(D, REG * w.sum()), np.full(m * (1 + P), ENTITY_REG)]
+    if family == "gaussian":
+        theta = np.linalg.solve(design.T @ (w[:, None] * design) + np.diag(penalty), design.T @ (w * (y - o)))
+    else:
+
+        def f(theta):
+            eta = design @ theta + o
+            loss, d1 = _loss(family, y, eta)
+            return (w * loss).sum() + 0.5 * penalty @ theta**2, design.T @ (w * d1) + penalty * theta
+
+        theta = minimize(
+            f,
+            np.zeros(design.shape[1]),
+            jac=True,
+            method="L-BFGS-B",
+            options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 5000},
+        ).x
+    loss, _ = _loss(family, y, design @ theta + o)
+    return theta, (w * loss).sum() + 0.5 * penalty @ theta**2
+
+
+def _estimator(family, **kwargs):
+    params = dict(family=family, entityCols=["user"], entityFeaturesCols=["zf"], entityRegParams=[ENTITY_REG])
+    params.update(regParam=REG, weightCol="w", offsetCol="o", tol=1e-9, maxIter=30)
+    params.update(kwargs)
+    return GeneralizedLinearMixedModel(**params)
+
+
+@pytest.fixture(scope="module")
+def collected(spark):
+    """The rows each call that brings rows to the driver returned while the module's fits run: DataFrame's
+    collect, take, toPandas and toLocalIterator, and an RDD's collect."""
+    from pyspark import RDD
+    from pyspark.sql import DataFrame
+
+    counts, originals = [], []
+
+    def counting(cls, name):
+        original = getattr(cls, name)
+        originals.append((cls, name, original))
+
+        def counted(self, *args, **kwargs):
+            result = original(self, *args, **kwargs)
+            if name == "toLocalIterator":
+                result = list(result)
+            counts.append(len(result))
+            return iter(result) if name == "toLocalIterator" else result
+
+        setattr(cls, name, counted)
+
+    for cls, name in [(DataFrame, "collect"), (DataFrame, "take"), (DataFrame, "toPandas"), (RDD, "collect")]:
+        counting(cls, name)
+    counting(DataFrame, "toLocalIterator")
+    yield counts
+    for cls, name, original in originals:
+        setattr(cls, name, original)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial", pytest.param("poisson", marks=pytest.mark.full)])
+def test_coordinate_descent_reaches_the_joint_optimum(spark, collected, family):
+    data = _data(family)
+    df = _frame(spark, *data)
+    collected.clear()
+    model = _estimator(family).fit(df)
+    assert collected and max(collected) <= 4  # aggregates, first rows and the fixed effect's sums: no table
+    theta, optimum = _joint(family, *data)
+    assert model.objectiveHistory[-1] == pytest.approx(optimum, rel=1e-6)
+    assert model.objectiveHistory[-1] >= optimum - 1e-9 * abs(optimum)  # the reference is the minimum
+    np.testing.assert_allclose(model.intercept, theta[0], atol=1e-3)
+    np.testing.assert_allclose(model.coefficients.toArray(), theta[1 : 1 + D], atol=1e-3)
+    table = {r.user: (r.intercept, *r.coefficients.toArray()) for r in model.randomEffects[0].toLocalIterator()}
+    users = np.unique(data[0])
+    ours = np.array([table[f"u{u}"] for u in users])
+    np.testing.assert_allclose(ours, theta[1 + D :].reshape(len(users), 1 + P), atol=1e-3)
+    # the predictions: the mean of eta = b + x . beta + o + a_e + z . g_e
+    e, x, z, o, _, _ = data
+    eta = model.intercept + x @ model.coefficients.toArray() + o + ours[e, 0] + (z * ours[e, 1:]).sum(1)
+    mean = {"gaussian": eta, "binomial": 1 / (1 + np.exp(-eta)), "poisson": np.exp(eta)}[family]
+    scored = model.transform(df.withColumn("i", F.monotonically_increasing_id())).toPandas()
+    expected = {(row.user, row.label, row.o): m for row, m in zip(_pandas(data), mean)}
+    for row in scored.itertuples():
+        assert row.prediction == pytest.approx(expected[(row.user, row.label, row.o)], rel=1e-9, abs=1e-12)
+    df.unpersist()
+
+
+def _pandas(data):
+    import pandas as pd
+
+    e, _, _, o, y, _ = data
+    return pd.DataFrame({"user": [f"u{v}" for v in e], "label": y, "o": o}).itertuples()
+
+
+def test_an_entity_unseen_in_training_scores_with_the_fixed_effect(spark):
+    data = _data("poisson", seed=9)
+    df = _frame(spark, *data)
+    model = _estimator("poisson", maxIter=3).fit(df)
+    new = spark.createDataFrame(
+        [(Vectors.dense([0.5, -1.0]), Vectors.dense([2.0]), "stranger", 0.1)], ["features", "zf", "user", "o"]
+    )
+    (row,) = model.transform(new).collect()
+    fixed = model.intercept + 0.5 * model.coefficients[0] - model.coefficients[1] + 0.1
+    assert row.prediction == pytest.approx(np.exp(fixed), rel=1e-12)
+    df.unpersist()
+
+
+@pytest.mark.parametrize(
+    "change, kwargs, message",
+    [
+        (
+            lambda df: df.withColumn("user", F.when(F.col("label") > 1, None).otherwise(F.col("user"))),
+            {},
+            "entityCols 'user' has .* null ids",
+        ),
+        (lambda df: df.withColumn("user", F.lit(1.5)), {}, "entityCols 'user' must be a string or integer column"),
+        (lambda df: df, {"entityRegParams": [1.0, 2.0]}, "one entry per random effect"),
+        (lambda df: df, {"entityCols": ["region"]}, "entityCols 'region' is not a column"),
+        (lambda df: df, {"family": "binomial"}, "binomial family needs labels in \\[0, 1\\]"),
+        (lambda df: df, {"entityRegParams": [0.0]}, "entityRegParams"),
+        (lambda df: df.limit(0), {}, "no rows"),
+    ],
+    ids=["null-ids", "double-ids", "lengths", "missing-column", "labels", "no-penalty", "empty"],
+)
+def test_bad_input_is_refused_before_training(spark, change, kwargs, message):
+    df = change(_frame(spark, *_data("poisson", seed=2)))
+    with pytest.raises(ValueError, match=message):
+        _estimator(kwargs.pop("family", "poisson"), **kwargs).fit(df)
+
+
+def test_the_declared_families_are_the_solvers():
+    from sparkml.gpu.entity_glm import ENTITY_FAMILIES
+    from sparkml.params.mixed import CANONICAL_LINKS, MIXED_FAMILIES
+
+    assert MIXED_FAMILIES == ENTITY_FAMILIES == tuple(CANONICAL_LINKS)
