@@ -147,6 +147,24 @@ def _pandas(data):
     return pd.DataFrame({"user": [f"u{v}" for v in e], "label": y, "o": o}).itertuples()
 
 
+def test_a_warm_start_reaches_the_cold_fits_optimum(spark):
+    """Warm-started from a model of part of the rows after two passes (entities it has not seen start at 0), the
+    fit reaches the joint optimum a cold fit reaches (``test_coordinate_descent_reaches_the_joint_optimum``);
+    started at that optimum, it stops after the pass that finds nothing to change."""
+    data = _data("gaussian", seed=11)
+    df = _frame(spark, *data)
+    _, optimum = _joint("gaussian", *data)
+    part = _estimator("gaussian", maxIter=2).fit(df.where(~F.col("user").isin("u0", "u1", "u2")))
+    warm = _estimator("gaussian").setInitialModel(part).fit(df)
+    assert warm.objectiveHistory[-1] == pytest.approx(optimum, rel=1e-8)
+    again = _estimator("gaussian").setInitialModel(warm).fit(df)
+    assert len(again.objectiveHistory) == 2
+    assert again.objectiveHistory[0] == pytest.approx(warm.objectiveHistory[-1], rel=1e-9)
+    with pytest.raises(ValueError, match="initial model has random effects on \\['user'\\]"):
+        _estimator("gaussian", entityCols=["region"]).setInitialModel(part).fit(df.withColumn("region", F.lit(1)))
+    df.unpersist()
+
+
 def test_an_entity_unseen_in_training_scores_with_the_fixed_effect(spark):
     data = _data("poisson", seed=9)
     df = _frame(spark, *data)

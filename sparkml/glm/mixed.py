@@ -94,6 +94,8 @@ class _FixedEffect(GeneralizedLinearRegression):
         if self._start is None:
             return super()._penalized_start(s, d, family, link, has_offset)
         beta, b = self._start
+        if beta.size != d:
+            raise ValueError(f"initial model has {beta.size} fixed coefficients, but this fit's features have {d}")
         return beta.reshape(1, d), [b]
 
 
@@ -115,6 +117,26 @@ class _Params(
 @declared_estimator(GENERALIZED_LINEAR_MIXED_MODEL)
 class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
     """A generalized linear mixed model fitted by block coordinate descent on Spark (module docstring)."""
+
+    _initial_model: GeneralizedLinearMixedModelModel | None = None
+
+    def setInitialModel(self, model: GeneralizedLinearMixedModelModel) -> Self:
+        """Warm start from ``model``: its fixed coefficients and each random effect's table (an entity it has not
+        seen starts at 0). It must have the same random effects (entity columns) and features."""
+        self._initial_model = model
+        return self
+
+    def _warm_start(self, effects):
+        """(fixed start or None, each effect's start table or None) from the initial model."""
+        model = self._initial_model
+        if model is None:
+            return None, [None] * len(effects)
+        entities = [e for e, _, _ in effects]
+        if model._values["entityCols"] != entities:
+            raise ValueError(
+                f"initial model has random effects on {model._values['entityCols']}, this fit on {entities}"
+            )
+        return (model.coefficients.toArray(), model.intercept), list(model._tables)
 
     # <param-stubs>
     if TYPE_CHECKING:  # made from the Params' declarations (tools/write_param_stubs.py)
@@ -309,14 +331,15 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
             _, weight_sum = self._describe(rows)
             partitions = max(rows.rdd.getNumPartitions(), dataset.sparkSession.sparkContext.defaultParallelism)
             widths = [self._effect_width(rows, r) if z else 0 for r, (_, z, _) in enumerate(effects)]
-            tables: list[DataFrame | None] = [None] * len(effects)
-            start: tuple[np.ndarray, float] = (np.zeros(0), 0.0)
+            warm, initial_tables = self._warm_start(effects)
+            tables: list[DataFrame | None] = initial_tables
+            start: tuple[np.ndarray, float] = warm or (np.zeros(0), 0.0)
             history: list[float] = []
             previous = None
             progress = self._progress()
             for iteration in range(1, self.getMaxIter() + 1):
                 began = time.perf_counter()
-                fixed_model = self._fit_fixed(rows, tables, effects, start if iteration > 1 else None)
+                fixed_model = self._fit_fixed(rows, tables, effects, start if warm or iteration > 1 else None)
                 start = (fixed_model.coefficients.toArray(), fixed_model.intercept)
                 scored = self._fixed_scores(fixed_model, rows).cache()
                 kept.append(scored)
