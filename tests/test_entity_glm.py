@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 from scipy.optimize import minimize
+from support.helpers import glm_response
 
 from sparkml.gpu.entity_glm import entity_loss, solve_entities
 
@@ -21,11 +22,7 @@ def _problem(family, seed=3, p=P):
     truth = rng.normal(scale=0.8, size=(M, 1 + p))
     offset = rng.normal(scale=0.5, size=n)
     eta = offset + truth[codes, 0] + (z * truth[codes, 1:]).sum(axis=1)
-    y = {
-        "gaussian": eta + rng.normal(scale=0.3, size=n),
-        "binomial": (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(float),
-        "poisson": rng.poisson(np.exp(eta)).astype(float),
-    }[family]
+    y = glm_response(rng, family, eta, 0.3)
     w = rng.uniform(0.5, 2.0, n)
     return codes, z, y, w, offset
 

@@ -8,6 +8,7 @@ import pytest
 from pyspark.ml.linalg import Vectors
 from pyspark.sql import functions as F
 from scipy.optimize import minimize
+from support.helpers import glm_response
 
 from sparkml.glm.mixed import GeneralizedLinearMixedModel
 
@@ -22,11 +23,7 @@ def _data(family, seed=5):
     a, g = rng.normal(scale=0.7, size=M), rng.normal(scale=0.5, size=(M, P))
     o = rng.normal(scale=0.2, size=N)
     eta = 0.2 + x @ [0.6, -0.4] + a[e] + (z * g[e]).sum(1) + o
-    y = {
-        "gaussian": eta + rng.normal(scale=0.5, size=N),
-        "binomial": (rng.random(N) < 1 / (1 + np.exp(-eta))).astype(float),
-        "poisson": rng.poisson(np.exp(eta)).astype(float),
-    }[family]
+    y = glm_response(rng, family, eta, 0.5)
     w = rng.uniform(0.5, 1.5, N)
     return e, x, z, o, y, w
 

@@ -25,7 +25,6 @@ passes stop when F falls by less than ``tol`` relative, or after ``maxIter`` pas
 
 from __future__ import annotations
 
-import functools
 import time
 from typing import TYPE_CHECKING, cast
 
@@ -46,21 +45,31 @@ from pyspark.ml.param.shared import (
 )
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
-    ArrayType,
-    DoubleType,
     IntegralType,
-    LongType,
     NumericType,
     StringType,
-    StructField,
-    StructType,
 )
 
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.params import HasTrainingParams, declared_estimator
-from sparkml.glm import entity_pass
 from sparkml.glm.estimator import GeneralizedLinearRegression
-from sparkml.glm.mixed_model import PREFIX, GeneralizedLinearMixedModelModel, mean_of, unit_loss, with_effects
+from sparkml.glm.mixed_blocks import (
+    BASE_OFFSET,
+    FEATURES,
+    LABEL,
+    OFFSET,
+    WEIGHT,
+    Effects,
+    entity_col,
+    features_col,
+    fixed_effect_frame,
+    fixed_scores,
+    objective,
+    shifted,
+    solve_effect,
+    width,
+)
+from sparkml.glm.mixed_model import GeneralizedLinearMixedModelModel
 from sparkml.optim.iterations import Iteration
 from sparkml.params.mixed import GENERALIZED_LINEAR_MIXED_MODEL
 from sparkml.runtime.cancellation import cancellable
@@ -68,17 +77,6 @@ from sparkml.runtime.cancellation import cancellable
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from typing_extensions import Self
-
-_X, _Y, _W, _O, _OFF, _ETA = (PREFIX + n for n in ("x", "y", "w", "o", "offset", "eta_fixed"))
-_ENTITY_SOLVE_ITER, _ENTITY_SOLVE_TOL = 100, 1e-10
-
-
-def _entity(r):
-    return f"{PREFIX}e{r}"
-
-
-def _z(r):
-    return f"{PREFIX}z{r}"
 
 
 class _FixedEffect(GeneralizedLinearRegression):
@@ -265,22 +263,22 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
         effects, _ = self._effects()
         w, o = self._column("weightCol"), self._column("offsetCol")
         columns = [
-            F.col(self.getFeaturesCol()).alias(_X),
-            F.col(self.getLabelCol()).cast("double").alias(_Y),
-            (F.col(w).cast("double") if w else F.lit(1.0)).alias(_W),
-            (F.col(o).cast("double") if o else F.lit(0.0)).alias(_O),
+            F.col(self.getFeaturesCol()).alias(FEATURES),
+            F.col(self.getLabelCol()).cast("double").alias(LABEL),
+            (F.col(w).cast("double") if w else F.lit(1.0)).alias(WEIGHT),
+            (F.col(o).cast("double") if o else F.lit(0.0)).alias(BASE_OFFSET),
         ]
         for r, (entity, z, _) in enumerate(effects):
-            columns.append(F.col(entity).alias(_entity(r)))
+            columns.append(F.col(entity).alias(entity_col(r)))
             if z:
-                columns.append(vector_to_array(F.col(z), "float64").alias(_z(r)))
+                columns.append(vector_to_array(F.col(z), "float64").alias(features_col(r)))
         return dataset.select(*columns)
 
     def _describe(self, rows: DataFrame):
         """(rows, W) of the input, after refusing null ids, labels outside the family's range and an empty frame."""
         effects, _ = self._effects()
-        aggregates = [F.count(F.lit(1)), F.sum(_W), F.min(_Y), F.max(_Y), F.min(_W)]
-        aggregates += [F.sum(F.col(_entity(r)).isNull().cast("long")) for r in range(len(effects))]
+        aggregates = [F.count(F.lit(1)), F.sum(WEIGHT), F.min(LABEL), F.max(LABEL), F.min(WEIGHT)]
+        aggregates += [F.sum(F.col(entity_col(r)).isNull().cast("long")) for r in range(len(effects))]
         n, weight_sum, low, high, min_w, *nulls = rows.agg(*aggregates).first() or [0] * (5 + len(effects))
         if n == 0:
             raise ValueError("GeneralizedLinearMixedModel: the dataset has no rows")
@@ -299,10 +297,10 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
     def _fixed(self, start):
         est = _FixedEffect(
             family=self.getFamily().lower(),
-            featuresCol=_X,
-            labelCol=_Y,
-            weightCol=_W,
-            offsetCol=_OFF,
+            featuresCol=FEATURES,
+            labelCol=LABEL,
+            weightCol=WEIGHT,
+            offsetCol=OFFSET,
             fitIntercept=self.getFitIntercept(),
             regParam=self.getRegParam(),
             elasticNetParam=self.getElasticNetParam(),
@@ -330,49 +328,38 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
         try:
             _, weight_sum = self._describe(rows)
             partitions = max(rows.rdd.getNumPartitions(), dataset.sparkSession.sparkContext.defaultParallelism)
-            widths = [self._effect_width(rows, r) if z else 0 for r, (_, z, _) in enumerate(effects)]
+            blocks = Effects(
+                tuple(f for _, f, _ in effects),
+                tuple(reg for _, _, reg in effects),
+                tuple(width(rows, r) if f else 0 for r, (_, f, _) in enumerate(effects)),
+            )
             warm, initial_tables = self._warm_start(effects)
             tables: list[DataFrame | None] = initial_tables
             start: tuple[np.ndarray, float] = warm or (np.zeros(0), 0.0)
             history: list[float] = []
-            previous = None
             progress = self._progress()
             for iteration in range(1, self.getMaxIter() + 1):
                 began = time.perf_counter()
-                fixed_model = self._fit_fixed(rows, tables, effects, start if warm or iteration > 1 else None)
+                fixed = self._fixed(start if warm or iteration > 1 else None)
+                fixed_model = fixed.fit(fixed_effect_frame(rows, tables, blocks))
                 start = (fixed_model.coefficients.toArray(), fixed_model.intercept)
-                scored = self._fixed_scores(fixed_model, rows).cache()
+                scored = fixed_scores(fixed_model, rows).cache()
                 kept.append(scored)
-                for r, (_, _, reg) in enumerate(effects):
-                    tables[r] = self._solve_effect(scored, tables, effects, r, family, reg, partitions, widths[r])
-                objective, shifts = self._objective(scored, tables, effects, family, start[0], weight_sum)
-                if self.getFitIntercept():  # each effect's mean intercept moved into b: eta unchanged, F lower
-                    tables = [_shifted(cast("DataFrame", t), -c) for t, c in zip(tables, shifts)]
+                for r in range(len(effects)):
+                    tables[r] = solve_effect(scored, tables, blocks, r, family, partitions, self.getDevice())
+                center = self.getFitIntercept()
+                value, shifts = objective(scored, tables, blocks, family, self._penalty(start[0], weight_sum), center)
+                if center:  # each effect's mean intercept moved into b: eta unchanged, F lower
+                    tables = [shifted(cast("DataFrame", t), -c) for t, c in zip(tables, shifts)]
                     start = (start[0], start[1] + sum(shifts))
-                history.append(objective)
+                history.append(value)
+                seconds, detail = time.perf_counter() - began, f"{len(effects)} random effects"
                 progress(
-                    Iteration(
-                        type(self).__name__,
-                        "coordinate descent pass",
-                        iteration,
-                        objective,
-                        None,
-                        time.perf_counter() - began,
-                        f"{len(effects)} random effects",
-                    )
+                    Iteration(type(self).__name__, "coordinate descent pass", iteration, value, None, seconds, detail)
                 )
-                if previous is not None and abs(previous - objective) <= self.getTol() * max(1.0, abs(objective)):
+                if len(history) > 1 and abs(history[-2] - value) <= self.getTol() * max(1.0, abs(value)):
                     break
-                previous = objective
-            params = {
-                "featuresCol": self.getFeaturesCol(),
-                "predictionCol": self.getPredictionCol(),
-                "offsetCol": self._column("offsetCol"),
-                "family": family,
-                "entityCols": [e for e, _, _ in effects],
-                "entityFeaturesCols": [z or "" for _, z, _ in effects],
-            }
-            model = GeneralizedLinearMixedModelModel(start[0], start[1], cast("list[DataFrame]", tables), params)
+            model = GeneralizedLinearMixedModelModel(start[0], start[1], cast("list[DataFrame]", tables), self._saved())
             model.objectiveHistory = history
             model._resetUid(self.uid)
             return model
@@ -380,95 +367,22 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
             for frame in kept:
                 frame.unpersist()
 
-    def _fit_fixed(self, rows, tables, effects, start):
-        frame, scores = with_effects(rows, [t for t in tables if t is not None], *self._present(tables, effects))
-        offset = F.col(_O)
-        for score in scores:
-            offset = offset + score
-        return self._fixed(start).fit(frame.select(_X, _Y, _W, offset.alias(_OFF)))
-
-    @staticmethod
-    def _present(tables, effects, skip=None):
-        kept = [r for r, t in enumerate(tables) if t is not None and r != skip]
-        return [_entity(r) for r in kept], [_z(r) if effects[r][1] else None for r in kept]
-
-    @staticmethod
-    def _fixed_scores(fixed_model, rows):
-        scorer = fixed_model.copy({fixed_model.linkPredictionCol: _ETA, fixed_model.offsetCol: _O})
-        scorer = scorer.copy({scorer.featuresCol: _X, scorer.predictionCol: PREFIX + "mu"})
-        return scorer.transform(rows).drop(PREFIX + "mu")
-
-    def _solve_effect(self, scored, tables, effects, r, family, reg, partitions, n_features):
-        others = [t for q, t in enumerate(tables) if t is not None and q != r]
-        frame, scores = with_effects(scored, others, *self._present(tables, effects, skip=r))
-        offset = F.col(_ETA)
-        for score in scores:
-            offset = offset + score
-        own = tables[r]
-        if own is not None:
-            frame = frame.join(
-                own.select(F.col("entity").alias(_entity(r)), F.col("coefficients").alias("start")), _entity(r), "left"
-            )
-        else:
-            frame = frame.withColumn("start", F.lit(None).cast(ArrayType(DoubleType())))
-        z = effects[r][1]
-        columns = [F.col(_entity(r)).alias("entity")]
-        columns += [F.col(_z(r)).alias("z")] if z else []
-        columns += [F.col(_Y).alias("y"), F.col(_W).alias("w"), offset.alias("offset"), F.col("start")]
-        solve = functools.partial(
-            entity_pass.solve_partition,
-            family=family,
-            reg_param=float(reg),
-            n_features=n_features,
-            features_name=z or "",
-            max_iter=_ENTITY_SOLVE_ITER,
-            tol=_ENTITY_SOLVE_TOL,
-            device=self.getDevice(),
-        )
-        entity_type = scored.schema[_entity(r)].dataType
-        schema = StructType(
-            [
-                StructField("entity", entity_type),
-                StructField("coefficients", ArrayType(DoubleType())),
-                StructField("rows", LongType()),
-            ]
-        )
-        table = frame.select(*columns).repartition(partitions, "entity").mapInArrow(solve, schema)
-        return table.localCheckpoint(eager=True)
-
-    @staticmethod
-    def _effect_width(scored, r):
-        first = scored.select(F.size(_z(r))).where(F.col(_z(r)).isNotNull()).first()
-        if first is None:
-            raise ValueError("a random effect's feature vectors are all null")
-        return int(first[0])
-
-    def _objective(self, scored, tables, effects, family, beta, weight_sum):
-        """(F, shifts): F after moving each effect's mean entity intercept c_r into the fixed intercept (when it
-        is fitted: the shift leaves every eta unchanged, since each row has one entity per effect, and lowers
-        each penalty to lambda_r / 2 sum_e ((a_e - c_r)^2 + |g_e|^2)), and the c_r (0 without an intercept)."""
-        frame, scores = with_effects(scored, tables, *self._present(tables, effects))
-        eta = F.col(_ETA)
-        for score in scores:
-            eta = eta + score
-        data = frame.agg(F.sum(F.col(_W) * unit_loss(family, F.col(_Y), eta))).first()[0]
+    def _penalty(self, beta, weight_sum):
+        """The fixed effect's penalty in F: regParam W [alpha |beta|_1 + (1 - alpha) / 2 |beta|^2]."""
         alpha, lam = self.getElasticNetParam(), self.getRegParam()
-        fixed = lam * weight_sum * (alpha * float(abs(beta).sum()) + (1 - alpha) / 2 * float((beta * beta).sum()))
-        random, shifts = 0.0, []
-        squares = F.aggregate(F.col("coefficients"), F.lit(0.0), lambda s, v: s + v * v)
-        for table, (_, _, reg) in zip(tables, effects):
-            total, count, sum_sq = table.agg(F.sum(F.col("coefficients")[0]), F.count(F.lit(1)), F.sum(squares)).first()
-            c = total / count if self.getFitIntercept() else 0.0
-            shifts.append(c)
-            random += reg / 2 * (sum_sq - 2 * c * total + count * c * c)
-        return float(data) + fixed + random, shifts
+        return lam * weight_sum * (alpha * float(np.abs(beta).sum()) + (1 - alpha) / 2 * float((beta * beta).sum()))
 
-
-def _shifted(table: DataFrame, shift: float) -> DataFrame:
-    """``table`` with ``shift`` added to every entity's intercept (the coefficients' first entry)."""
-    coefficients = F.col("coefficients")
-    moved = F.concat(F.array(coefficients[0] + F.lit(shift)), F.slice(coefficients, 2, F.size(coefficients) - 1))
-    return table.select("entity", moved.alias("coefficients"), "rows")
+    def _saved(self):
+        """The Param values the model scores with."""
+        effects, _ = self._effects()
+        return {
+            "featuresCol": self.getFeaturesCol(),
+            "predictionCol": self.getPredictionCol(),
+            "offsetCol": self._column("offsetCol"),
+            "family": self.getFamily().lower(),
+            "entityCols": [e for e, _, _ in effects],
+            "entityFeaturesCols": [f or "" for _, f, _ in effects],
+        }
 
 
 def mean_link(family: str) -> str:
@@ -477,4 +391,4 @@ def mean_link(family: str) -> str:
     return CANONICAL_LINKS[family]
 
 
-__all__ = ["GeneralizedLinearMixedModel", "GeneralizedLinearMixedModelModel", "mean_of"]
+__all__ = ["GeneralizedLinearMixedModel", "GeneralizedLinearMixedModelModel"]

@@ -19,6 +19,8 @@ from pyspark.ml.functions import array_to_vector, vector_to_array
 from pyspark.ml.linalg import DenseVector
 from pyspark.sql import functions as F
 
+from sparkml.base.model import HasCoefficientVector
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
@@ -66,7 +68,7 @@ def with_effects(rows: DataFrame, tables: list[DataFrame], entities: list[str], 
     return rows, scores
 
 
-class GeneralizedLinearMixedModelModel(Model):
+class GeneralizedLinearMixedModelModel(HasCoefficientVector, Model):
     """A fitted ``GeneralizedLinearMixedModel`` (module docstring): ``coefficients`` and ``intercept`` of the fixed
     effect, and ``randomEffects``: one DataFrame per random effect (its entity column, ``intercept``,
     ``coefficients``)."""
@@ -76,18 +78,6 @@ class GeneralizedLinearMixedModelModel(Model):
         self._coefficients, self._intercept, self._tables = DenseVector(coefficients), float(intercept), tables
         self._values = params  # the estimator's Param values: columns, family, effects
         self.objectiveHistory: list[float] = []
-
-    @property
-    def coefficients(self) -> DenseVector:
-        return self._coefficients
-
-    @property
-    def intercept(self) -> float:
-        return self._intercept
-
-    @property
-    def numFeatures(self) -> int:
-        return len(self._coefficients)
 
     @property
     def randomEffects(self) -> list[DataFrame]:

@@ -78,3 +78,13 @@ def assert_same_outputs(ours, theirs, columns, atol, order="id"):
 def output_fields(df, columns):
     """(name, dataType) of the given output columns, in the DataFrame's order."""
     return [(f.name, f.dataType) for f in df.schema.fields if f.name in columns]
+
+
+def glm_response(rng, family, eta, scale):
+    """Labels drawn from ``family`` at the linear predictor ``eta`` under its canonical link: gaussian (noise of
+    standard deviation ``scale``), binomial (0/1), poisson (counts)."""
+    if family == "gaussian":
+        return eta + rng.normal(scale=scale, size=eta.shape)
+    if family == "binomial":
+        return (rng.random(eta.shape) < 1 / (1 + np.exp(-eta))).astype(float)
+    return rng.poisson(np.exp(eta)).astype(float)
