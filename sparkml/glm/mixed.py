@@ -52,7 +52,6 @@ from pyspark.sql.types import (
 
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.params import HasTrainingParams, declared_estimator
-from sparkml.glm.estimator import GeneralizedLinearRegression
 from sparkml.glm.mixed_blocks import (
     BASE_OFFSET,
     FEATURES,
@@ -60,6 +59,7 @@ from sparkml.glm.mixed_blocks import (
     OFFSET,
     WEIGHT,
     Effects,
+    FixedEffect,
     entity_col,
     features_col,
     fixed_effect_frame,
@@ -79,24 +79,6 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 
-class _FixedEffect(GeneralizedLinearRegression):
-    """GeneralizedLinearRegression's penalized fit, always (the exact minimum of the penalized deviance: IRLS with an
-    L2 term is MLlib's fixed point, another model), from the previous pass's coefficients."""
-
-    _start = None
-
-    def _quasi_newton(self, d):
-        return True
-
-    def _penalized_start(self, s, d, family, link, has_offset):
-        if self._start is None:
-            return super()._penalized_start(s, d, family, link, has_offset)
-        beta, b = self._start
-        if beta.size != d:
-            raise ValueError(f"initial model has {beta.size} fixed coefficients, but this fit's features have {d}")
-        return beta.reshape(1, d), [b]
-
-
 class _Params(
     HasLabelCol,
     HasFeaturesCol,
@@ -114,7 +96,24 @@ class _Params(
 
 @declared_estimator(GENERALIZED_LINEAR_MIXED_MODEL)
 class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
-    """A generalized linear mixed model fitted by block coordinate descent on Spark (module docstring)."""
+    """A generalized linear mixed model fitted by block coordinate descent on Spark (module docstring).
+
+    A click model with a per-user intercept and per-user slopes on the user's own features::
+
+        glmm = GeneralizedLinearMixedModel(
+            family="binomial",
+            featuresCol="features",            # the fixed effect's features (a vector column)
+            entityCols=["user_id"],            # one random effect: the user (string or integer ids)
+            entityFeaturesCols=["user_features"],  # its own features per row ("" for an intercept only)
+            entityRegParams=[1.0],             # its L2 strength
+            regParam=1e-4,
+        )
+        model = glmm.fit(train)
+        model.transform(test)                  # "prediction": the click probability
+        model.randomEffects[0]                 # user_id, intercept, coefficients (a DataFrame)
+
+    ``model.objectiveHistory`` holds F after each pass.
+    """
 
     _initial_model: GeneralizedLinearMixedModelModel | None = None
 
@@ -295,7 +294,7 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
         return n, float(weight_sum)
 
     def _fixed(self, start):
-        est = _FixedEffect(
+        est = FixedEffect(
             family=self.getFamily().lower(),
             featuresCol=FEATURES,
             labelCol=LABEL,

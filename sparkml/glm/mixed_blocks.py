@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DoubleType, LongType, StructField, StructType
 
 from sparkml.glm import entity_pass
+from sparkml.glm.estimator import GeneralizedLinearRegression
 from sparkml.glm.mixed_model import PREFIX, unit_loss, with_effects
 
 NAMES = ("x", "y", "w", "o", "offset", "eta_fixed")
@@ -53,6 +54,24 @@ class Effects:
             [entity_col(r) for r in kept],
             [features_col(r) if self.has_features[r] else None for r in kept],
         )
+
+
+class FixedEffect(GeneralizedLinearRegression):
+    """GeneralizedLinearRegression's penalized fit, always (the exact minimum of the penalized deviance: IRLS with an
+    L2 term is MLlib's fixed point, another model), from the previous pass's coefficients."""
+
+    _start = None
+
+    def _quasi_newton(self, d):
+        return True
+
+    def _penalized_start(self, s, d, family, link, has_offset):
+        if self._start is None:
+            return super()._penalized_start(s, d, family, link, has_offset)
+        beta, b = self._start
+        if beta.size != d:
+            raise ValueError(f"initial model has {beta.size} fixed coefficients, but this fit's features have {d}")
+        return beta.reshape(1, d), [b]
 
 
 def _plus(base, scores):
