@@ -279,6 +279,13 @@ def test_searches_that_cannot_convert_once_convert_each_fold(data, conversions, 
     np.testing.assert_allclose(ours.avgMetrics, theirs.avgMetrics, rtol=1e-9)
 
 
+def test_a_fold_col_that_is_not_a_column_is_named(data):
+    estimator = LogisticRegression()
+    cv = CrossValidator(estimator=estimator, estimatorParamMaps=_grid(estimator), foldCol="fold_id", numFolds=3)
+    with pytest.raises(ValueError, match="foldCol 'fold_id' is not a column of the dataset"):
+        cv.setEvaluator(BinaryClassificationEvaluator()).fit(data)
+
+
 def test_a_fold_col_out_of_range_is_pysparks_error(data, conversions):
     bad = data.withColumn("fold", F.when(F.col("y") > 2.5, F.lit(7)).otherwise(F.col("fold")))
     estimator = LogisticRegression()

@@ -82,9 +82,12 @@ class CrossValidator(stock.CrossValidator):
         return self._copyValues(CrossValidatorModel(best, avg, sub_models, std))
 
     def _fold_ids(self, dataset: DataFrame) -> tuple[DataFrame, Any] | None:
-        """(dataset to convert, each row's fold id) as ``_kFold`` assigns them (``sparkml.tuning.convert_once``)."""
+        """(dataset to convert, each row's fold id) as ``_kFold`` assigns them (``sparkml.tuning.convert_once``);
+        ValueError when ``foldCol`` names no column (before any job, whichever way the search runs)."""
         n_folds, fold_col = self.getOrDefault(self.numFolds), self.getOrDefault(self.foldCol)
         if fold_col:
+            if fold_col not in dataset.columns:
+                raise ValueError(f"foldCol {fold_col!r} is not a column of the dataset (columns: {dataset.columns})")
             return column_fold_ids(dataset, fold_col, n_folds)
         h = 1.0 / n_folds
         bounds = [(i * h, (i + 1) * h) for i in range(n_folds)]
