@@ -49,16 +49,17 @@ def _features(table: pa.Table, n_features: int, column_name: str) -> np.ndarray 
 
 
 def _starts(table: pa.Table, codes: np.ndarray, m: int, k: int) -> np.ndarray:
-    """Each entity's start: its previous coefficients where the rows carry them, else zeros."""
+    """Each entity's start: its previous coefficients where its rows carry them (read from its first row), else
+    zeros."""
     start = np.zeros((m, k))
     column = table.column(START).combine_chunks()
     if column.null_count == len(column):
         return start
     first = np.full(m, -1)
     first[codes[::-1]] = np.arange(len(codes))[::-1]  # each entity's first row
-    valid = column.is_valid().to_numpy(zero_copy_only=False)
-    for e in np.flatnonzero(valid[first]):
-        start[e] = column[int(first[e])].values.to_numpy(zero_copy_only=False)
+    taken = column.take(pa.array(first))
+    valid = taken.is_valid().to_numpy(zero_copy_only=False)
+    start[valid] = taken.filter(taken.is_valid()).flatten().to_numpy(zero_copy_only=False).reshape(-1, k)
     return start
 
 

@@ -71,7 +71,7 @@ from sparkml.glm.mixed_blocks import (
 )
 from sparkml.glm.mixed_model import GeneralizedLinearMixedModelModel
 from sparkml.optim.iterations import Iteration
-from sparkml.params.mixed import GENERALIZED_LINEAR_MIXED_MODEL
+from sparkml.params.mixed import CANONICAL_LINKS, GENERALIZED_LINEAR_MIXED_MODEL
 from sparkml.runtime.cancellation import cancellable
 
 if TYPE_CHECKING:
@@ -226,9 +226,9 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
                 f"{lengths[0]}, {lengths[1]} and {lengths[2]}"
             )
         family = self.getFamily().lower()
-        if self.isSet("link") and self.getLink().lower() != mean_link(family):
+        if self.isSet("link") and self.getLink().lower() != CANONICAL_LINKS[family]:
             raise ValueError(
-                f"family {family!r} takes its canonical link {mean_link(family)!r}, not {self.getLink()!r}"
+                f"family {family!r} takes its canonical link {CANONICAL_LINKS[family]!r}, not {self.getLink()!r}"
             )
 
     def _column(self, name):
@@ -382,12 +382,6 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
             "entityCols": [e for e, _, _ in effects],
             "entityFeaturesCols": [f or "" for _, f, _ in effects],
         }
-
-
-def mean_link(family: str) -> str:
-    from sparkml.params.mixed import CANONICAL_LINKS
-
-    return CANONICAL_LINKS[family]
 
 
 __all__ = ["GeneralizedLinearMixedModel", "GeneralizedLinearMixedModelModel"]
