@@ -101,14 +101,15 @@ compat-run-%:
 	  -W ignore::DeprecationWarning -m compat --durations=10 $(CURDIR)/tests
 
 # The example job from an installed package (PYTHON_BIN: its venv's bin/): its console script and bundled config,
-# run outside the checkout; then the same package under a pyspark outside the supported range must refuse to import.
+# run outside the checkout, end to end on each Spark line (the job's own tests run on 4.3 in make test); then the same package under a pyspark outside the supported range must refuse to import.
 WHEEL_DEMO := /tmp/sparkml-wheel-demo
 wheel-demo:
 	rm -rf $(WHEEL_DEMO) && mkdir -p $(WHEEL_DEMO)/old/pyspark
 	cd $(WHEEL_DEMO) && $(PYTHON_BIN)/python -c "import pyspark, sparkml; print('pyspark', pyspark.__version__, sparkml.__file__)"
 	cd $(WHEEL_DEMO) && PATH=$(PYTHON_BIN):$$PATH $(PYTHON_BIN)/sparkml-train --config logistic_demo.yaml \
 	  --set output.dir=$(WHEEL_DEMO)/model
-	test -f $(WHEEL_DEMO)/model/metrics.json
+	$(PYTHON_BIN)/python -c "import json; m = json.load(open('$(WHEEL_DEMO)/model/metrics.json'))['metrics']; \
+	  assert m['areaUnderROC'] > 0.9 and m['accuracy'] > 0.8, m; print('held-out areaUnderROC', m['areaUnderROC'])"
 	echo "__version__ = '3.4.1'" > $(WHEEL_DEMO)/old/pyspark/__init__.py
 	cd $(WHEEL_DEMO) && ! PYTHONPATH=old $(PYTHON_BIN)/python -c "import sparkml.classification" 2> import-error.txt
 	grep -q "supports pyspark >=3.5, <5.*3.4.1" $(WHEEL_DEMO)/import-error.txt && tail -1 $(WHEEL_DEMO)/import-error.txt

@@ -43,7 +43,6 @@ def leftovers(out_dir):
 SMALL = {"rows": 1500, "features": 6, "seed": 3}
 
 
-@pytest.mark.compat
 def test_generated_binary_end_to_end(spark, tmp_path, capsys):
     code, report = run_job(spark, tmp_path, {"train": "generated:binary", "generated": SMALL})
     assert code == 0
