@@ -90,6 +90,14 @@ ENTRIES = (
         "org.apache.spark.ml.regression.GeneralizedLinearRegressionModel",
         "pyspark.ml.regression:GeneralizedLinearRegressionModel",
     ),
+    Entry(
+        "GeneralizedLinearMixedModel",
+        "sparkml.regression",
+        "sparkml.glm",
+        "regression",
+        "sparkml.regression.GeneralizedLinearMixedModelModel",
+        None,
+    ),
 )
 
 

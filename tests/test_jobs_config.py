@@ -37,6 +37,7 @@ def test_shipped_registry_points_at_sparkml():
         "sparkml.classification:KernelSVC",
         "sparkml.regression:LinearRegression",
         "sparkml.regression:GeneralizedLinearRegression",
+        "sparkml.regression:GeneralizedLinearMixedModel",
     }
 
 

@@ -1,7 +1,10 @@
 """GeneralizedLinearMixedModel: block coordinate descent reaches the joint optimum of the whole objective (gaussian:
 its normal equations; binomial and poisson: scipy's L-BFGS over every parameter at once), an entity unseen in
-training scores with the fixed effect alone, no table reaches the driver, and bad input is refused before
-training."""
+training scores with the fixed effect alone, no table reaches the driver (fitting, saving or loading), the model and
+the estimator save and load, and bad input and damaged tables are refused."""
+
+import os
+import shutil
 
 import numpy as np
 import pytest
@@ -10,7 +13,8 @@ from pyspark.sql import functions as F
 from scipy.optimize import minimize
 from support.helpers import glm_response
 
-from sparkml.glm.mixed import GeneralizedLinearMixedModel
+from sparkml.regression import GeneralizedLinearMixedModel, GeneralizedLinearMixedModelModel
+from sparkml.saved.model_files import ModelFileError
 
 N, M, D, P = 360, 12, 2, 1
 REG, ENTITY_REG = 0.05, 2.0
@@ -162,7 +166,12 @@ def test_a_warm_start_reaches_the_cold_fits_optimum(spark):
     df.unpersist()
 
 
-def test_an_entity_unseen_in_training_scores_with_the_fixed_effect(spark):
+def test_an_entity_unseen_in_training_scores_with_the_fixed_effect_and_the_model_saves_and_loads(
+    spark, collected, tmp_path
+):
+    """An entity the tables lack scores with the fixed effect alone. The model saves in MLlib's layout with each
+    table as a Parquet dataset beside it and loads back (Params, uid, every prediction), writing and reading the
+    tables on the executors; damaged tables are refused naming their directory; the estimator saves too."""
     data = _data("poisson", seed=9)
     df = _frame(spark, *data)
     model = _estimator("poisson", maxIter=3).fit(df)
@@ -172,6 +181,45 @@ def test_an_entity_unseen_in_training_scores_with_the_fixed_effect(spark):
     (row,) = model.transform(new).collect()
     fixed = model.intercept + 0.5 * model.coefficients[0] - model.coefficients[1] + 0.1
     assert row.prediction == pytest.approx(np.exp(fixed), rel=1e-12)
+
+    path = str(tmp_path / "model")
+    collected.clear()
+    model.save(path)
+    loaded = GeneralizedLinearMixedModelModel.load(path)
+    assert not collected or max(collected) <= 1  # the metadata and data row: no table passes through the driver
+    assert sorted(os.listdir(path)) == ["data", "metadata", "randomEffects"]
+    assert loaded.uid == model.uid and loaded.getEntityCols() == ["user"] and loaded.getFamily() == "poisson"
+    assert loaded.getOffsetCol() == "o" and loaded.getEntityFeaturesCols() == ["zf"]
+    np.testing.assert_array_equal(loaded.coefficients.toArray(), model.coefficients.toArray())
+    keyed = df.withColumn("i", F.monotonically_increasing_id()).cache()
+    before = {r.i: r.prediction for r in model.transform(keyed).select("i", "prediction").collect()}
+    after = {r.i: r.prediction for r in loaded.transform(keyed).select("i", "prediction").collect()}
+    assert after == before and len(after) == N
+    assert loaded.randomEffects[0].count() == model.randomEffects[0].count() == M
+
+    table = spark.read.parquet(f"{path}/randomEffects/0")
+    damaged = {
+        "short": (table.withColumn("coefficients", F.slice("coefficients", 1, 1)), "not of length 2"),
+        "repeated": (table.unionByName(table.limit(1)), "has more than one row"),
+        "untyped": (table.withColumn("entity", F.lit(1.5)), "column 'entity' is double"),
+    }
+    for name, (frame, message) in damaged.items():
+        copy = str(tmp_path / name)
+        shutil.copytree(path, copy)
+        frame.write.mode("overwrite").parquet(f"{copy}/randomEffects/0")
+        with pytest.raises(ModelFileError, match=f"{copy}/randomEffects/0: .*{message}"):
+            GeneralizedLinearMixedModelModel.load(copy)
+    shutil.rmtree(f"{path}/randomEffects")
+    with pytest.raises(ModelFileError, match="randomEffects/0: cannot read"):
+        GeneralizedLinearMixedModelModel.load(path)
+
+    estimator = _estimator("poisson", maxIter=3)
+    estimator.save(str(tmp_path / "estimator"))
+    again = GeneralizedLinearMixedModel.load(str(tmp_path / "estimator"))
+    assert again.uid == estimator.uid and again.extractParamMap() == {
+        again.getParam(p.name): v for p, v in estimator.extractParamMap().items()
+    }
+    keyed.unpersist()
     df.unpersist()
 
 
@@ -196,6 +244,16 @@ def test_bad_input_is_refused_before_training(spark, change, kwargs, message):
     df = change(_frame(spark, *_data("poisson", seed=2)))
     with pytest.raises(ValueError, match=message):
         _estimator(kwargs.pop("family", "poisson"), **kwargs).fit(df)
+
+
+def test_a_spark_connect_session_is_refused_before_any_job(spark, monkeypatch):
+    import sparkml.glm.mixed as mixed
+
+    df = _frame(spark, *_data("gaussian", seed=2))
+    monkeypatch.setattr(mixed, "is_connect", lambda frame: frame is df)
+    with pytest.raises(NotImplementedError, match="needs a classic Spark session"):
+        _estimator("gaussian").fit(df)
+    df.unpersist()
 
 
 def test_the_declared_families_are_the_solvers():

@@ -30,6 +30,8 @@ from sparkml.params import estimators, kernel_svc, training
 from sparkml.params.rules import Rule, at_least, choice_of, first_problem
 from sparkml.params.training import DEFAULTS, RULES
 from sparkml.regression import (
+    GeneralizedLinearMixedModel,
+    GeneralizedLinearMixedModelModel,
     GeneralizedLinearRegression,
     GeneralizedLinearRegressionModel,
     LinearRegression,
@@ -39,13 +41,21 @@ from sparkml.saved.classes import SAVED
 from sparkml.strategies import table
 from sparkml.strategies.table import StrategyOptions, option_params
 
-ESTIMATORS = (LogisticRegression, LinearSVC, LinearRegression, GeneralizedLinearRegression, KernelSVC)
+ESTIMATORS = (
+    LogisticRegression,
+    LinearSVC,
+    LinearRegression,
+    GeneralizedLinearRegression,
+    KernelSVC,
+    GeneralizedLinearMixedModel,
+)
 MODELS = (
     LogisticRegressionModel,
     LinearSVCModel,
     LinearRegressionModel,
     GeneralizedLinearRegressionModel,
     KernelSVCModel,
+    GeneralizedLinearMixedModelModel,
 )
 
 
@@ -182,6 +192,8 @@ def test_the_training_params_defaults_are_the_tables(cls):
     estimator = cls()
     own = {name: value for name, value in DEFAULTS.items() if estimator.hasParam(name)}
     assert {"strategy", "device", "dtype", "numWorkers", "checkpointInterval", "aggregationDepth"} <= set(own)
+    if cls is GeneralizedLinearMixedModel:  # its objective is compared across passes to tol=1e-6: float64 rows
+        own["dtype"] = "float64"
     assert {name: estimator.getOrDefault(name) for name in own} == own
 
 

@@ -137,6 +137,7 @@ ROWS = {  # model class -> rows its _data_shapes and the saved class's shapes mu
     "LinearSVCModel": [{"intercept": 0.5}],
     "LinearRegressionModel": [{"intercept": 0.5, "scale": 1.0}],
     "GeneralizedLinearRegressionModel": [{"intercept": 0.5}],
+    "GeneralizedLinearMixedModelModel": [{"intercept": 0.5, "effectWidths": [0, 3]}],
     "KernelSVCModel": [
         {"numClasses": 3, "kernel": "rbf", "method": "nystroem", "platt": None, "pairs": {"type": 1}},
         {"numClasses": 2, "kernel": "laplacian", "method": "rff", "platt": {"type": 1}},

@@ -28,6 +28,7 @@ MODULES = (
     "sparkml.glm.model",
     "sparkml.glm.estimator",
     "sparkml.kernel.kernel_svc",
+    "sparkml.glm.mixed_model",
     "sparkml.glm.mixed",
 )
 BEGIN, END = "# <param-stubs>", "# </param-stubs>"

@@ -42,7 +42,8 @@ class ModelIO(MLWritable, MLReadable):
 
     Subclasses set ``_java_class`` (the class name recorded in the metadata) and ``_data_schema`` (the
     columns of the saved row), and implement ``_data_frame(spark)``, ``_from_data(row)`` and
-    ``_data_shapes(row)``. Loading checks the files first (``base.persistence.ModelFiles``).
+    ``_data_shapes(row)``; a model with more than one row of numbers adds ``_save_beside`` and
+    ``_load_beside``. Loading checks the files first (``base.persistence.ModelFiles``).
     """
 
     _java_class: ClassVar[str | None] = None
@@ -56,6 +57,12 @@ class ModelIO(MLWritable, MLReadable):
         library's classes state theirs in ``sparkml.saved.classes`` (which loading checks), read here."""
         saved = SAVED.get(cls._java_class or "")
         return {} if saved is None else saved.shapes(row.asDict())
+
+    def _save_beside(self, spark, path, mode) -> None:
+        """Writes what the model keeps outside its data row (a model whose numbers do not fit one row)."""
+
+    def _load_beside(self, spark, path) -> None:
+        """Reads what ``_save_beside`` wrote, after the metadata and the data row are checked and set."""
 
     def write(self) -> MLlibModelWriter:
         return MLlibModelWriter(self, self._java_class)

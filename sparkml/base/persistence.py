@@ -157,6 +157,7 @@ class MLlibModelWriter(_Writer):
 
     def save_data(self, spark, path, mode):
         self.instance._data_frame(spark).repartition(1).write.mode(mode).parquet(f"{path}/data")
+        self.instance._save_beside(spark, path, mode)
 
 
 class EstimatorWriter(_Writer):
@@ -330,4 +331,5 @@ class MLlibModelReader(MLReader):
             ({**metadata["paramMap"], **extra}, instance._set),
         ):
             _set_params(instance, {k: v for k, v in source.items() if instance.hasParam(k)}, setter, saved.file)
+        instance._load_beside(files.spark, path)
         return instance

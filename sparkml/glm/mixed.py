@@ -32,17 +32,6 @@ import numpy as np
 from pyspark.ml import Estimator
 from pyspark.ml.functions import vector_to_array
 from pyspark.ml.linalg import VectorUDT
-from pyspark.ml.param.shared import (
-    HasElasticNetParam,
-    HasFeaturesCol,
-    HasFitIntercept,
-    HasLabelCol,
-    HasMaxIter,
-    HasPredictionCol,
-    HasRegParam,
-    HasTol,
-    HasWeightCol,
-)
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     IntegralType,
@@ -51,7 +40,7 @@ from pyspark.sql.types import (
 )
 
 from sparkml.base.estimator import TorchEstimator
-from sparkml.base.params import HasTrainingParams, declared_estimator
+from sparkml.base.params import declared_estimator
 from sparkml.glm.mixed_blocks import (
     BASE_OFFSET,
     FEATURES,
@@ -69,33 +58,19 @@ from sparkml.glm.mixed_blocks import (
     solve_effect,
     width,
 )
-from sparkml.glm.mixed_model import GeneralizedLinearMixedModelModel
+from sparkml.glm.mixed_model import GeneralizedLinearMixedModelModel, MixedParams
 from sparkml.optim.iterations import Iteration
 from sparkml.params.mixed import CANONICAL_LINKS, GENERALIZED_LINEAR_MIXED_MODEL
 from sparkml.runtime.cancellation import cancellable
+from sparkml.runtime.session_kind import is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from typing_extensions import Self
 
 
-class _Params(
-    HasLabelCol,
-    HasFeaturesCol,
-    HasPredictionCol,
-    HasFitIntercept,
-    HasMaxIter,
-    HasTol,
-    HasRegParam,
-    HasElasticNetParam,
-    HasWeightCol,
-    HasTrainingParams,
-):
-    pass
-
-
 @declared_estimator(GENERALIZED_LINEAR_MIXED_MODEL)
-class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
+class GeneralizedLinearMixedModel(TorchEstimator, Estimator, MixedParams):
     """A generalized linear mixed model fitted by block coordinate descent on Spark (module docstring).
 
     A click model with a per-user intercept and per-user slopes on the user's own features::
@@ -129,10 +104,8 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
         if model is None:
             return None, [None] * len(effects)
         entities = [e for e, _, _ in effects]
-        if model._values["entityCols"] != entities:
-            raise ValueError(
-                f"initial model has random effects on {model._values['entityCols']}, this fit on {entities}"
-            )
+        if model.getEntityCols() != entities:
+            raise ValueError(f"initial model has random effects on {model.getEntityCols()}, this fit on {entities}")
         return (model.coefficients.toArray(), model.intercept), list(model._tables)
 
     # <param-stubs>
@@ -156,6 +129,7 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
             entityCols: list[str] | None = None,
             entityFeaturesCols: list[str] | None = None,
             entityRegParams: list[float] | None = None,
+            aggregationDepth: int = 2,
             strategy: str = "auto",
             device: str = "auto",
             dtype: str = "float64",
@@ -170,11 +144,7 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
 
         def setPredictionCol(self, value: str) -> Self: ...
 
-        def getFamily(self) -> str: ...
-
         def setFamily(self, value: str) -> Self: ...
-
-        def getLink(self) -> str: ...
 
         def setLink(self, value: str) -> Self: ...
 
@@ -190,40 +160,35 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
 
         def setWeightCol(self, value: str) -> Self: ...
 
-        def getOffsetCol(self) -> str: ...
-
         def setOffsetCol(self, value: str) -> Self: ...
-
-        def getEntityCols(self) -> list[str]: ...
 
         def setEntityCols(self, value: list[str]) -> Self: ...
 
-        def getEntityFeaturesCols(self) -> list[str]: ...
-
         def setEntityFeaturesCols(self, value: list[str]) -> Self: ...
-
-        def getEntityRegParams(self) -> list[float]: ...
 
         def setEntityRegParams(self, value: list[float]) -> Self: ...
 
+        def setAggregationDepth(self, value: int) -> Self: ...
+
     # </param-stubs>
 
-    def _effects(self):
-        """[(entity column, features column or None, L2 strength)] of each random effect."""
-        entities = self.getEntityCols() if self.isDefined("entityCols") else []
-        features = self.getEntityFeaturesCols() if self.isDefined("entityFeaturesCols") else [""] * len(entities)
-        regs = self.getEntityRegParams() if self.isDefined("entityRegParams") else [1.0] * len(entities)
-        return list(zip(entities, [f or None for f in features], regs)), (len(entities), len(features), len(regs))
+    def _lengths(self):
+        """The lengths of the three lists (entityCols, entityFeaturesCols, entityRegParams) that are set."""
+        return tuple(
+            len(self.getOrDefault(p)) if self.isDefined(p) else None
+            for p in ("entityCols", "entityFeaturesCols", "entityRegParams")
+        )
 
     def _check_params(self):
         super()._check_params()
         if not self.isDefined("entityCols"):
             raise ValueError("GeneralizedLinearMixedModel needs entityCols: the random effects' entity id columns")
-        _, lengths = self._effects()
-        if len(set(lengths)) != 1:
+        names = ("entityCols", "entityFeaturesCols", "entityRegParams")
+        lengths = {n: k for n, k in zip(names, self._lengths()) if k is not None}
+        if len(set(lengths.values())) != 1:
+            found = ", ".join(f"{n} {k}" for n, k in lengths.items())
             raise ValueError(
-                "entityCols, entityFeaturesCols and entityRegParams must have one entry per random effect; got "
-                f"{lengths[0]}, {lengths[1]} and {lengths[2]}"
+                f"entityCols, entityFeaturesCols and entityRegParams must have one entry per random effect; got {found}"
             )
         family = self.getFamily().lower()
         if self.isSet("link") and self.getLink().lower() != CANONICAL_LINKS[family]:
@@ -231,13 +196,10 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
                 f"family {family!r} takes its canonical link {CANONICAL_LINKS[family]!r}, not {self.getLink()!r}"
             )
 
-    def _column(self, name):
-        return (self.getOrDefault(name) if self.isDefined(name) else None) or None
-
     def _check_input(self, dataset: DataFrame):
         """Columns and types before any job; then one job: the rows, the weights' sum, nulls and label range."""
         schema = {f.name: f.dataType for f in dataset.schema.fields}
-        effects, _ = self._effects()
+        effects = self.effects()
 
         def need(param, name, ok, what):
             if name not in schema:
@@ -248,8 +210,8 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
         need("featuresCol", self.getFeaturesCol(), lambda t: isinstance(t, VectorUDT), "a vector column")
         need("labelCol", self.getLabelCol(), lambda t: isinstance(t, NumericType), "numeric")
         for param in ("weightCol", "offsetCol"):
-            if self._column(param):
-                need(param, self._column(param), lambda t: isinstance(t, NumericType), "numeric")
+            if self.column(param):
+                need(param, self.column(param), lambda t: isinstance(t, NumericType), "numeric")
         for entity, z, _ in effects:
             need(
                 "entityCols", entity, lambda t: isinstance(t, (StringType, IntegralType)), "a string or integer column"
@@ -259,8 +221,8 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
 
     def _rows(self, dataset: DataFrame) -> DataFrame:
         """The columns the fit reads, under internal names (z as arrays), cached."""
-        effects, _ = self._effects()
-        w, o = self._column("weightCol"), self._column("offsetCol")
+        effects = self.effects()
+        w, o = self.column("weightCol"), self.column("offsetCol")
         columns = [
             F.col(self.getFeaturesCol()).alias(FEATURES),
             F.col(self.getLabelCol()).cast("double").alias(LABEL),
@@ -275,7 +237,7 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
 
     def _describe(self, rows: DataFrame):
         """(rows, W) of the input, after refusing null ids, labels outside the family's range and an empty frame."""
-        effects, _ = self._effects()
+        effects = self.effects()
         aggregates = [F.count(F.lit(1)), F.sum(WEIGHT), F.min(LABEL), F.max(LABEL), F.min(WEIGHT)]
         aggregates += [F.sum(F.col(entity_col(r)).isNull().cast("long")) for r in range(len(effects))]
         n, weight_sum, low, high, min_w, *nulls = rows.agg(*aggregates).first() or [0] * (5 + len(effects))
@@ -285,7 +247,7 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
             if count:
                 raise ValueError(f"entityCols {entity!r} has {count} null ids: every row needs an entity")
         if min_w is None or min_w < 0:
-            raise ValueError(f"weightCol {self._column('weightCol')!r} has negative or null weights")
+            raise ValueError(f"weightCol {self.column('weightCol')!r} has negative or null weights")
         family = self.getFamily().lower()
         if family == "binomial" and (low < 0 or high > 1):
             raise ValueError(f"labelCol {self.getLabelCol()!r}: the binomial family needs labels in [0, 1]")
@@ -305,6 +267,7 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
             elasticNetParam=self.getElasticNetParam(),
             maxIter=100,
             tol=1e-10,
+            aggregationDepth=self.getAggregationDepth(),
             strategy=self.getStrategy(),
             device=self.getDevice(),
             dtype=self.getDtype(),
@@ -315,12 +278,17 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
 
     def _fit(self, dataset: DataFrame) -> GeneralizedLinearMixedModelModel:
         self._check_params()
+        if is_connect(dataset):
+            raise NotImplementedError(
+                "GeneralizedLinearMixedModel needs a classic Spark session: its random effects' tables are "
+                "checkpointed on the executors between passes, which Spark Connect does not offer"
+            )
         self._check_input(dataset)
         with cancellable(dataset.sparkSession, f"{type(self).__name__} fit"):
             return self._descend(dataset)
 
     def _descend(self, dataset: DataFrame) -> GeneralizedLinearMixedModelModel:
-        effects, _ = self._effects()
+        effects = self.effects()
         family = self.getFamily().lower()
         rows = self._rows(dataset).cache()
         kept: list[DataFrame] = [rows]
@@ -358,7 +326,10 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
                 )
                 if len(history) > 1 and abs(history[-2] - value) <= self.getTol() * max(1.0, abs(value)):
                     break
-            model = GeneralizedLinearMixedModelModel(start[0], start[1], cast("list[DataFrame]", tables), self._saved())
+            model = GeneralizedLinearMixedModelModel(
+                start[0], start[1], cast("list[DataFrame]", tables), list(blocks.widths)
+            )
+            self._copyValues(model)
             model.objectiveHistory = history
             model._resetUid(self.uid)
             return model
@@ -370,18 +341,6 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, _Params):
         """The fixed effect's penalty in F: regParam W [alpha |beta|_1 + (1 - alpha) / 2 |beta|^2]."""
         alpha, lam = self.getElasticNetParam(), self.getRegParam()
         return lam * weight_sum * (alpha * float(np.abs(beta).sum()) + (1 - alpha) / 2 * float((beta * beta).sum()))
-
-    def _saved(self):
-        """The Param values the model scores with."""
-        effects, _ = self._effects()
-        return {
-            "featuresCol": self.getFeaturesCol(),
-            "predictionCol": self.getPredictionCol(),
-            "offsetCol": self._column("offsetCol"),
-            "family": self.getFamily().lower(),
-            "entityCols": [e for e, _, _ in effects],
-            "entityFeaturesCols": [f or "" for _, f, _ in effects],
-        }
 
 
 __all__ = ["GeneralizedLinearMixedModel", "GeneralizedLinearMixedModelModel"]

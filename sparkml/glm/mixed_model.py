@@ -16,10 +16,26 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.ml import Model
 from pyspark.ml.functions import array_to_vector, vector_to_array
-from pyspark.ml.linalg import DenseVector
+from pyspark.ml.linalg import DenseVector, VectorUDT
+from pyspark.ml.param.shared import (
+    HasAggregationDepth,
+    HasElasticNetParam,
+    HasFeaturesCol,
+    HasFitIntercept,
+    HasLabelCol,
+    HasMaxIter,
+    HasPredictionCol,
+    HasRegParam,
+    HasTol,
+    HasWeightCol,
+)
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DoubleType, IntegerType, StructField, StructType
 
-from sparkml.base.model import HasCoefficientVector
+from sparkml.base.model import HasCoefficientVector, ModelIO
+from sparkml.base.params import HasTrainingParams, declares
+from sparkml.glm.mixed_tables import load_tables, save_tables
+from sparkml.params.mixed import GENERALIZED_LINEAR_MIXED_MODEL
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -68,23 +84,113 @@ def with_effects(rows: DataFrame, tables: list[DataFrame], entities: list[str], 
     return rows, scores
 
 
-class GeneralizedLinearMixedModelModel(HasCoefficientVector, Model):
+@declares(*GENERALIZED_LINEAR_MIXED_MODEL)
+class MixedParams(
+    HasLabelCol,
+    HasFeaturesCol,
+    HasPredictionCol,
+    HasFitIntercept,
+    HasMaxIter,
+    HasTol,
+    HasRegParam,
+    HasElasticNetParam,
+    HasWeightCol,
+    HasAggregationDepth,
+    HasTrainingParams,
+):
+    """The Params of the estimator and its model (``sparkml.params.mixed``)."""
+
+    # <param-stubs>
+    if TYPE_CHECKING:  # made from the Params' declarations (tools/write_param_stubs.py)
+
+        def getFamily(self) -> str: ...
+
+        def getLink(self) -> str: ...
+
+        def getOffsetCol(self) -> str: ...
+
+        def getEntityCols(self) -> list[str]: ...
+
+        def getEntityFeaturesCols(self) -> list[str]: ...
+
+        def getEntityRegParams(self) -> list[float]: ...
+
+    # </param-stubs>
+
+    def effects(self) -> list[tuple[str, str | None, float]]:
+        """[(entity column, its features column or None, L2 strength)] of each random effect."""
+        entities = self.getEntityCols() if self.isDefined("entityCols") else []
+        features = self.getEntityFeaturesCols() if self.isDefined("entityFeaturesCols") else [""] * len(entities)
+        regs = self.getEntityRegParams() if self.isDefined("entityRegParams") else [1.0] * len(entities)
+        return list(zip(entities, [f or None for f in features], regs))
+
+    def column(self, name: str) -> str | None:
+        """The column a Param names; None where it is unset or empty."""
+        return (self.getOrDefault(name) if self.isDefined(name) else None) or None
+
+
+class GeneralizedLinearMixedModelModel(HasCoefficientVector, Model, MixedParams, ModelIO):
     """A fitted ``GeneralizedLinearMixedModel`` (module docstring): ``coefficients`` and ``intercept`` of the fixed
     effect, and ``randomEffects``: one DataFrame per random effect (its entity column, ``intercept``,
-    ``coefficients``)."""
+    ``coefficients``).
 
-    def __init__(self, coefficients: Any, intercept: float, tables: list[DataFrame], params: Any):
+    Saved in MLlib's layout (``metadata/``, and ``data/``: the fixed effect and each random effect's width) plus
+    ``randomEffects/<r>/``, each table as a Parquet dataset written and read by the executors (never collected).
+    """
+
+    _java_class = "sparkml.regression.GeneralizedLinearMixedModelModel"  # no Scala twin: MLlib has no mixed model
+    _data_schema = StructType(
+        [
+            StructField("intercept", DoubleType()),
+            StructField("coefficients", VectorUDT()),
+            StructField("effectWidths", ArrayType(IntegerType())),  # each random effect's number of features
+        ]
+    )
+
+    def __init__(
+        self,
+        coefficients: Any = None,
+        intercept: float = 0.0,
+        tables: list[DataFrame] | None = None,
+        widths: list[int] | None = None,
+    ):
         super().__init__()
-        self._coefficients, self._intercept, self._tables = DenseVector(coefficients), float(intercept), tables
-        self._values = params  # the estimator's Param values: columns, family, effects
+        self._coefficients = DenseVector([] if coefficients is None else coefficients)
+        self._intercept, self._tables = float(intercept), list(tables or [])
+        self._widths = [int(w) for w in widths or []]
         self.objectiveHistory: list[float] = []
+
+    def setFeaturesCol(self, value: str) -> GeneralizedLinearMixedModelModel:
+        return self._set(featuresCol=value)
+
+    def setPredictionCol(self, value: str) -> GeneralizedLinearMixedModelModel:
+        return self._set(predictionCol=value)
+
+    @property
+    def numFeatures(self) -> int:
+        return len(self._coefficients)
+
+    # ---- persistence: the data row here, the tables beside it (``mixed_tables``) ----
+
+    def _data_frame(self, spark):
+        return spark.createDataFrame([(self._intercept, self._coefficients, self._widths)], self._data_schema)
+
+    @classmethod
+    def _from_data(cls, row):
+        return cls(row.coefficients.toArray(), row.intercept, None, list(row.effectWidths))
+
+    def _save_beside(self, spark, path, mode):
+        save_tables(self._tables, path, mode)
+
+    def _load_beside(self, spark, path):
+        self._tables = load_tables(spark, path, self._widths, [e for e, _, _ in self.effects()])
 
     @property
     def randomEffects(self) -> list[DataFrame]:
         """Each random effect's table: the entity column (named as in ``entityCols``), ``intercept`` and
         ``coefficients`` (a vector, empty for an intercept-only effect)."""
         out = []
-        for table, entity in zip(self._tables, self._values["entityCols"]):
+        for table, entity in zip(self._tables, self.getEntityCols()):
             slopes = F.slice(COEFFICIENTS, 2, F.size(COEFFICIENTS) - 1)
             out.append(
                 table.select(
@@ -96,31 +202,32 @@ class GeneralizedLinearMixedModelModel(HasCoefficientVector, Model):
         return out
 
     def _transform(self, dataset: DataFrame) -> DataFrame:
-        p = self._values
         beta = F.array(*[F.lit(float(v)) for v in self._coefficients.toArray()])
-        x = vector_to_array(F.col(p["featuresCol"]))
+        x = vector_to_array(F.col(self.getFeaturesCol()))
         fixed = F.lit(self._intercept) + F.aggregate(
             F.zip_with(x, beta, lambda a, b: a * b), F.lit(0.0), lambda s, v: s + v
         )
-        if p["offsetCol"]:
-            fixed = fixed + F.col(p["offsetCol"]).cast("double")
+        offset = self.column("offsetCol")
+        if offset:
+            fixed = fixed + F.col(offset).cast("double")
         feature_cols = []
         rows = dataset
-        for r, z in enumerate(p["entityFeaturesCols"]):
+        effects = self.effects()
+        for r, (_, z, _) in enumerate(effects):
             name = None
             if z:
                 name = f"{PREFIX}z{r}"
                 rows = rows.withColumn(name, vector_to_array(F.col(z)))
             feature_cols.append(name)
-        rows, scores = with_effects(rows, self._tables, p["entityCols"], feature_cols)
+        rows, scores = with_effects(rows, self._tables, [e for e, _, _ in effects], feature_cols)
         eta = fixed
         for score in scores:
             eta = eta + score
-        out = rows.withColumn(p["predictionCol"], mean_of(p["family"], eta))
+        out = rows.withColumn(self.getPredictionCol(), mean_of(self.getFamily().lower(), eta))
         return out.drop(*[c for c in out.columns if c.startswith(PREFIX)])
 
     def copy(self, extra=None):
-        copied = GeneralizedLinearMixedModelModel(self._coefficients, self._intercept, self._tables, dict(self._values))
+        copied = super().copy(extra)
+        copied._tables, copied._widths = list(self._tables), list(self._widths)
         copied.objectiveHistory = list(self.objectiveHistory)
-        copied._resetUid(self.uid)
         return copied

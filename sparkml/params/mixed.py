@@ -79,6 +79,7 @@ GENERALIZED_LINEAR_MIXED_MODEL = (
     ENTITY_COLS,
     ENTITY_FEATURES_COLS,
     ENTITY_REG_PARAMS,
+    t.AGGREGATION_DEPTH,  # the fixed effect's sums under "sync"
     t.STRATEGY.with_rule(choice_of(("auto", "sync", "allreduce"))),  # the fixed effect's exact quasi-Newton fit
     t.DEVICE,
     t.DTYPE.with_default("float64"),  # the fixed effect's stored features: F's rounding, not float32's

@@ -23,6 +23,7 @@ from sparkml.params.estimators import (
     LOGISTIC_REGRESSION,
 )
 from sparkml.params.kernel_svc import KERNEL_SVC, KERNELS, METHODS
+from sparkml.params.mixed import GENERALIZED_LINEAR_MIXED_MODEL
 
 # ---- bounds (MLlib's ParamValidators) and checks across the metadata and the row ---------------------------
 
@@ -59,6 +60,18 @@ def _kernel_svc_check(row, params):
         if frozenset((a, b)) in seen:
             return "data", f"column 'pairs' holds the pair ({a:g}, {b:g}) twice"
         seen.add(frozenset((a, b)))
+    return None
+
+
+def _mixed_check(row, params):
+    """One width per random effect; a width of 0 exactly where the effect has no features column."""
+    widths, entities = row["effectWidths"], params.get("entityCols") or []
+    if len(widths) != len(entities):
+        return "data", f"column 'effectWidths' has {len(widths)} values; the model has {len(entities)} random effects"
+    features = params.get("entityFeaturesCols") or [""] * len(entities)
+    for r, (w, z) in enumerate(zip(widths, features)):
+        if w is None or w < 0 or (w == 0) != (not z):
+            return "data", f"column 'effectWidths' gives random effect {r} ({z or 'intercept only'}) {w} features"
     return None
 
 
@@ -187,6 +200,24 @@ _GENERALIZED_LINEAR_REGRESSION = SavedClass(
     converters(GENERALIZED_LINEAR_REGRESSION),
 )
 
+_GENERALIZED_LINEAR_MIXED_MODEL = SavedClass(
+    "GeneralizedLinearMixedModelModel",
+    "sparkml.regression.GeneralizedLinearMixedModelModel",
+    "sparkml.glm.mixed_model.GeneralizedLinearMixedModelModel",
+    (("intercept", "double"), ("coefficients", "vector"), ("effectWidths", "array<int>")),
+    _one_output_shapes,
+    converters(GENERALIZED_LINEAR_MIXED_MODEL),
+    check=_mixed_check,
+)
+
 SAVED = {
-    c.saved_class: c for c in (_LOGISTIC, _LINEAR_SVC, _LINEAR_REGRESSION, _KERNEL_SVC, _GENERALIZED_LINEAR_REGRESSION)
+    c.saved_class: c
+    for c in (
+        _LOGISTIC,
+        _LINEAR_SVC,
+        _LINEAR_REGRESSION,
+        _KERNEL_SVC,
+        _GENERALIZED_LINEAR_REGRESSION,
+        _GENERALIZED_LINEAR_MIXED_MODEL,
+    )
 }
