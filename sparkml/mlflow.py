@@ -41,8 +41,8 @@ def _saved(model, tmp):
 
 def _flavor(path, input_example, options):
     """``mlflow.pyfunc``'s arguments for the saved model at ``path``: this library's loader module, the files,
-    the signature inferred from ``input_example`` (default one row of zeros, and a zero offset where the model
-    takes one) and the model's output on it."""
+    the signature inferred from ``input_example`` (default ``PandasModel.example()``: one row of zeros, a zero
+    offset where the model takes one, a known entity of each table of a mixed model) and the model's output on it."""
     import numpy as np
     import pandas as pd
     from mlflow.models import infer_signature
@@ -51,11 +51,12 @@ def _flavor(path, input_example, options):
 
     pyfunc = serving._load_pyfunc(path)
     if input_example is None:
-        input_example = np.zeros((1, pyfunc.scorer.n_features))
-    if not isinstance(input_example, pd.DataFrame):
-        input_example = pd.DataFrame({"features": [list(map(float, r)) for r in np.atleast_2d(input_example)]})
-        if pyfunc.scorer.spec.offset_col is not None:  # a GeneralizedLinearRegressionModel's offsets: 0 each
-            input_example[pyfunc.scorer.spec.offset_col] = 0.0
+        input_example = pyfunc.example()
+    if not isinstance(input_example, pd.DataFrame):  # feature rows: the example's other columns beside each
+        example = pyfunc.example()
+        column = example.columns[0]  # the features column
+        rows = pd.DataFrame({column: [list(map(float, r)) for r in np.atleast_2d(input_example)]})
+        input_example = rows.join(example.drop(columns=column), how="cross")
     options.setdefault("pip_requirements", [f"sparkml-torch=={__version__}"])
     return dict(
         loader_module="sparkml.serving",

@@ -20,6 +20,11 @@ offset from the input column of that name.
 The input rows: an (n, d) array, or a pandas ``features`` column of lists or arrays of d numbers. A row of
 another length, a null row or a value that is not a number is a ValueError naming the column and the row; no
 rows give empty outputs of the model's columns and types.
+
+A ``GeneralizedLinearMixedModelModel`` is read into a ``MixedScorer`` (``sparkml.scoring.mixed_file``): every
+random effect's table in memory, each row's entity looked up in it (an entity the table lacks: the fixed effect
+alone); its input rows carry the entity columns and the effects' feature columns beside ``featuresCol``, and its
+output is ``prediction``.
 """
 
 from __future__ import annotations
@@ -30,68 +35,11 @@ import numpy as np
 
 from sparkml.saved.model_files import ModelFileError
 from sparkml.scoring.batch import score_rows
+from sparkml.scoring.input_rows import FEATURES, feature_rows, offset_values
 from sparkml.scoring.kinds import OUTPUTS
-from sparkml.scoring.model_file import read_spec
+from sparkml.scoring.mixed_file import MixedScorer, mixed_scorer
+from sparkml.scoring.model_file import read_saved, spec_of
 from sparkml.scoring.spec import ScoringSpec
-
-FEATURES = "features"
-
-
-def feature_rows(rows, n_features, column=FEATURES) -> np.ndarray:
-    """The (n, ``n_features``) float64 array of ``rows`` (an array, or a sequence of lists or arrays of
-    numbers); ValueError naming ``column`` and the first row that is not a list of ``n_features`` numbers."""
-    given = rows if isinstance(rows, np.ndarray) and rows.ndim == 2 else list(rows)
-    try:
-        x = _numeric(np.asarray(given) if len(given) else np.zeros((0, n_features)))
-    except ValueError:  # ragged
-        x = None
-    if x is None or x.ndim != 2 or x.shape[1] != n_features:
-        _refuse_row(given, n_features, column)
-    return np.ascontiguousarray(x, dtype=np.float64)
-
-
-def offset_values(values, n, column) -> np.ndarray:
-    """``values`` as n float64 offsets; ValueError naming ``column`` when they are not n numbers (or hold NaN)."""
-    a = _numeric(np.asarray(list(values) if not isinstance(values, np.ndarray) else values))
-    if a is None or a.ndim != 1 or len(a) != n or np.isnan(a.astype(np.float64)).any():
-        raise ValueError(f"offset column {column!r}: expected {n} numbers, one per row, none null or NaN")
-    return a.astype(np.float64)
-
-
-def _numeric(a):
-    """``a`` as a numeric array, or None where it holds something else than numbers (an object array of
-    numbers converts)."""
-    if a.dtype.kind in "iuf":
-        return a
-    if a.dtype.kind == "O" and all(_is_number(v) for v in a.flat):
-        return a.astype(np.float64)
-    return None
-
-
-def _refuse_row(rows, n_features, column):
-    """ValueError naming the first of ``rows`` that is not a flat list of ``n_features`` numbers."""
-    expected = f"the model takes rows of {n_features} numbers"
-    for i, row in enumerate(rows):
-        problem = None
-        if row is None:
-            problem = "is null"
-        elif not isinstance(row, (list, tuple, np.ndarray)):
-            problem = f"is {row!r}, not a list of numbers"
-        else:
-            values = np.asarray(row, dtype=object)
-            if values.ndim != 1:
-                problem = "is not a flat list of numbers"
-            elif _numeric(values) is None:
-                problem = f"holds {next(v for v in values if not _is_number(v))!r}, not a number"
-            elif len(values) != n_features:
-                problem = f"has {len(values)} values"
-        if problem:
-            raise ValueError(f"features column {column!r}: row {i} {problem}; {expected}")
-    raise ValueError(f"features column {column!r}: {expected}")
-
-
-def _is_number(v):
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
 
 @dataclass
@@ -134,11 +82,16 @@ class Scorer:
         return {OUTPUTS[k].column: v for k, v in score_rows(x, self.spec, offset=offset).items()}
 
 
-def load(path) -> Scorer:
+def load(path) -> Scorer | MixedScorer:
     """The ``Scorer`` of the model this library (or MLlib: LogisticRegression, LinearSVC, LinearRegression)
     saved at the local ``path``, after the checks ``Model.load`` makes: ``ModelFileError`` (a ValueError)
-    naming the file and the problem when the directory is damaged or not such a model."""
-    return Scorer(*read_spec(path))
+    naming the file and the problem when the directory is damaged or not such a model. A
+    GeneralizedLinearMixedModelModel's is a ``MixedScorer`` (``sparkml.scoring.mixed_file``): its rows carry
+    their entities and their features beside ``features``."""
+    saved = read_saved(path)
+    if saved.spec.name == "GeneralizedLinearMixedModelModel":
+        return mixed_scorer(path, saved)
+    return Scorer(saved.spec.name, spec_of(saved))
 
 
 class PandasModel:
@@ -147,12 +100,28 @@ class PandasModel:
     (``prediction``, float64; ``rawPrediction`` and ``probability``, lists, where the model has them), with
     the input's index. No rows: an empty DataFrame of those columns."""
 
-    def __init__(self, scorer: Scorer):
+    def __init__(self, scorer: Scorer | MixedScorer):
         self.scorer = scorer
+
+    def example(self):
+        """A one-row input: zero features (and a zero offset where the model takes one); a mixed model's row
+        names an entity of each of its tables."""
+        import pandas as pd
+
+        if isinstance(self.scorer, MixedScorer):
+            return self.scorer.example()
+        example = pd.DataFrame({FEATURES: [[0.0] * self.scorer.n_features]})
+        if self.scorer.spec.offset_col is not None:  # a GeneralizedLinearRegressionModel's offsets: 0 each
+            example[self.scorer.spec.offset_col] = 0.0
+        return example
 
     def predict(self, model_input, params=None):
         import pandas as pd
 
+        if isinstance(self.scorer, MixedScorer):
+            if not isinstance(model_input, pd.DataFrame):
+                raise ValueError(f"the input must be a DataFrame with the columns {self.scorer.input_columns}")
+            return pd.DataFrame({"prediction": self.scorer.predict_frame(model_input)}, index=model_input.index)
         if not isinstance(model_input, pd.DataFrame) or FEATURES not in model_input.columns:
             raise ValueError("the input must be a DataFrame with a 'features' column of feature value lists")
         column = self.scorer.spec.offset_col
@@ -173,4 +142,4 @@ def _load_pyfunc(path):
     return PandasModel(load(path))
 
 
-__all__ = ["ModelFileError", "PandasModel", "Scorer", "load"]
+__all__ = ["MixedScorer", "ModelFileError", "PandasModel", "Scorer", "load"]

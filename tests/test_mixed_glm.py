@@ -7,6 +7,7 @@ import os
 import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 from pyspark.ml.linalg import Vectors
 from pyspark.sql import functions as F
@@ -171,7 +172,8 @@ def test_an_entity_unseen_in_training_scores_with_the_fixed_effect_and_the_model
 ):
     """An entity the tables lack scores with the fixed effect alone. The model saves in MLlib's layout with each
     table as a Parquet dataset beside it and loads back (Params, uid, every prediction), writing and reading the
-    tables on the executors; damaged tables are refused naming their directory; the estimator saves too."""
+    tables on the executors; MLflow's python_function flavor serves it without Spark, with the same predictions;
+    damaged tables are refused naming their directory, by both loaders; the estimator saves too."""
     data = _data("poisson", seed=9)
     df = _frame(spark, *data)
     model = _estimator("poisson", maxIter=3).fit(df)
@@ -197,6 +199,25 @@ def test_an_entity_unseen_in_training_scores_with_the_fixed_effect_and_the_model
     assert after == before and len(after) == N
     assert loaded.randomEffects[0].count() == model.randomEffects[0].count() == M
 
+    # serving without Spark: MLflow's python_function flavor looks each row's entity up (the stranger: fixed alone)
+    import mlflow.pyfunc
+
+    from sparkml import serving
+    from sparkml.mlflow import save_model
+
+    save_model(path, str(tmp_path / "mlflow"))
+    served = mlflow.pyfunc.load_model(str(tmp_path / "mlflow"))
+    rows = keyed.select("i", "features", "zf", "user", "o").toPandas()
+    rows = pd.concat([rows, pd.DataFrame({"i": [-1], "user": ["stranger"], "o": [0.1]})], ignore_index=True)
+    rows.at[N, "features"], rows.at[N, "zf"] = [0.5, -1.0], [2.0]
+    for column in ("features", "zf"):
+        rows[column] = [list(v) for v in rows[column]]
+    predicted = served.predict(rows.drop(columns="i"))["prediction"]
+    assert dict(zip(rows["i"][:N], predicted[:N])) == pytest.approx(before, rel=1e-12)
+    assert predicted[N] == pytest.approx(row.prediction, rel=1e-12)
+    with pytest.raises(ValueError, match="lacks this model's columns \\['zf'\\]"):
+        serving.load(path).predict_frame(rows.drop(columns="zf"))
+
     table = spark.read.parquet(f"{path}/randomEffects/0")
     damaged = {
         "short": (table.withColumn("coefficients", F.slice("coefficients", 1, 1)), "not of length 2"),
@@ -207,8 +228,9 @@ def test_an_entity_unseen_in_training_scores_with_the_fixed_effect_and_the_model
         copy = str(tmp_path / name)
         shutil.copytree(path, copy)
         frame.write.mode("overwrite").parquet(f"{copy}/randomEffects/0")
-        with pytest.raises(ModelFileError, match=f"{copy}/randomEffects/0: .*{message}"):
-            GeneralizedLinearMixedModelModel.load(copy)
+        for load in (GeneralizedLinearMixedModelModel.load, serving.load):  # the same checks with and without Spark
+            with pytest.raises(ModelFileError, match=f"{copy}/randomEffects/0: .*{message}"):
+                load(copy)
     shutil.rmtree(f"{path}/randomEffects")
     with pytest.raises(ModelFileError, match="randomEffects/0: cannot read"):
         GeneralizedLinearMixedModelModel.load(path)

@@ -1,11 +1,7 @@
-"""A GeneralizedLinearMixedModel's random-effect tables on disk: ``path/randomEffects/<r>/``, one Parquet dataset per
-random effect, written and read by the executors (a table can hold millions of entities: it never passes through
-the driver).
-
-Each table has the columns ``entity`` (the id, string or integer, as the entity column was), ``coefficients``
-(array<double>: the entity's intercept a, then its slopes g_1 .. g_p) and ``rows`` (its training rows). Loading
-checks the schema, then one aggregate per table: no null id or coefficients, every array of length 1 + p (p from
-the model's data row), and each id once (a repeated id would score its rows twice). A table that fails is a
+"""A GeneralizedLinearMixedModel's random-effect tables saved and loaded through Spark: each table
+(``sparkml.saved.entity_tables``: its layout and checks) written and read by the executors, since a table can hold
+millions of entities and never passes through the driver. Loading checks the schema, then one aggregate per table
+(null ids or coefficients, arrays of the wrong length) and one grouping (repeated ids); a table that fails is a
 ``ModelFileError`` naming its directory.
 """
 
@@ -16,17 +12,12 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DoubleType, IntegralType, StringType
 
+from sparkml.saved import entity_tables as files
+from sparkml.saved.entity_tables import COLUMNS, table_path
 from sparkml.saved.model_files import ModelFileError, first_line
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-FOLDER = "randomEffects"
-COLUMNS = ("entity", "coefficients", "rows")
-
-
-def table_path(path: str, r: int) -> str:
-    return f"{path.rstrip('/')}/{FOLDER}/{r}"
 
 
 def save_tables(tables: list[DataFrame], path: str, mode: str) -> None:
@@ -58,22 +49,19 @@ def _checked(spark: SparkSession, directory: str, width: int) -> DataFrame:
     }
     for name, (ok, what) in wanted.items():
         if name not in types:
-            raise ModelFileError(f"{directory}: no column {name!r} (a random effect's table has {', '.join(COLUMNS)})")
+            raise files.missing_column(directory, name)
         if not ok(types[name]):
-            raise ModelFileError(f"{directory}: column {name!r} is {types[name].simpleString()}, expected {what}")
+            raise files.wrong_type(directory, name, types[name].simpleString(), what)
     size = F.size("coefficients")
     nulls, misfits = table.agg(
         F.sum((F.col("entity").isNull() | F.col("coefficients").isNull()).cast("long")),
         F.sum((F.col("coefficients").isNotNull() & (size != width + 1)).cast("long")),
     ).first() or (0, 0)
     if nulls:
-        raise ModelFileError(f"{directory}: {nulls} rows have a null entity or null coefficients")
+        raise files.nulls(directory, nulls)
     if misfits:
-        raise ModelFileError(
-            f"{directory}: {misfits} entities' coefficients are not of length {width + 1} (an intercept and "
-            f"{width} features, as the model's data row says)"
-        )
+        raise files.misfits(directory, misfits, width)
     repeated = table.groupBy("entity").count().where(F.col("count") > 1).select("entity").first()
     if repeated is not None:
-        raise ModelFileError(f"{directory}: entity {repeated[0]!r} has more than one row")
+        raise files.repeated(directory, repeated[0])
     return table.select(*COLUMNS)

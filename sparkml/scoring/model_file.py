@@ -22,7 +22,7 @@ from sparkml.gpu.glm import family_of, link_of
 from sparkml.params.mllib_structs import matrix_array as _matrix
 from sparkml.params.mllib_structs import vector_array as _vector
 from sparkml.saved.classes import SAVED
-from sparkml.saved.model_files import LocalFiles
+from sparkml.saved.model_files import LocalFiles, SavedModel
 from sparkml.scoring.kinds import KINDS
 from sparkml.scoring.spec import ScoringSpec, kernel_spec, logistic_raw_threshold
 
@@ -80,6 +80,8 @@ def _spec(cls, row, params) -> ScoringSpec:
             raw_threshold=float(params.get("threshold", 0.0)),
             num_classes=2,
         )
+    if cls == "GeneralizedLinearMixedModelModel":
+        raise ValueError("a GeneralizedLinearMixedModelModel scores with its tables: sparkml.scoring.mixed_file")
     if cls == "LinearRegressionModel":
         return ScoringSpec(KINDS["regression"], _vector(row["coefficients"]), np.array([float(row["intercept"])]))
     if cls == "GeneralizedLinearRegressionModel":
@@ -98,8 +100,19 @@ def _spec(cls, row, params) -> ScoringSpec:
     return _kernel_svc(row, params)  # KernelSVCModel: SAVED holds no other class
 
 
+def read_saved(path) -> SavedModel:
+    """The checked metadata and data row of the model saved at the local ``path`` (module docstring)."""
+    return LocalFiles(path).read({c.saved_class: c.sparkml_class for c in SAVED.values()}, SAVED.__getitem__)
+
+
+def spec_of(saved: SavedModel) -> ScoringSpec:
+    """The ``ScoringSpec`` of a checked model directory of one of the classes a ``ScoringSpec`` describes (all but
+    the mixed model, whose tables ``sparkml.scoring.mixed_file`` reads)."""
+    return _spec(saved.spec.name, saved.row, saved.params)
+
+
 def read_spec(path) -> tuple[str, ScoringSpec]:
     """(class name, ``ScoringSpec``) of the model saved at the local ``path``, after the checks ``Model.load``
     makes (module docstring)."""
-    saved = LocalFiles(path).read({c.saved_class: c.sparkml_class for c in SAVED.values()}, SAVED.__getitem__)
-    return saved.spec.name, _spec(saved.spec.name, saved.row, saved.params)
+    saved = read_saved(path)
+    return saved.spec.name, spec_of(saved)
