@@ -151,16 +151,20 @@ def model_class(metadata, flavor="sparkml"):
 
 
 def load_dir(model_dir, flavor="sparkml", spark=None):
-    """Load a local MLlib model directory (ours or stock, by `flavor`), readable where `spark` runs.
-    This library's loader checks every file first (``sparkml.base.persistence.ModelFiles``); what it
-    refuses is a ModelError naming the file under `model_dir`."""
+    """Load a local MLlib model directory (ours or stock, by `flavor`), readable where `spark` runs, everything
+    read before returning (the directory, or its copy, may go). This library's loader checks every file first
+    (``sparkml.base.persistence.ModelFiles``); what it refuses is a ModelError naming the file under `model_dir`."""
     from sparkml.base.persistence import ModelFileError
 
     cls = model_class(read_metadata(model_dir), flavor)
     model_dir = mllib_dir(model_dir)
     with readable_copy(model_dir, spark) as path:
         try:
-            return cls.load(path)
+            model = cls.load(path)
+            read_fully = getattr(model, "_read_fully", None)
+            if read_fully is not None:  # what a model reads lazily (a mixed model's tables): the copy goes below
+                read_fully()
+            return model
         except ModelFileError as e:
             raise ModelError(str(e).replace(path.removeprefix("file:"), model_dir)) from None
 

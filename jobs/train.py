@@ -148,10 +148,12 @@ def _json_value(v):
 
 
 def training_summary(model):
-    """(objectiveHistory, totalIterations) from model.summary, or (None, None) without one."""
+    """(objectiveHistory, totalIterations) from model.summary; a mixed model's objective after each
+    coordinate-descent pass (``objectiveHistory``, no summary); else (None, None)."""
     try:
         if not getattr(model, "hasSummary", False):
-            return None, None
+            passes = getattr(model, "objectiveHistory", None)
+            return ([float(v) for v in passes], len(passes)) if passes else (None, None)
         s = model.summary
         history = [float(x) for x in s.objectiveHistory] if hasattr(s, "objectiveHistory") else None
         return history, int(s.totalIterations) if hasattr(s, "totalIterations") else None

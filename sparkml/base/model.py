@@ -64,6 +64,9 @@ class ModelIO(MLWritable, MLReadable):
     def _load_beside(self, spark, path) -> None:
         """Reads what ``_save_beside`` wrote, after the metadata and the data row are checked and set."""
 
+    def _read_fully(self) -> None:
+        """Reads now whatever ``_load_beside`` left to read lazily, so the model's files may be deleted."""
+
     def write(self) -> MLlibModelWriter:
         return MLlibModelWriter(self, self._java_class)
 

@@ -5,8 +5,9 @@ one partition, and runs ``solve_partition`` there through ``mapInArrow``. Its in
 id, string or integer), ``z`` (the effect's features as an array of doubles; absent for an intercept-only
 effect), ``y``, ``w``, ``offset`` (every other block's score plus the user's offset) and ``start`` (the
 entity's coefficients from the previous pass, null for an entity not seen before: it starts at 0). It yields
-one row per entity: the id, its coefficients (a_e, g_e) as an array and its row count
-(``sparkml.gpu.entity_glm`` states the problem and the solver). No pyspark: the task imports it alone.
+one row per entity: the id, its coefficients (a_e, g_e) as an array, its row count and its rows' loss
+sum_i w_i l(y_i, eta_i) at those coefficients (``sparkml.gpu.entity_glm`` states the problem and the solver). No
+pyspark: the task imports it alone.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from sparkml.gpu.device import resolve_device
 from sparkml.gpu.entity_glm import solve_entities
 
 ENTITY, FEATURES, LABEL, WEIGHT, OFFSET, START = "entity", "z", "y", "w", "offset", "start"
-COEFFICIENTS, ROWS = "coefficients", "rows"
+COEFFICIENTS, ROWS, LOSS = "coefficients", "rows", "loss"
 
 
 def output_schema(entity_type: pa.DataType) -> pa.Schema:
-    """The schema ``solve_partition`` yields: (entity, coefficients, rows)."""
-    return pa.schema([(ENTITY, entity_type), (COEFFICIENTS, pa.list_(pa.float64())), (ROWS, pa.int64())])
+    """The schema ``solve_partition`` yields: (entity, coefficients, rows, loss)."""
+    return pa.schema(
+        [(ENTITY, entity_type), (COEFFICIENTS, pa.list_(pa.float64())), (ROWS, pa.int64()), (LOSS, pa.float64())]
+    )
 
 
 def _doubles(table: pa.Table, name: str) -> np.ndarray:
@@ -102,10 +105,12 @@ def solve_partition(
         tol=tol,
     )
     theta = solution.theta.cpu().numpy()
+    loss = solution.objective.cpu().numpy() - 0.5 * reg_param * (theta * theta).sum(axis=1)  # F_e less its penalty
     rows = np.bincount(codes, minlength=m).astype(np.int64)
     coefficients = pa.ListArray.from_arrays(
         pa.array(np.arange(0, m * k + 1, k, dtype=np.int32)), pa.array(theta.ravel())
     )
     yield pa.RecordBatch.from_arrays(
-        [encoded.dictionary, coefficients, pa.array(rows)], schema=output_schema(encoded.dictionary.type)
+        [encoded.dictionary, coefficients, pa.array(rows), pa.array(loss)],
+        schema=output_schema(encoded.dictionary.type),
     )

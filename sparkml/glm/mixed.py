@@ -315,7 +315,7 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, MixedParams):
                 for r in range(len(effects)):
                     tables[r] = solve_effect(scored, tables, blocks, r, family, partitions, self.getDevice())
                 center = self.getFitIntercept()
-                value, shifts = objective(scored, tables, blocks, family, self._penalty(start[0], weight_sum), center)
+                value, shifts = objective(tables, blocks, self._penalty(start[0], weight_sum), center)
                 if center:  # each effect's mean intercept moved into b: eta unchanged, F lower
                     tables = [shifted(cast("DataFrame", t), -c) for t, c in zip(tables, shifts)]
                     start = (start[0], start[1] + sum(shifts))

@@ -2,9 +2,9 @@
 
 The fit's rows carry the columns it reads under internal names: ``FEATURES``, ``LABEL``, ``WEIGHT``, the user's
 offset ``BASE_OFFSET``, and per random effect r its entity ``entity_col(r)`` and its features as an array
-``features_col(r)``. A random effect's table has one row per entity: ``entity``, ``coefficients`` (a, g_1 .. g_p)
-and ``rows``. Every block reads the others' scores by joining their tables to the rows by entity
-(``mixed_model.with_effects``).
+``features_col(r)``. A random effect's table has one row per entity: ``entity``, ``coefficients`` (a, g_1 .. g_p),
+``rows`` and, fresh from its solve, ``loss`` (its rows' loss at those coefficients). Every block reads the others'
+scores by joining their tables to the rows by entity (``mixed_model.with_effects``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pyspark.sql.types import ArrayType, DoubleType, LongType, StructField, Stru
 
 from sparkml.glm import entity_pass
 from sparkml.glm.estimator import GeneralizedLinearRegression
-from sparkml.glm.mixed_model import PREFIX, unit_loss, with_effects
+from sparkml.glm.mixed_model import PREFIX, with_effects
 
 NAMES = ("x", "y", "w", "o", "offset", "eta_fixed")
 FEATURES, LABEL, WEIGHT, BASE_OFFSET, OFFSET, ETA = (PREFIX + n for n in NAMES)
@@ -124,6 +124,7 @@ def solve_effect(scored, tables, effects: Effects, r, family, partitions, device
             StructField("entity", scored.schema[entity_col(r)].dataType),
             StructField("coefficients", ArrayType(DoubleType())),
             StructField("rows", LongType()),
+            StructField("loss", DoubleType()),
         ]
     )
     table = frame.select(*columns).repartition(partitions, "entity").mapInArrow(solve, schema)
@@ -138,22 +139,26 @@ def width(rows: DataFrame, r: int) -> int:
     return int(first[0])
 
 
-def objective(scored, tables, effects: Effects, family, penalty, center):
-    """(F, shifts): F (the fixed effect's ``penalty`` given) after moving each effect's mean entity intercept c_r
-    into the fixed intercept when ``center`` (the fixed intercept is fitted): the shift leaves every eta unchanged,
-    since each row has one entity per effect, and lowers each penalty to lambda_r / 2 sum_e ((a_e - c_r)^2 +
-    |g_e|^2); and the c_r (0 without centering). One aggregate over the rows, one per table."""
-    frame, scores = with_effects(scored, *effects.present(tables))
-    eta = _plus(F.col(ETA), scores)
-    data = frame.agg(F.sum(F.col(WEIGHT) * unit_loss(family, F.col(LABEL), eta))).first()[0]
-    random, shifts = 0.0, []
+def objective(tables, effects: Effects, penalty, center):
+    """(F, shifts) read from the tables alone, one aggregate each: F's data term is the last table's sum of its
+    entities' losses (its solve saw every row, each with every other block's current score as offset, and
+    evaluated the loss at the coefficients it returns), the fixed effect's ``penalty`` is given, and each effect's
+    penalty comes from its table. When ``center`` (the fixed intercept is fitted), each effect's mean entity
+    intercept c_r moves into the fixed intercept: that leaves every eta unchanged, since each row has one entity
+    per effect, and lowers the effect's penalty to lambda_r / 2 sum_e ((a_e - c_r)^2 + |g_e|^2). The shifts c_r are
+    returned (0 without centering)."""
+    random, shifts, data = 0.0, [], 0.0
     squares = F.aggregate(F.col("coefficients"), F.lit(0.0), lambda s, v: s + v * v)
-    for table, reg in zip(tables, effects.regs):
-        total, count, sum_sq = table.agg(F.sum(F.col("coefficients")[0]), F.count(F.lit(1)), F.sum(squares)).first()
+    last = len(tables) - 1
+    for r, (table, reg) in enumerate(zip(tables, effects.regs)):
+        sums = [F.sum(F.col("coefficients")[0]), F.count(F.lit(1)), F.sum(squares)]
+        total, count, sum_sq, *loss = table.agg(*sums, *([F.sum("loss")] if r == last else [])).first()
+        if r == last:
+            data = float(loss[0])
         c = total / count if center else 0.0
         shifts.append(c)
         random += reg / 2 * (sum_sq - 2 * c * total + count * c * c)
-    return float(data) + penalty + random, shifts
+    return data + penalty + random, shifts
 
 
 def shifted(table: DataFrame, shift: float) -> DataFrame:

@@ -56,15 +56,6 @@ def effect_score(coefficients: Column, features: Column | None) -> Column:
     return F.coalesce(score, F.lit(0.0))
 
 
-def unit_loss(family: str, y: Column, eta: Column) -> Column:
-    """l(y, eta): the negative log-likelihood per unit weight, up to a constant (``sparkml.gpu.entity_glm``)."""
-    if family == "gaussian":
-        return (y - eta) * (y - eta) / 2.0
-    if family == "binomial":  # log(1 + e^eta), stable on both sides
-        return F.greatest(eta, F.lit(0.0)) + F.log1p(F.exp(-F.abs(eta))) - y * eta
-    return F.exp(eta) - y * eta
-
-
 def mean_of(family: str, eta: Column) -> Column:
     """g^-1(eta) of the family's canonical link."""
     if family == "gaussian":
@@ -184,6 +175,10 @@ class GeneralizedLinearMixedModelModel(HasCoefficientVector, Model, MixedParams,
 
     def _load_beside(self, spark, path):
         self._tables = load_tables(spark, path, self._widths, [e for e, _, _ in self.effects()])
+
+    def _read_fully(self):
+        """The tables checkpointed on the executors (they were read lazily from the model's files)."""
+        self._tables = [t.localCheckpoint(eager=True) for t in self._tables]
 
     @property
     def randomEffects(self) -> list[DataFrame]:
