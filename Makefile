@@ -83,21 +83,26 @@ test-compat-run:
 	@for v in $(WHEEL_PYSPARK); do $(MAKE) --no-print-directory wheel-demo PYTHON_BIN=$(CURDIR)/.venv-pyspark-$$v/bin \
 	  || exit 1; done
 
-compat-venv-%:
+# Each starts as a copy of make test's environment (torch and the rest as pinned, installed once: a fresh install
+# of torch per line took most of the compatibility run's setup), then gets its pyspark and the built wheel in place
+# of the checkout. Scripts are run as bin/python -m: the copied ones still name the original interpreter.
+compat-venv-%: $(STAMP)
 	rm -rf $(call COMPAT_VENV,$*)
-	$(PYTHON) -m venv $(call COMPAT_VENV,$*)
+	cp -a $(VENV) $(call COMPAT_VENV,$*)
 	grep -v '^pyspark==' constraints.txt > $(call COMPAT_VENV,$*)/constraints.txt
 	echo 'pyspark==$*' >> $(call COMPAT_VENV,$*)/constraints.txt
-	$(call COMPAT_VENV,$*)/bin/python -m pip install --quiet --upgrade pip
+	$(call COMPAT_VENV,$*)/bin/python -m pip uninstall --quiet --yes sparkml-torch
 	$(call COMPAT_VENV,$*)/bin/python -m pip install --quiet -c $(call COMPAT_VENV,$*)/constraints.txt \
 	  "$$(ls dist/*.whl)[spark,connect,jobs,plot]" pytest hypothesis scikit-learn
+	cd /tmp && $(CURDIR)/$(call COMPAT_VENV,$*)/bin/python -c "import pyspark, sparkml, sys; \
+	  assert pyspark.__version__ == '$*' and sparkml.__file__.startswith(sys.prefix), sparkml.__file__"
 
 # run from a scratch directory: Spark's Python workers start in the driver's working directory and would import
 # sparkml from the checkout there
 COMPAT_CWD := /tmp/sparkml-compat-run
 compat-run-%:
 	mkdir -p $(COMPAT_CWD)
-	cd $(COMPAT_CWD) && SPARKML_TESTS_INSTALLED=1 $(CURDIR)/$(call COMPAT_VENV,$*)/bin/pytest -q -p no:cacheprovider \
+	cd $(COMPAT_CWD) && SPARKML_TESTS_INSTALLED=1 $(CURDIR)/$(call COMPAT_VENV,$*)/bin/python -m pytest -q -p no:cacheprovider \
 	  -W ignore::DeprecationWarning -m compat --durations=10 $(CURDIR)/tests
 
 # The example job from an installed package (PYTHON_BIN: its venv's bin/): its console script and bundled config,
