@@ -172,19 +172,16 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, MixedParams):
 
     # </param-stubs>
 
-    def _lengths(self):
-        """The lengths of the three lists (entityCols, entityFeaturesCols, entityRegParams) that are set."""
-        return tuple(
-            len(self.getOrDefault(p)) if self.isDefined(p) else None
-            for p in ("entityCols", "entityFeaturesCols", "entityRegParams")
-        )
+    def _lengths(self) -> dict[str, int]:
+        """The length of each of the three lists (entityCols, entityFeaturesCols, entityRegParams) that is set."""
+        names = ("entityCols", "entityFeaturesCols", "entityRegParams")
+        return {n: len(self.getOrDefault(n)) for n in names if self.isDefined(n)}
 
     def _check_params(self):
         super()._check_params()
         if not self.isDefined("entityCols"):
             raise ValueError("GeneralizedLinearMixedModel needs entityCols: the random effects' entity id columns")
-        names = ("entityCols", "entityFeaturesCols", "entityRegParams")
-        lengths = {n: k for n, k in zip(names, self._lengths()) if k is not None}
+        lengths = self._lengths()
         if len(set(lengths.values())) != 1:
             found = ", ".join(f"{n} {k}" for n, k in lengths.items())
             raise ValueError(
