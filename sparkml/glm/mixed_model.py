@@ -174,7 +174,7 @@ class GeneralizedLinearMixedModelModel(HasCoefficientVector, Model, MixedParams,
         save_tables(self._tables, path, mode)
 
     def _load_beside(self, spark, path):
-        self._tables = load_tables(spark, path, self._widths, [e for e, _, _ in self.effects()])
+        self._tables = load_tables(spark, path, self._widths)
 
     def _read_fully(self):
         """The tables checkpointed on the executors (they were read lazily from the model's files)."""

@@ -26,13 +26,9 @@ def save_tables(tables: list[DataFrame], path: str, mode: str) -> None:
         table.select(*COLUMNS).write.mode(mode).parquet(table_path(path, r))
 
 
-def load_tables(spark: SparkSession, path: str, widths: list[int], entities: list[str]) -> list[DataFrame]:
-    """The tables of a model whose random effects (``entities``: their entity columns) have ``widths`` features,
-    each checked (module docstring)."""
-    if len(widths) != len(entities):
-        raise ModelFileError(
-            f"{path}: the data row has {len(widths)} random effects, the metadata's entityCols {len(entities)}"
-        )
+def load_tables(spark: SparkSession, path: str, widths: list[int]) -> list[DataFrame]:
+    """The tables of a model whose random effects have ``widths`` features (one per effect: the saved class's check
+    has matched them to the metadata's entityCols), each checked (module docstring)."""
     return [_checked(spark, table_path(path, r), width) for r, width in enumerate(widths)]
 
 
