@@ -32,7 +32,7 @@ import torch
 
 from .kernels import DEFAULT_BUDGET_BYTES, kernel_diagonal, kernel_matmul, kernel_matrix
 
-__all__ = ["NystroemMap", "residual_fraction"]
+__all__ = ["NystroemMap", "jittered_cholesky", "residual_fraction"]
 
 _F64 = torch.float64
 
@@ -196,15 +196,23 @@ def residual_fraction(kind, landmarks, rows, *, gamma=None, degree=3, coef0=1.0)
     total = float(diag.sum())
     if total <= 0:
         return 0.0
-    k_ll = kernel_matrix(kind, lm, **args)
-    eye = torch.eye(len(lm), dtype=_F64, device=lm.device)
-    jitter = 1e-10 * float(torch.diagonal(k_ll).abs().sum()) / len(lm)
-    for _ in range(5):
-        factor, info = torch.linalg.cholesky_ex(k_ll + jitter * eye)
-        if int(info) == 0:
-            captured = torch.linalg.solve_triangular(factor, kernel_matrix(kind, lm, x, **args), upper=False)
-            break
-        jitter *= 100
+    factor = jittered_cholesky(kernel_matrix(kind, lm, **args))
+    if factor is not None:
+        captured = torch.linalg.solve_triangular(factor, kernel_matrix(kind, lm, x, **args), upper=False)
     else:
         captured = NystroemMap(kind, lm, rcond=1e-6, **args).transform(x).T
     return float(min(1.0, max(0.0, (total - float((captured**2).sum())) / total)))
+
+
+def jittered_cholesky(k_ll):
+    """The lower Cholesky factor of K_LL plus a jitter of 1e-10 trace(K_LL) / m on its diagonal, the jitter raised
+    a hundredfold until it factors (duplicated landmarks), at most four times; None when it still does not (the
+    sigmoid kernel is not positive semi-definite)."""
+    eye = torch.eye(len(k_ll), dtype=k_ll.dtype, device=k_ll.device)
+    jitter = 1e-10 * float(torch.diagonal(k_ll).abs().sum()) / len(k_ll)
+    for _ in range(5):
+        factor, info = torch.linalg.cholesky_ex(k_ll + jitter * eye)
+        if int(info) == 0:
+            return factor
+        jitter *= 100
+    return None
