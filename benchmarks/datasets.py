@@ -13,6 +13,8 @@
 
 * ``synthetic``: the KernelSVC benchmarks' own nonlinear binary problem, any size and width.
 
+* ``sized_up``: scikit-learn's breast cancer and digits sets drawn to any size with noise.
+
 Each generator returns (x, y) as float64 arrays, labels 0..K-1; ``split`` makes a standardized 70/30 split of
 one, ``public`` and ``bundled`` yield the public problems and scikit-learn's bundled ones split so.
 """
@@ -86,6 +88,23 @@ def bundled():
 
     for name in ("breast_cancer", "digits", "wine", "iris"):
         yield split(name, *getattr(datasets, f"load_{name}")(return_X_y=True))
+
+
+def sized_up(rows, seed, noise=0.25):
+    """(name, x_train, x_test, y_train, y_test) of scikit-learn's breast cancer (binary, 30 features) and digits (10
+    classes, 64 features) sets at ``rows`` rows: each one's 70/30 split (``split``) standardized, then each side drawn
+    to its share of ``rows`` (training rows from training rows, test rows from test rows) with replacement, plus
+    N(0, ``noise``^2) on every standardized feature, so no drawn row repeats another."""
+    rng = np.random.default_rng(seed)
+    for name, xtr, xte, ytr, yte in bundled():
+        if name not in ("breast_cancer", "digits"):
+            continue
+        sides = []
+        for x, y, n in ((xtr, ytr, int(0.7 * rows)), (xte, yte, rows - int(0.7 * rows))):
+            pick = rng.integers(0, len(y), n)
+            sides.append((x[pick] + noise * rng.standard_normal((n, x.shape[1])), y[pick]))
+        (xtr, ytr), (xte, yte) = sides
+        yield f"{name} sized up", xtr, xte, ytr, yte
 
 
 def public(rows, seed):

@@ -7,7 +7,9 @@ over the Nystroem features of the landmarks L,
     phi(x) = C^{-1} K(L, x)    with C C^T = K_LL (``nystroem.jittered_cholesky``),
 
 one problem per positive class (s_i = +1 for the class, -1 for the others; the binary problem is class 1 against
-0), and the measure is its mean hinge max(0, 1 - s f(x)) on held-out probe rows, averaged over the problems. Its
+0), and the measure is its mean hinge max(0, 1 - s f(x)) on held-out probe rows, summed over the problems: it bounds
+the error rate (a row misclassified by the problems' argmax has a hinge of at least 1 in one of them), where an
+average over ten classes' problems would understate a change in it tenfold. Its
 features' inner products are those of ``NystroemMap``'s (K(x, L) K_LL^+ K(L, x')) at a sixth of the cost.
 
 The squared hinge is piecewise quadratic, so the problem is solved by Newton on the active set (the rows with margin
@@ -70,7 +72,8 @@ class HeldOutHinge:
         return {k: v for k, v in self.kernel.items() if k != "kind"}
 
     def loss(self, landmarks) -> float:
-        """The held-out mean hinge of the problems' classifiers on ``landmarks`` (module docstring)."""
+        """The held-out mean hinge of the problems' classifiers on ``landmarks``, summed over the problems (module
+        docstring)."""
         x, probe = self.features(landmarks, self.train), self.features(landmarks, self.probe)
         n, p = x.shape
         penalty = torch.full((p,), self.reg, dtype=_F64)
@@ -93,4 +96,4 @@ class HeldOutHinge:
             self.weights.append(w)
             margins = self.probe_signs[k] * (probe @ w.to(probe.dtype)).to(_F64)
             total += float(torch.clamp(1.0 - margins, min=0.0).mean())
-        return total / len(self.signs)
+        return total

@@ -67,7 +67,7 @@ def _waveform():
     [
         ("wine, 3 classes", lambda: datasets.load_wine(return_X_y=True)),
         ("iris, 3 classes", lambda: datasets.load_iris(return_X_y=True)),
-        # 2100 training rows: the landmark search (250, 500, 1000 until the residual is below landmarkTol)
+        # 2100 training rows: the landmark search (250, 500, ... until the classifier gains nothing)
         ("waveform, 3 classes", _waveform),
         pytest.param("digits, 10 classes", lambda: datasets.load_digits(return_X_y=True), marks=pytest.mark.full),
     ],
@@ -356,6 +356,8 @@ def test_bad_params_are_named(spark):
         KernelSVC(maxLandmarks=0).fit(frame)
     with pytest.raises(ValueError, match=r"landmarkTol must be in \(0, 1\); got 1.5"):
         KernelSVC(landmarkTol=1.5).fit(frame)
+    with pytest.raises(ValueError, match=r"landmarkGainTol must be in \[0, 1\); got -0.1"):
+        KernelSVC(landmarkGainTol=-0.1).fit(frame)
     with pytest.raises(ValueError, match="label column 'label' must hold class indices"):
         KernelSVC().fit(labeled_frame(spark, [[1.0], [2.0]], [0.5, 1.0]))
 

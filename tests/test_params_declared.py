@@ -273,6 +273,7 @@ REFUSED = [
     ("LinearRegression", {"loss": "huber", "epsilon": 1.0}),
     ("KernelSVC", {"regParam": 0.0}),
     ("KernelSVC", {"landmarkTol": 1.5}),
+    ("KernelSVC", {"landmarkGainTol": 1.0}),
     ("KernelSVC", {"strategy": "averaging"}),
 ]
 

@@ -153,11 +153,19 @@ def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gam
     """``grow_landmarks`` for ``est``'s Params: up to ``landmark_target`` of the rows, at most maxLandmarks. Memory
     does not bound them: the kernel blocks that do not fit an executor are computed per pass
     (``sparkml.kernel.block_budget``)."""
+    from sparkml.gpu.landmark_gain import HeldOutHinge
     from sparkml.gpu.nystroem import residual_fraction
 
     summary = where[3]
     cap = max(1, est.getMaxLandmarks())
     args = {"gamma": gamma, "degree": est.getDegree(), "coef0": est.getCoef0()}
+    present = [float(c) for c, w in enumerate(summary.class_weights) if w > 0]
+    classes = [1.0] if len(summary.class_weights) == 2 else present  # the solve's one-vs-rest problems
+    kernel = {"kind": est.getKernel(), **args}
+
+    def gain(train, train_labels, probe, probe_labels):
+        return HeldOutHinge(train, train_labels, probe, probe_labels, classes, est.getRegParam(), kernel)
+
     landmarks, rows, trail = grow_landmarks(
         *where,
         est.getLandmarkSelection(),
@@ -166,21 +174,28 @@ def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gam
         lambda lm, probe: residual_fraction(est.getKernel(), lm, probe, **args),
         est.getLandmarkTol(),
         cap,
+        gain=gain,
+        gain_tol=est.getLandmarkGainTol(),
     )
     target = landmark_target(summary.rows, cap)
     logger.info(
-        "KernelSVC: numLandmarks unset: %d landmarks (relative residual trace by landmarks: %s; "
-        "landmarkTol %g, at most %d for %d rows)",
+        "KernelSVC: numLandmarks unset: %d landmarks (by landmarks, the relative residual trace and the stand-in "
+        "classifier's held-out hinge: %s; landmarkTol %g, landmarkGainTol %g, at most %d for %d rows)",
         len(landmarks),
-        ", ".join(
-            f"{m}: {r:.4f}" if r is not None else f"{m}: {'every row' if m == summary.rows else 'the target'}"
-            for m, r in trail
-        ),
+        ", ".join(_step_text(m, r, h, summary.rows) for m, r, h in trail),
         est.getLandmarkTol(),
+        est.getLandmarkGainTol(),
         target,
         summary.rows,
     )
     return landmarks, rows
+
+
+def _step_text(m, residual, hinge, rows):
+    """One step of the landmark search as the fit logs it."""
+    if residual is None:
+        return f"{m}: {'every row' if m == rows else 'the target'}"
+    return f"{m}: {residual:.4f}" + ("" if hinge is None else f" / {hinge:.4f}")
 
 
 def block_features(spec):

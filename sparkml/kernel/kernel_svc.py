@@ -125,6 +125,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
             kernelBlocks: str = "auto",
             kernelBlockMemory: str = "auto",
             landmarkTol: float = 0.05,
+            landmarkGainTol: float = 0.002,
             landmarkSelection: str = "kmeans",
             loss: str = "hinge",
             multiClass: str = "auto",
@@ -168,6 +169,8 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         def setKernelBlockMemory(self, value: str) -> Self: ...
 
         def setLandmarkTol(self, value: float) -> Self: ...
+
+        def setLandmarkGainTol(self, value: float) -> Self: ...
 
         def setLandmarkSelection(self, value: str) -> Self: ...
 

@@ -71,8 +71,9 @@ NUM_LANDMARKS = Declared(
     "Feature count m: Nystroem landmarks, stratified by class (landmarkSelection; all rows when "
     "there are fewer), or random Fourier features. More: closer to the exact "
     "kernel machine, m^2 per active row per Newton round. Unset (the default): every row up to 2000 "
-    "rows (the exact kernel machine); beyond, Nystroem grows m from 250 by doubling until the "
-    "landmarks miss at most landmarkTol of the kernel's trace on held-out sampled rows or m reaches "
+    "rows (the exact kernel machine); beyond, Nystroem grows m from 250 by doubling until doubling it "
+    "lowers a stand-in classifier's held-out hinge by at most landmarkGainTol, the landmarks miss at most "
+    "landmarkTol of the kernel's trace on held-out sampled rows, or m reaches "
     "1.5 sqrt(n) ln(n) for n rows (at least 2000, at most maxLandmarks; "
     "model.numLandmarksUsed says what it chose); random Fourier features use 1000.",
     rule=at_least(1),
@@ -119,6 +120,20 @@ LANDMARK_TOL = Declared(
     "(0 < landmarkTol < 1).",
     default=0.05,
     rule=Rule(lambda v: 0 < v < 1, "must be in (0, 1)"),
+)
+
+LANDMARK_GAIN_TOL = Declared(
+    "landmarkGainTol",
+    c.to_float,
+    "float",
+    "When numLandmarks is unset: m also stops growing when doubling it lowers the held-out mean hinge of a "
+    "stand-in classifier by at most this much, and the smaller m is kept (the stand-in: a squared-hinge SVM "
+    "on the landmarks' Nystroem features, trained on 4000 sampled rows and scored on 1000 others, up to 1000 "
+    "landmarks; the mean hinge bounds the error rate, so 0.002 is about 0.2 points of accuracy). Easy data "
+    "stops early, where the kernel's residual alone would grow m to the target. 0 turns the check off "
+    "(0 <= landmarkGainTol < 1).",
+    default=0.002,
+    rule=Rule(lambda v: 0 <= v < 1, "must be in [0, 1)"),
 )
 
 LANDMARK_SELECTION = Declared(
@@ -181,6 +196,7 @@ KERNEL_SVC = (
     KERNEL_BLOCKS,
     KERNEL_BLOCK_MEMORY,
     LANDMARK_TOL,
+    LANDMARK_GAIN_TOL,
     LANDMARK_SELECTION,
     LOSS,
     MULTI_CLASS,
