@@ -160,7 +160,8 @@ def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gam
     cap = max(1, est.getMaxLandmarks())
     args = {"gamma": gamma, "degree": est.getDegree(), "coef0": est.getCoef0()}
     present = [float(c) for c, w in enumerate(summary.class_weights) if w > 0]
-    classes = [1.0] if len(summary.class_weights) == 2 else present  # the solve's one-vs-rest problems
+    # one-vs-rest problems, whichever multiClass the solve runs, unweighted: the stand-in only prices the landmarks
+    classes = [1.0] if len(summary.class_weights) == 2 else present
     kernel = {"kind": est.getKernel(), **args}
 
     def gain(train, train_labels, probe, probe_labels):
