@@ -56,17 +56,24 @@ class HeldOutHinge:
         self.rounds: list[int] = []  # Newton rounds of each problem in the last ``loss`` call
         self.weights: list[torch.Tensor] = []  # each problem's (w, b) of the last ``loss`` call, float64
 
-    def features(self, landmarks, rows):
-        """(n, m + 1): phi(rows) (module docstring) and a column of ones for the intercept, in ``dtype``."""
+    def features(self, landmarks, *row_sets):
+        """For each of ``row_sets``, (n, m + 1): phi(rows) (module docstring) and a column of ones for the
+        intercept, in ``dtype``; K_LL is factored once for all of them."""
         lm = torch.as_tensor(landmarks).to(_F64)
         factor = jittered_cholesky(kernel_matrix(self.kernel["kind"], lm, **self._args()))
+        nystroem = None
         if factor is None:  # not positive semi-definite (the sigmoid kernel): its eigendecomposition's Nystroem map
-            phi = NystroemMap(self.kernel["kind"], lm, rcond=1e-6, **self._args()).transform(rows)
-        else:
-            phi = torch.linalg.solve_triangular(
-                factor, kernel_matrix(self.kernel["kind"], lm, rows, **self._args()), upper=False
-            ).T
-        return torch.cat([phi, torch.ones(len(rows), 1, dtype=_F64)], 1).to(self.dtype)
+            nystroem = NystroemMap(self.kernel["kind"], lm, rcond=1e-6, **self._args())
+        out = []
+        for rows in row_sets:
+            if nystroem is not None:
+                phi = nystroem.transform(rows)
+            else:
+                phi = torch.linalg.solve_triangular(
+                    factor, kernel_matrix(self.kernel["kind"], lm, rows, **self._args()), upper=False
+                ).T
+            out.append(torch.cat([phi, torch.ones(len(rows), 1, dtype=_F64)], 1).to(self.dtype))
+        return out
 
     def _args(self):
         return {k: v for k, v in self.kernel.items() if k != "kind"}
@@ -74,7 +81,7 @@ class HeldOutHinge:
     def loss(self, landmarks) -> float:
         """The held-out mean hinge of the problems' classifiers on ``landmarks``, summed over the problems (module
         docstring)."""
-        x, probe = self.features(landmarks, self.train), self.features(landmarks, self.probe)
+        x, probe = self.features(landmarks, self.train, self.probe)
         n, p = x.shape
         penalty = torch.full((p,), self.reg, dtype=_F64)
         penalty[-1] = 0.0  # the intercept
