@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from sparkml.data import block_store
 from sparkml.data.statistics import PartitionStats
-from sparkml.runtime import fault_injection, task_context
+from sparkml.runtime import fault_injection, task_context, worker_socket
 
 STATS_SCHEMA = "partition int, rows long, info string, moments binary"
 INVALID_FOLD = -2  # a row's fold id that names no fold (``convert_partition(folds=True)``)
@@ -151,6 +151,7 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
     the batches carry the offsets as column ``o``, stored as the features' last column. ``folds``: they carry
     each row's fold id as column ``f``, stored as the array ``fold`` (``TrainingData.subset`` reads it); the
     statistics row counts the ids that are ``INVALID_FOLD``."""
+    worker_socket.acknowledge_promptly()  # before the first batch: no 40 ms wait for it
     partition = _partition()
     warm = _warm_torch()
     stats, dtype = PartitionStats(), np.dtype(dtype)

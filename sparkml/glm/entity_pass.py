@@ -20,6 +20,7 @@ import torch
 
 from sparkml.gpu.device import resolve_device
 from sparkml.gpu.entity_glm import solve_entities
+from sparkml.runtime import worker_socket
 
 ENTITY, FEATURES, LABEL, WEIGHT, OFFSET, START = "entity", "z", "y", "w", "offset", "start"
 COEFFICIENTS, ROWS, LOSS = "coefficients", "rows", "loss"
@@ -78,6 +79,7 @@ def solve_partition(
     device: str,
 ) -> Iterator[pa.RecordBatch]:
     """The partition's entities solved (module docstring); nothing for an empty partition."""
+    worker_socket.acknowledge_promptly()
     read = list(batches)
     if not read or sum(b.num_rows for b in read) == 0:
         return

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from sparkml.optim.iterations import Progress, TrainingSummary, from_record
+from sparkml.runtime import worker_socket
 from sparkml.runtime.session_kind import task_slots
 from sparkml.strategies.barrier_task import BarrierTask, plan_workers, run_barrier_stage
 from sparkml.strategies.iteration_relay import DriverListener, TaskRelay
@@ -52,6 +53,7 @@ def _stage_task(blocks, dataset_id, loss, device, dtype, last_pass, solve, progr
     def task(batches, meeting):
         import pyarrow as pa
 
+        worker_socket.acknowledge_promptly()
         for _ in batches:  # drain the input (a range id, or this partition's handle row)
             pass
         with BarrierTask(blocks, dataset_id, loss, device, dtype, meeting, last_pass) as me:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sparkml.data import block_store
-from sparkml.runtime import fault_injection, task_context
+from sparkml.runtime import fault_injection, task_context, worker_socket
 
 if TYPE_CHECKING:
     from sparkml.gpu.loss_protocol import BlockLoss, Loss, NewtonCGProblems
@@ -44,6 +44,7 @@ class PartitionSums:
         from sparkml.gpu import resolve_dtype
 
         set_torch_threads(torch)
+        worker_socket.acknowledge_promptly()  # before the input: the JVM's rows arrive without a 40 ms wait
         handles = list(handles)  # drained always, so Spark can reuse this Python worker
         if handles:
             fault_injection.inject("pass", handles[0][0])

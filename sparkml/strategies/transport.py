@@ -69,6 +69,9 @@ def _arrow_parts(fn):
     def run(batches):
         import pyarrow as pa
 
+        from sparkml.runtime import worker_socket
+
+        worker_socket.acknowledge_promptly()
         for part in fn(handle_rows(batches)):
             data, shapes = pack(part)
             yield pa.RecordBatch.from_pydict({"data": [data], "shapes": [shapes]})

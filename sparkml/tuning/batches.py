@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from sparkml.runtime import task_context
+from sparkml.runtime import task_context, worker_socket
 from sparkml.scoring.batch import outputs_of
 from sparkml.scoring.stack import ModelStack
 from sparkml.tuning.metrics import REGRESSION_SUMS, LabelMoments
@@ -225,6 +225,7 @@ def stats_partition(batches: Iterator[pa.RecordBatch], plan: PassPlan) -> Iterat
     """The sufficient statistics of one partition (module docstring) as rows of ``STATS_SCHEMA``: part
     ``label`` (regression: W, W2, mean, M2, SSy), part ``model`` (model j's sums or confusion), or one row of
     part ``irregular``."""
+    worker_socket.acknowledge_promptly()
     statistics = FoldStatistics(plan)
     for batch in batches:
         if statistics.irregular:
