@@ -287,11 +287,12 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, MixedParams):
     def _descend(self, dataset: DataFrame) -> GeneralizedLinearMixedModelModel:
         effects = self.effects()
         family = self.getFamily().lower()
-        rows = self._rows(dataset).cache()
+        # the rows partitioned by the first effect's entity once: its joins and solves then move no row
+        partitions = max(dataset.rdd.getNumPartitions(), dataset.sparkSession.sparkContext.defaultParallelism)
+        rows = self._rows(dataset).repartition(partitions, entity_col(0)).cache()
         kept: list[DataFrame] = [rows]
         try:
             _, weight_sum = self._describe(rows)
-            partitions = max(rows.rdd.getNumPartitions(), dataset.sparkSession.sparkContext.defaultParallelism)
             blocks = Effects(
                 tuple(f for _, f, _ in effects),
                 tuple(reg for _, _, reg in effects),
@@ -305,10 +306,9 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, MixedParams):
             for iteration in range(1, self.getMaxIter() + 1):
                 began = time.perf_counter()
                 fixed = self._fixed(start if warm or iteration > 1 else None)
-                fixed_model = fixed.fit(fixed_effect_frame(rows, tables, blocks))
+                fixed_model = fixed.fit(fixed_effect_frame(rows, tables, blocks, partitions))
                 start = (fixed_model.coefficients.toArray(), fixed_model.intercept)
-                scored = fixed_scores(fixed_model, rows).cache()
-                kept.append(scored)
+                scored = fixed_scores(fixed_model, rows)
                 for r in range(len(effects)):
                     tables[r] = solve_effect(scored, tables, blocks, r, family, partitions, self.getDevice())
                 center = self.getFitIntercept()

@@ -18,7 +18,7 @@ from pyspark.sql.types import ArrayType, DoubleType, LongType, StructField, Stru
 
 from sparkml.glm import entity_pass
 from sparkml.glm.estimator import GeneralizedLinearRegression
-from sparkml.glm.mixed_model import PREFIX, with_effects
+from sparkml.glm.mixed_model import PREFIX, fixed_eta, with_effects
 
 NAMES = ("x", "y", "w", "o", "offset", "eta_fixed")
 FEATURES, LABEL, WEIGHT, BASE_OFFSET, OFFSET, ETA = (PREFIX + n for n in NAMES)
@@ -80,29 +80,30 @@ def _plus(base, scores):
     return base
 
 
-def fixed_effect_frame(rows: DataFrame, tables, effects: Effects) -> DataFrame:
+def fixed_effect_frame(rows: DataFrame, tables, effects: Effects, partitions: int) -> DataFrame:
     """The fixed effect's training rows: FEATURES, LABEL, WEIGHT and OFFSET, the user's offset plus every random
     effect's score."""
-    frame, scores = with_effects(rows, *effects.present(tables))
+    frame, scores = with_effects(rows, *effects.present(tables), partitions)
     return frame.select(FEATURES, LABEL, WEIGHT, _plus(F.col(BASE_OFFSET), scores).alias(OFFSET))
 
 
 def fixed_scores(fixed_model, rows: DataFrame) -> DataFrame:
-    """``rows`` with ETA = b + x . beta + the user's offset, scored by the fixed effect's GLR model."""
-    scorer = fixed_model.copy({fixed_model.linkPredictionCol: ETA, fixed_model.offsetCol: BASE_OFFSET})
-    scorer = scorer.copy({scorer.featuresCol: FEATURES, scorer.predictionCol: PREFIX + "mu"})
-    return scorer.transform(rows).drop(PREFIX + "mu")
+    """``rows`` with ETA = b + x . beta + the user's offset of the fixed effect's model, an expression of Spark SQL
+    (recomputed where it is read: cheaper than a copy of the rows)."""
+    eta = fixed_eta(fixed_model.intercept, fixed_model.coefficients.toArray(), F.col(FEATURES), F.col(BASE_OFFSET))
+    return rows.withColumn(ETA, eta)
 
 
 def solve_effect(scored, tables, effects: Effects, r, family, partitions, device) -> DataFrame:
     """Effect r's new table: the rows with every other block's score as offset and the entity's previous
     coefficients as start, partitioned by entity, each partition's entities solved together
-    (``entity_pass.solve_partition``); locally checkpointed, so the next pass does not recompute this one."""
-    frame, scores = with_effects(scored, *effects.present(tables, skip=r))
+    (``entity_pass.solve_partition``); hash-partitioned by entity into ``partitions`` and locally checkpointed,
+    so the next pass does not recompute it and its joins with rows partitioned the same way move no row."""
+    frame, scores = with_effects(scored, *effects.present(tables, skip=r), partitions)
     own = tables[r]
     if own is not None:
         start = own.select(F.col("entity").alias(entity_col(r)), F.col("coefficients").alias("start"))
-        frame = frame.join(start, entity_col(r), "left")
+        frame = frame.repartition(partitions, entity_col(r)).join(start, entity_col(r), "left")
     else:
         frame = frame.withColumn("start", F.lit(None).cast(ArrayType(DoubleType())))
     columns = [F.col(entity_col(r)).alias("entity")]
@@ -128,7 +129,7 @@ def solve_effect(scored, tables, effects: Effects, r, family, partitions, device
         ]
     )
     table = frame.select(*columns).repartition(partitions, "entity").mapInArrow(solve, schema)
-    return table.localCheckpoint(eager=True)
+    return table.repartition(partitions, "entity").localCheckpoint(eager=True)
 
 
 def width(rows: DataFrame, r: int) -> int:

@@ -56,6 +56,15 @@ def effect_score(coefficients: Column, features: Column | None) -> Column:
     return F.coalesce(score, F.lit(0.0))
 
 
+def fixed_eta(intercept: float, coefficients, features: Column, offset: Column | None) -> Column:
+    """b + x . beta (+ the offset) of the vector column ``features``, computed in Spark SQL (no Python worker)."""
+    beta = F.array(*[F.lit(float(v)) for v in coefficients])
+    eta = F.lit(float(intercept)) + F.aggregate(
+        F.zip_with(vector_to_array(features), beta, lambda a, b: a * b), F.lit(0.0), lambda s, v: s + v
+    )
+    return eta if offset is None else eta + offset
+
+
 def mean_of(family: str, eta: Column) -> Column:
     """g^-1(eta) of the family's canonical link."""
     if family == "gaussian":
@@ -65,11 +74,22 @@ def mean_of(family: str, eta: Column) -> Column:
     return F.exp(eta)
 
 
-def with_effects(rows: DataFrame, tables: list[DataFrame], entities: list[str], features: list[str | None]):
-    """(``rows`` left-joined to each table by its entity column, the score column of each effect)."""
+def with_effects(
+    rows: DataFrame,
+    tables: list[DataFrame],
+    entities: list[str],
+    features: list[str | None],
+    partitions: int | None = None,
+):
+    """(``rows`` left-joined to each table by its entity column, the score column of each effect).
+    ``partitions``: the rows are hash-partitioned by each entity column into that many partitions before its
+    join (the fit's tables are partitioned so: the join then moves no table row, and rows already partitioned by
+    that entity not at all), instead of into ``spark.sql.shuffle.partitions``."""
     scores = []
     for r, (table, entity, z) in enumerate(zip(tables, entities, features)):
         name = f"{PREFIX}coef{r}"
+        if partitions:
+            rows = rows.repartition(partitions, entity)
         rows = rows.join(table.select(F.col("entity").alias(entity), F.col(COEFFICIENTS).alias(name)), entity, "left")
         scores.append(effect_score(F.col(name), None if z is None else F.col(z)))
     return rows, scores
@@ -197,14 +217,13 @@ class GeneralizedLinearMixedModelModel(HasCoefficientVector, Model, MixedParams,
         return out
 
     def _transform(self, dataset: DataFrame) -> DataFrame:
-        beta = F.array(*[F.lit(float(v)) for v in self._coefficients.toArray()])
-        x = vector_to_array(F.col(self.getFeaturesCol()))
-        fixed = F.lit(self._intercept) + F.aggregate(
-            F.zip_with(x, beta, lambda a, b: a * b), F.lit(0.0), lambda s, v: s + v
-        )
         offset = self.column("offsetCol")
-        if offset:
-            fixed = fixed + F.col(offset).cast("double")
+        fixed = fixed_eta(
+            self._intercept,
+            self._coefficients.toArray(),
+            F.col(self.getFeaturesCol()),
+            F.col(offset).cast("double") if offset else None,
+        )
         feature_cols = []
         rows = dataset
         effects = self.effects()
