@@ -83,7 +83,8 @@ def _plus(base, scores):
 def fixed_effect_frame(rows: DataFrame, tables, effects: Effects, partitions: int) -> DataFrame:
     """The fixed effect's training rows: FEATURES, LABEL, WEIGHT and OFFSET, the user's offset plus every random
     effect's score."""
-    frame, scores = with_effects(rows, *effects.present(tables), partitions=partitions)
+    present, entities, features = effects.present(tables)
+    frame, scores = with_effects(rows, present, entities, features, partitions)
     return frame.select(FEATURES, LABEL, WEIGHT, _plus(F.col(BASE_OFFSET), scores).alias(OFFSET))
 
 
@@ -99,7 +100,8 @@ def solve_effect(scored, tables, effects: Effects, r, family, partitions, device
     coefficients as start, partitioned by entity, each partition's entities solved together
     (``entity_pass.solve_partition``); hash-partitioned by entity into ``partitions`` and locally checkpointed,
     so the next pass does not recompute it and its joins with rows partitioned the same way move no row."""
-    frame, scores = with_effects(scored, *effects.present(tables, skip=r), partitions=partitions)
+    present, entities, features = effects.present(tables, skip=r)
+    frame, scores = with_effects(scored, present, entities, features, partitions)
     own = tables[r]
     if own is not None:
         start = own.select(F.col("entity").alias(entity_col(r)), F.col("coefficients").alias("start"))
