@@ -46,11 +46,19 @@ def parse_args(argv=None):
     p.add_argument("--driver-memory", default="8g")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--quick", action="store_true", help="50k rows, 5k users: a smoke run")
+    p.add_argument(
+        "--spark-data",
+        action="store_true",
+        help="generate the rows in Spark instead of on the driver (the default above 2M rows): the same model, "
+        "users drawn by the inverse of the same power law",
+    )
+    p.add_argument("--skip-fixed", action="store_true", help="fit the mixed model only")
     p.add_argument("--joint", action="store_true", help="compare with the joint L-BFGS minimum (small instances)")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     if args.quick:
         args.rows, args.users = 50_000, 5_000
+    args.spark_data = args.spark_data or args.rows > 2_000_000
     args.out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "mixed.json")
     return args
 
@@ -74,6 +82,46 @@ def generate(spark, args):
     df = df.select(
         array_to_vector("x").alias("features"), array_to_vector("z").alias("user_features"), "user", "label", "r"
     )
+    train = df.where(F.col("r") < 0.8).drop("r").cache()
+    test = df.where(F.col("r") >= 0.8).drop("r").cache()
+    return train, test, int(train.count()), int(test.count())
+
+
+def generate_in_spark(spark, args):
+    """``generate``'s model, every row made by Spark (no driver copy: 10M rows and more). Users are drawn as
+    floor(m u^2.5), u uniform: density proportional to k^-0.6 over the m users, as ``generate``'s weights."""
+    from pyspark.ml.functions import array_to_vector
+    from pyspark.sql import functions as F
+
+    rng = np.random.default_rng(args.seed)
+    n, m, d, p, seed = args.rows, args.users, args.features, args.user_features, args.seed
+    beta = rng.normal(scale=0.3, size=d)
+    users = spark.range(m).select(
+        F.col("id").alias("user"),
+        (F.randn(seed + 1) * 0.8).alias("a"),
+        F.array(*[F.randn(seed + 2 + j) * 0.5 for j in range(p)]).alias("g"),
+    )
+    rows = spark.range(0, n, 1, args.partitions).select(
+        F.least(F.floor(F.lit(m) * F.pow(F.rand(seed + 100), 2.5)).cast("long"), F.lit(m - 1)).alias("user"),
+        F.array(*[F.randn(seed + 200 + j) for j in range(d)]).alias("x"),
+        F.array(*[F.randn(seed + 300 + j) for j in range(p)]).alias("z"),
+        F.rand(seed + 400).alias("u"),
+        F.rand(seed + 500).alias("r"),
+    )
+    joined = rows.join(users, "user")
+    linear = F.lit(-0.5) + F.col("a")
+    for j in range(d):
+        linear = linear + F.col("x")[j] * float(beta[j])
+    for j in range(p):
+        linear = linear + F.col("z")[j] * F.col("g")[j]
+    label = (F.col("u") < 1 / (1 + F.exp(-linear))).cast("double")
+    df = joined.select(
+        array_to_vector("x").alias("features"),
+        array_to_vector("z").alias("user_features"),
+        "user",
+        label.alias("label"),
+        "r",
+    ).repartition(args.partitions)
     train = df.where(F.col("r") < 0.8).drop("r").cache()
     test = df.where(F.col("r") >= 0.8).drop("r").cache()
     return train, test, int(train.count()), int(test.count())
@@ -142,11 +190,18 @@ def main(argv=None):
     spark.sparkContext.setLogLevel("ERROR")
     from sparkml.regression import GeneralizedLinearMixedModel, GeneralizedLinearRegression
 
-    train, test, n_train, n_test = generate(spark, args)
+    from memory import PeakMemory
+
+    train, test, n_train, n_test = (generate_in_spark if args.spark_data else generate)(spark, args)
     print(f"{n_train:,} training rows, {n_test:,} held out, {args.users:,} users", flush=True)
     results = []
+    fixed_alone = (
+        []
+        if args.skip_fixed
+        else [("fixed effect alone", GeneralizedLinearRegression(family="binomial", regParam=1e-4))]
+    )
     for name, estimator in [
-        ("fixed effect alone", GeneralizedLinearRegression(family="binomial", regParam=1e-4)),
+        *fixed_alone,
         (
             "GeneralizedLinearMixedModel",
             GeneralizedLinearMixedModel(
@@ -172,8 +227,10 @@ def main(argv=None):
         ),
     ]:
         began = time.perf_counter()
-        model = estimator.fit(train)
+        with PeakMemory() as peak:
+            model = estimator.fit(train)
         seconds = time.perf_counter() - began
+        memory = peak.result()
         loss, auc = held_out(model.transform(test))
         history = getattr(model, "objectiveHistory", [])
         results.append(
@@ -184,10 +241,18 @@ def main(argv=None):
                 "objective": history[-1] if history else None,
                 "log_loss": loss,
                 "auc": auc,
+                "memory": memory,
             }
         )
-        print(f"  {name}: {seconds:.1f} s, log-loss {loss:.4f}, AUC {auc:.4f}", flush=True)
-    head = ["model", "fit s", "passes", "held-out log-loss", "held-out AUC"]
+        print(f"  {name}: {seconds:.1f} s, log-loss {loss:.4f}, AUC {auc:.4f}, peak memory {memory}", flush=True)
+    head = [
+        "model",
+        "fit s",
+        "passes",
+        "held-out log-loss",
+        "held-out AUC",
+        "peak GB: JVM / Python workers / driver Python",
+    ]
     joint = None
     if args.joint:
         value, seconds, iterations, size = joint_minimum(train, 1e-4, 1.0)
@@ -196,7 +261,10 @@ def main(argv=None):
         head.append("objective, relative to the joint minimum")
     body = []
     for r in results:
+        mem = r["memory"]
+        peaks = f"{mem['jvm_gb']:.1f} / {mem['python_workers_gb']:.1f} / {mem['driver_python_gb']:.2f}"
         line = [r["model"], f"{r['seconds']:.1f}", str(r["passes"] or "-"), f"{r['log_loss']:.4f}", f"{r['auc']:.4f}"]
+        line.append(peaks)
         if joint is not None:
             gap = None if r["objective"] is None else (r["objective"] - joint["objective"]) / abs(joint["objective"])
             r["relative_gap"] = gap
@@ -207,6 +275,9 @@ def main(argv=None):
         f"{args.features} fixed and {args.user_features} per-user features (binomial)"
     )
     notes = (
+        ("Rows generated in Spark (--spark-data). " if args.spark_data else "")
+        + "Peak memory: PSS of the JVM (driver and executor in local mode), of the Python workers and of the "
+        "driver's Python process while the fit runs (benchmarks/memory.py). "
         "Fit on 80% of the rows, scored on the other 20%. The fixed effect alone is GeneralizedLinearRegression "
         "(binomial, regParam 1e-4); the mixed model runs at its defaults (maxIter 20 passes, tol 1e-6, "
         "entityRegParams 1.0) with the same regParam."
