@@ -188,9 +188,9 @@ def main(argv=None):
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    from sparkml.regression import GeneralizedLinearMixedModel, GeneralizedLinearRegression
-
     from memory import PeakMemory
+
+    from sparkml.regression import GeneralizedLinearMixedModel, GeneralizedLinearRegression
 
     train, test, n_train, n_test = (generate_in_spark if args.spark_data else generate)(spark, args)
     print(f"{n_train:,} training rows, {n_test:,} held out, {args.users:,} users", flush=True)
