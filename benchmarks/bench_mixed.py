@@ -122,8 +122,9 @@ def generate_in_spark(spark, args):
         label.alias("label"),
         "r",
     ).repartition(args.partitions)
-    train = df.where(F.col("r") < 0.8).drop("r").cache()
-    test = df.where(F.col("r") >= 0.8).drop("r").cache()
+    df = df.cache()  # computed once; the two sides read it
+    train = df.where(F.col("r") < 0.8).drop("r")
+    test = df.where(F.col("r") >= 0.8).drop("r")
     return train, test, int(train.count()), int(test.count())
 
 
