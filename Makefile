@@ -119,7 +119,7 @@ wheel-demo:
 	cd $(WHEEL_DEMO) && ! PYTHONPATH=old $(PYTHON_BIN)/python -c "import sparkml.classification" 2> import-error.txt
 	grep -q "supports pyspark >=3.5, <5.*3.4.1" $(WHEEL_DEMO)/import-error.txt && tail -1 $(WHEEL_DEMO)/import-error.txt
 
-# Every results file the docs' performance page shows (benchmarks/results/*.json); about two hours on 2 cores.
+# Every results file the docs' performance page shows (benchmarks/results/*.json); about two and a half hours on 2 cores.
 R := benchmarks/results
 bench: $(STAMP)
 	$(PY) benchmarks/bench_linear.py --repeats 3 --configs allreduce:float32,sync:float32
@@ -143,6 +143,11 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_blocks.py --rows 250000 --features 100
 	$(PY) benchmarks/bench_blocks.py --layout csr --rows 250000 --features 1048576 --out $(R)/blocks_csr.json
 	$(PY) benchmarks/bench_executor_path.py --rows 1000000 --features 100 --kernel-rows 100000 --landmarks 500
+	$(PY) benchmarks/bench_mixed.py
+	$(PY) benchmarks/bench_mixed.py --rows 1000000 --users 100000 --out $(R)/mixed_1m.json
+	$(PY) benchmarks/bench_mixed.py --quick --joint --out $(R)/mixed_joint.json
+	$(PY) benchmarks/bench_mixed.py --rows 12500000 --users 1000000 --partitions 16 --driver-memory 12g \
+	  --out $(R)/mixed_10m.json
 
 clean:
 	rm -rf $(VENV) .venv-pyspark-* runs build dist *.egg-info

@@ -231,6 +231,20 @@ def test_an_entity_unseen_in_training_scores_with_the_fixed_effect_and_the_model
         for load in (GeneralizedLinearMixedModelModel.load, serving.load):  # the same checks with and without Spark
             with pytest.raises(ModelFileError, match=f"{copy}/randomEffects/0: .*{message}"):
                 load(copy)
+    # the data row must agree with the metadata's random effects: one width per entity column, the right one
+    data_row = spark.read.parquet(f"{path}/data")
+    for name, widths, message in [
+        ("extra_width", [1, 1], "'effectWidths' has 2 values; the model has 1 random effects"),
+        ("zero_width", [0], "'effectWidths' gives random effect 0 \\(zf\\) 0 features"),
+        ("wrong_width", [3], "randomEffects/0: .*not of length 4"),
+    ]:
+        copy = str(tmp_path / name)
+        shutil.copytree(path, copy)
+        changed = data_row.withColumn("effectWidths", F.array(*[F.lit(w) for w in widths]).cast("array<int>"))
+        changed.write.mode("overwrite").parquet(f"{copy}/data")
+        for load in (GeneralizedLinearMixedModelModel.load, serving.load):
+            with pytest.raises(ModelFileError, match=message):
+                load(copy)
     shutil.rmtree(f"{path}/randomEffects")
     with pytest.raises(ModelFileError, match="randomEffects/0: cannot read"):
         GeneralizedLinearMixedModelModel.load(path)
