@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from pyspark.ml.linalg import Vectors
+from pyspark.ml.linalg import Vectors, VectorUDT
 from pyspark.sql import functions as F
 from scipy.optimize import minimize
 from support.helpers import glm_response
@@ -273,8 +273,28 @@ def test_an_entity_unseen_in_training_scores_with_the_fixed_effect_and_the_model
         (lambda df: df, {"family": "binomial"}, "binomial family needs labels in \\[0, 1\\]"),
         (lambda df: df, {"entityRegParams": [0.0]}, "entityRegParams"),
         (lambda df: df.limit(0), {}, "no rows"),
+        (
+            lambda df: df.withColumn("zf", F.when(F.col("label") > 1, None).otherwise(F.col("zf"))),
+            {},
+            "entityFeaturesCols 'zf' has [0-9]+ null vectors",
+        ),
+        (
+            lambda df: df.withColumn("zf", F.lit(None).cast(VectorUDT())),
+            {},
+            "entityFeaturesCols 'zf' has 360 null vectors of 360 rows",
+        ),
     ],
-    ids=["null-ids", "double-ids", "lengths", "missing-column", "labels", "no-penalty", "empty"],
+    ids=[
+        "null-ids",
+        "double-ids",
+        "lengths",
+        "missing-column",
+        "labels",
+        "no-penalty",
+        "empty",
+        "null-z",
+        "all-null-z",
+    ],
 )
 def test_bad_input_is_refused_before_training(spark, change, kwargs, message):
     df = change(_frame(spark, *_data("poisson", seed=2)))

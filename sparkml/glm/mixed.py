@@ -229,20 +229,32 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, MixedParams):
         for r, (entity, z, _) in enumerate(effects):
             columns.append(F.col(entity).alias(entity_col(r)))
             if z:
-                columns.append(vector_to_array(F.col(z), "float64").alias(features_col(r)))
+                # vector_to_array fails on a null vector: kept null, so _describe counts and refuses it
+                array = F.when(F.col(z).isNotNull(), vector_to_array(F.col(z), "float64"))
+                columns.append(array.alias(features_col(r)))
         return dataset.select(*columns)
 
     def _describe(self, rows: DataFrame):
-        """(rows, W) of the input, after refusing null ids, labels outside the family's range and an empty frame."""
+        """(rows, W) of the input, after refusing null ids, null per-entity feature vectors, labels outside the
+        family's range and an empty frame: one job, before any training."""
         effects = self.effects()
+        with_features = [r for r, (_, z, _) in enumerate(effects) if z]
         aggregates = [F.count(F.lit(1)), F.sum(WEIGHT), F.min(LABEL), F.max(LABEL), F.min(WEIGHT)]
         aggregates += [F.sum(F.col(entity_col(r)).isNull().cast("long")) for r in range(len(effects))]
-        n, weight_sum, low, high, min_w, *nulls = rows.agg(*aggregates).first() or [0] * (5 + len(effects))
+        aggregates += [F.sum(F.col(features_col(r)).isNull().cast("long")) for r in with_features]
+        width = 5 + len(effects) + len(with_features)
+        n, weight_sum, low, high, min_w, *nulls = rows.agg(*aggregates).first() or [0] * width
         if n == 0:
             raise ValueError("GeneralizedLinearMixedModel: the dataset has no rows")
         for (entity, _, _), count in zip(effects, nulls):
             if count:
                 raise ValueError(f"entityCols {entity!r} has {count} null ids: every row needs an entity")
+        for r, count in zip(with_features, nulls[len(effects) :]):
+            if count:
+                raise ValueError(
+                    f"entityFeaturesCols {effects[r][1]!r} has {count} null vectors of {n} rows: every row needs "
+                    "its random effect's features (fill or drop those rows)"
+                )
         if min_w is None or min_w < 0:
             raise ValueError(f"weightCol {self.column('weightCol')!r} has negative or null weights")
         family = self.getFamily().lower()
