@@ -228,3 +228,9 @@ def handle_rows(batches):
     for b in batches:
         rows.extend(zip(b.column("partition").to_pylist(), b.column("rows").to_pylist()))
     return rows
+
+
+def handle_pairs(rows):
+    """(partition, rows) of each handle row a task reads, the worker's socket set first (``worker_socket``)."""
+    worker_socket.acknowledge_promptly()
+    return [(r[0], r[1]) for r in rows]

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from sparkml.data import block_store
 from sparkml.data import class_weight as class_weights
 from sparkml.data.checks import check_conversion, check_schema, invalid_sparse_message, jvm_invalid_sparse
-from sparkml.data.convert import STATS_SCHEMA, convert_partition, handle_rows, stats_batch
+from sparkml.data.convert import STATS_SCHEMA, convert_partition, handle_pairs, handle_rows, stats_batch
 from sparkml.data.first_vector import UnreadableVector, first_vector, is_sparse
 from sparkml.data.statistics import PROBLEM_KEYS, label_histograms, summarize
 from sparkml.runtime import worker_socket
@@ -181,7 +181,7 @@ class TrainingData:
                 n, info, moments = subset_partition(source, target, partition, rows, exclude_fold)
                 yield partition, n, json.dumps(info), moments
 
-        handles = self.handles.mapPartitions(lambda it: run(_handle_pairs(it))).cache()
+        handles = self.handles.mapPartitions(lambda it: run(handle_pairs(it))).cache()
         data = TrainingData(handles, target, None, self.sparse, self.dtype, self.spark, self.compute_dtype)
         data.barrier, data.strategy, data.source = self.barrier, self.strategy, self.source
         data.columns = self.columns
@@ -219,7 +219,7 @@ class TrainingData:
                 if rows_of_fold is not None:
                     yield fn(*rows_of_fold)
 
-        return self.handles.mapPartitions(lambda it: run(_handle_pairs(it))).collect()
+        return self.handles.mapPartitions(lambda it: run(handle_pairs(it))).collect()
 
     def barrier_handles(self):
         """The handles, as the input of a barrier stage that runs one task per partition where its blocks are.
@@ -299,7 +299,7 @@ class TrainingData:
         if self.connect:
             handles = self.handles.mapInArrow(run_arrow, STATS_SCHEMA).cache()
         else:
-            handles = self.handles.mapPartitions(lambda it: run(_handle_pairs(it))).cache()
+            handles = self.handles.mapPartitions(lambda it: run(handle_pairs(it))).cache()
         derived = TrainingData(handles, target, self.summary, False, dtype, self.spark)
         derived.barrier, derived.strategy = self.barrier, self.strategy
         derived._broadcast = broadcast  # a recomputed handle reads it: kept until ``release``
@@ -375,12 +375,6 @@ class TrainingData:
                     self._broadcast.unpersist(blocking=False)
             except Exception:  # a stopped session (a killed application): its cached data is gone with it
                 logger.warning("the cached handles of dataset %s could not be unpersisted", dataset_id)
-
-
-def _handle_pairs(rows):
-    """(partition, rows) of each handle row a task reads, the worker's socket set first (``worker_socket``)."""
-    worker_socket.acknowledge_promptly()
-    return [(r[0], r[1]) for r in rows]
 
 
 def _keeps_partitions(rdd):
