@@ -98,8 +98,9 @@ def fixed_scores(fixed_model, rows: DataFrame) -> DataFrame:
 def solve_effect(scored, tables, effects: Effects, r, family, partitions, device) -> DataFrame:
     """Effect r's new table: the rows with every other block's score as offset and the entity's previous
     coefficients as start, partitioned by entity, each partition's entities solved together
-    (``entity_pass.solve_partition``); hash-partitioned by entity into ``partitions`` and locally checkpointed,
-    so the next pass does not recompute it and its joins with rows partitioned the same way move no row."""
+    (``entity_pass.solve_partition``) in ``partitions`` partitions; locally checkpointed, so the next pass does
+    not recompute it. Rows already partitioned by the entity (the fit's, by the first effect's) are not moved
+    again: Spark drops a repartition whose child already has it; only the table is shuffled to meet them."""
     present, entities, features = effects.present(tables, skip=r)
     frame, scores = with_effects(scored, present, entities, features, partitions)
     own = tables[r]
@@ -131,7 +132,7 @@ def solve_effect(scored, tables, effects: Effects, r, family, partitions, device
         ]
     )
     table = frame.select(*columns).repartition(partitions, "entity").mapInArrow(solve, schema)
-    return table.repartition(partitions, "entity").localCheckpoint(eager=True)
+    return table.localCheckpoint(eager=True)
 
 
 def width(rows: DataFrame, r: int) -> int:

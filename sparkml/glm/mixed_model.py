@@ -83,8 +83,8 @@ def with_effects(
 ):
     """(``rows`` left-joined to each table by its entity column, the score column of each effect).
     ``partitions``: the rows are hash-partitioned by each entity column into that many partitions before its
-    join (the fit's tables are partitioned so: the join then moves no table row, and rows already partitioned by
-    that entity not at all), instead of into ``spark.sql.shuffle.partitions``."""
+    join (rows already partitioned so are not moved, and the table is shuffled to match them), instead of both
+    into ``spark.sql.shuffle.partitions``."""
     scores = []
     for r, (table, entity, z) in enumerate(zip(tables, entities, features)):
         name = f"{PREFIX}coef{r}"
