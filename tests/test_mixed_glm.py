@@ -259,6 +259,47 @@ def test_an_entity_unseen_in_training_scores_with_the_fixed_effect_and_the_model
     df.unpersist()
 
 
+def test_a_fit_that_fails_in_a_pass_resumes_from_its_checkpoint(spark, tmp_path, monkeypatch):
+    """With ``checkpointDir``, a fit whose third pass fails leaves the checkpoint of its second (the fixed
+    coefficients, the history, the table as Parquet); the same fit resumes after it and takes the passes the
+    uninterrupted fit takes (its objective history and model), then removes the checkpoints. Another fit's
+    checkpoint is refused before training, naming what differs."""
+    from sparkml.glm import mixed
+
+    data = _data("binomial", seed=3)
+    df = _frame(spark, *data)
+    reference = _estimator("binomial", maxIter=4, tol=0.0).fit(df)
+    directory = tmp_path / "checkpoints"
+    solves, solve = [], mixed.solve_effect
+
+    def failing(*args, **kwargs):
+        solves.append(1)
+        if len(solves) == 3:
+            raise RuntimeError("executor lost in pass 3")
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(mixed, "solve_effect", failing)
+    estimator = _estimator("binomial", maxIter=4, tol=0.0, checkpointDir=str(directory), checkpointInterval=1)
+    with pytest.raises(RuntimeError, match="executor lost in pass 3"):
+        estimator.fit(df)
+    assert os.listdir(directory) == ["iteration-000002"]
+    assert {"state.json", "beta.npy", "randomEffects"} <= set(os.listdir(directory / "iteration-000002"))
+    with pytest.raises(ValueError, match="params regParam: checkpoint 0.05, this fit 0.1"):
+        estimator.copy({estimator.regParam: 0.1}).fit(df)
+    resumed = estimator.fit(df)
+    assert len(solves) == 3 + 2  # passes 3 and 4 after the failure, not 1 and 2 again
+    np.testing.assert_allclose(resumed.objectiveHistory, reference.objectiveHistory, rtol=1e-10)
+    np.testing.assert_allclose(resumed.coefficients.toArray(), reference.coefficients.toArray(), rtol=1e-8)
+    assert resumed.intercept == pytest.approx(reference.intercept, rel=1e-8)
+    ours = {r.user: r.coefficients.toArray() for r in resumed.randomEffects[0].toLocalIterator()}
+    theirs = {r.user: r.coefficients.toArray() for r in reference.randomEffects[0].toLocalIterator()}
+    assert ours.keys() == theirs.keys()
+    for user, coefficients in theirs.items():
+        np.testing.assert_allclose(ours[user], coefficients, rtol=1e-8, atol=1e-12)
+    assert not directory.exists()
+    df.unpersist()
+
+
 @pytest.mark.parametrize(
     "change, kwargs, message",
     [

@@ -40,7 +40,7 @@ from sparkml.catalog import public_class_name
 from sparkml.data import class_weight as class_weights
 from sparkml.data import lent_conversions
 from sparkml.data.training_data import TrainingData
-from sparkml.optim.checkpoint import Checkpoint, fingerprint
+from sparkml.optim.checkpoint import Checkpoint, data_fingerprint, fingerprint
 from sparkml.optim.checkpoint import check_params as check_checkpoint_params
 from sparkml.optim.iterations import Iteration, Progress
 from sparkml.progress import ProgressBar, progress_shown
@@ -110,11 +110,15 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         """The fit's ``optim.checkpoint.Checkpoint`` with the state it resumes from loaded, or None without
         ``checkpointDir``; ``summary``: the conversion's ``DatasetSummary``, ``theta0``: the start (None: a
         fit that always starts at zero). ValueError when the directory holds another fit's checkpoint."""
+        return self._checkpoint_of(data_fingerprint(summary), theta0)
+
+    def _checkpoint_of(self, data, theta0=None):
+        """``_checkpoint`` with the data's part of the fingerprint given (``data``: name -> number)."""
         directory = self._checkpoint_dir()
         if directory is None:
             return None
         params = {p.name: v for p, v in self.extractParamMap().items()}
-        record = fingerprint(f"{type(self).__module__}.{type(self).__name__}", params, summary, theta0)
+        record = fingerprint(f"{type(self).__module__}.{type(self).__name__}", params, data, theta0)
         checkpoint = Checkpoint(directory, self.getCheckpointInterval(), record, type(self).__name__)
         checkpoint.load()
         return checkpoint

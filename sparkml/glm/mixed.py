@@ -59,6 +59,7 @@ from sparkml.glm.mixed_blocks import (
     width,
 )
 from sparkml.glm.mixed_model import GeneralizedLinearMixedModelModel, MixedParams
+from sparkml.glm.mixed_tables import beside_checkpoint, resumed_tables
 from sparkml.optim.iterations import Iteration
 from sparkml.params.mixed import CANONICAL_LINKS, GENERALIZED_LINEAR_MIXED_MODEL
 from sparkml.runtime.cancellation import cancellable
@@ -88,6 +89,13 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, MixedParams):
         model.randomEffects[0]                 # user_id, intercept, coefficients (a DataFrame)
 
     ``model.objectiveHistory`` holds F after each pass.
+
+    With ``checkpointDir`` set, every ``checkpointInterval`` passes the fit writes a checkpoint there: the fixed
+    coefficients, the objective history and each random effect's table (a Parquet dataset, written by the
+    executors: the directory must be one the driver and the executors share, as a local disk in local mode or a
+    mount on a cluster). A fit of the same estimator on the same data that finds one there resumes after its pass
+    and takes the passes the uninterrupted fit would have taken; a checkpoint of another fit (other Params or
+    data) is refused with an error naming what differs. The checkpoints are removed when the fit succeeds.
     """
 
     _initial_model: GeneralizedLinearMixedModelModel | None = None
@@ -235,15 +243,17 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, MixedParams):
         return dataset.select(*columns)
 
     def _describe(self, rows: DataFrame):
-        """(rows, W) of the input, after refusing null ids, null per-entity feature vectors, labels outside the
-        family's range and an empty frame: one job, before any training."""
+        """The input's rows, W and sum_i w_i y_i (what a checkpoint records of the data), after refusing null ids,
+        null per-entity feature vectors, labels outside the family's range and an empty frame: one job, before any
+        training."""
         effects = self.effects()
         with_features = [r for r, (_, z, _) in enumerate(effects) if z]
         aggregates = [F.count(F.lit(1)), F.sum(WEIGHT), F.min(LABEL), F.max(LABEL), F.min(WEIGHT)]
+        aggregates += [F.sum(F.col(WEIGHT) * F.col(LABEL))]
         aggregates += [F.sum(F.col(entity_col(r)).isNull().cast("long")) for r in range(len(effects))]
         aggregates += [F.sum(F.col(features_col(r)).isNull().cast("long")) for r in with_features]
-        width = 5 + len(effects) + len(with_features)
-        n, weight_sum, low, high, min_w, *nulls = rows.agg(*aggregates).first() or [0] * width
+        width = 6 + len(effects) + len(with_features)
+        n, weight_sum, low, high, min_w, label_sum, *nulls = rows.agg(*aggregates).first() or [0] * width
         if n == 0:
             raise ValueError("GeneralizedLinearMixedModel: the dataset has no rows")
         for (entity, _, _), count in zip(effects, nulls):
@@ -262,7 +272,12 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, MixedParams):
             raise ValueError(f"labelCol {self.getLabelCol()!r}: the binomial family needs labels in [0, 1]")
         if family == "poisson" and low < 0:
             raise ValueError(f"labelCol {self.getLabelCol()!r}: the poisson family needs non-negative labels")
-        return n, float(weight_sum)
+        return {"rows": int(n), "weight sum": float(weight_sum), "label sum": float(label_sum)}
+
+    def _checkpoint_refusal(self):
+        """None: a fit with ``checkpointDir`` writes a checkpoint every ``checkpointInterval`` passes (class
+        docstring)."""
+        return None
 
     def _fixed(self, start):
         est = FixedEffect(
@@ -304,7 +319,8 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, MixedParams):
         rows = self._rows(dataset).repartition(partitions, entity_col(0)).cache()
         kept: list[DataFrame] = [rows]
         try:
-            _, weight_sum = self._describe(rows)
+            data = self._describe(rows)
+            weight_sum = data["weight sum"]
             blocks = Effects(
                 tuple(f for _, f, _ in effects),
                 tuple(reg for _, _, reg in effects),
@@ -315,7 +331,16 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, MixedParams):
             start: tuple[np.ndarray, float] = warm or (np.zeros(0), 0.0)
             history: list[float] = []
             progress = self._progress()
-            for iteration in range(1, self.getMaxIter() + 1):
+            data["effect widths"] = list(blocks.widths)
+            checkpoint = self._checkpoint_of(data, None if warm is None else np.r_[warm[0], warm[1]])
+            first = 1
+            if checkpoint is not None and checkpoint.resume is not None:
+                state = checkpoint.resume
+                first, history = state["iteration"] + 1, list(state["history"])
+                start = (np.asarray(state["beta"]), float(state["intercept"]))
+                path = cast(str, checkpoint.resume_path)
+                tables = list(resumed_tables(rows.sparkSession, path, list(blocks.widths)))
+            for iteration in range(first, self.getMaxIter() + 1):
                 began = time.perf_counter()
                 fixed = self._fixed(start if warm or iteration > 1 else None)
                 fixed_model = fixed.fit(fixed_effect_frame(rows, tables, blocks, partitions))
@@ -335,12 +360,17 @@ class GeneralizedLinearMixedModel(TorchEstimator, Estimator, MixedParams):
                 )
                 if len(history) > 1 and abs(history[-2] - value) <= self.getTol() * max(1.0, abs(value)):
                     break
+                if checkpoint is not None and iteration % checkpoint.interval == 0 and iteration < self.getMaxIter():
+                    state = {"iteration": iteration, "history": history, "beta": start[0], "intercept": start[1]}
+                    checkpoint.save(iteration, state, beside=beside_checkpoint(cast("list[DataFrame]", tables)))
             model = GeneralizedLinearMixedModelModel(
                 start[0], start[1], cast("list[DataFrame]", tables), list(blocks.widths)
             )
             self._copyValues(model)
             model.objectiveHistory = history
             model._resetUid(self.uid)
+            if checkpoint is not None:
+                checkpoint.remove()
             return model
         finally:
             for frame in kept:

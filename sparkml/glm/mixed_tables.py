@@ -2,7 +2,8 @@
 (``sparkml.saved.entity_tables``: its layout and checks) written and read by the executors, since a table can hold
 millions of entities and never passes through the driver. Loading checks the schema, then one aggregate per table
 (null ids or coefficients, arrays of the wrong length) and one grouping (repeated ids); a table that fails is a
-``ModelFileError`` naming its directory.
+``ModelFileError`` naming its directory. A fit's checkpoint (``checkpointDir``) keeps its tables the same way, in
+the checkpoint's directory (``beside_checkpoint``, ``resumed_tables``).
 """
 
 from __future__ import annotations
@@ -61,3 +62,32 @@ def _checked(spark: SparkSession, directory: str, width: int) -> DataFrame:
     if repeated is not None:
         raise files.repeated(directory, repeated[0])
     return table.select(*COLUMNS)
+
+
+def _local(path: str) -> str:
+    """A local (or mounted) directory as a URI Spark reads as such whatever its default file system (HDFS on YARN)."""
+    return "file://" + path
+
+
+def beside_checkpoint(tables: list[DataFrame]):
+    """What ``optim.checkpoint.Checkpoint.save`` calls to write the tables into a checkpoint's directory, on the
+    executors (the directory must be one they share with the driver: local mode's disk, or a mount)."""
+
+    def write(directory: str) -> None:
+        save_tables(tables, _local(directory), "error")
+
+    return write
+
+
+def resumed_tables(spark: SparkSession, directory: str, widths: list[int]) -> list[DataFrame]:
+    """The tables of the checkpoint in ``directory``, checked as a saved model's, then checkpointed on the executors
+    (the checkpoint's files are deleted when the next one is written); ValueError naming the checkpoint when one is
+    damaged."""
+    try:
+        tables = load_tables(spark, _local(directory), widths)
+    except ModelFileError as e:
+        raise ValueError(
+            f"cannot resume from the checkpoint {directory}: {e}. Remove it or set another checkpointDir to start "
+            "afresh"
+        ) from None
+    return [table.localCheckpoint(eager=True) for table in tables]

@@ -75,28 +75,33 @@ def _jsonable(value):
     return value.tolist() if hasattr(value, "tolist") else value
 
 
-def fingerprint(estimator_class, param_values, summary, theta0=None):
-    """What a checkpoint must match to be resumed: the estimator (``module.Class``), its Params (``param_values``: name
-    -> value), the data (the conversion's ``DatasetSummary``) and the start (module docstring; None: a fit that
-    always starts at zero)."""
-    params = {name: _jsonable(v) for name, v in param_values.items() if name not in _UNFINGERPRINTED}
+def data_fingerprint(summary):
+    """The data's part of a fingerprint, from the conversion's ``DatasetSummary``: counts and weighted sums."""
     s, w = summary, summary.weight_sum
     second = (np.asarray(s.var_population) + np.asarray(s.mean) ** 2) * w  # sum_i w_i x_ij^2
+    return {
+        "rows": int(s.rows),
+        "features": int(s.n_features),
+        "weight sum": float(w),
+        "weight square sum": float(s.weight_sq_sum),
+        "label sum": float(s.label_mean * w),
+        "label square sum": float((s.label_var_population + s.label_mean**2) * w),
+        "feature sum": float(np.sum(s.mean) * w),
+        "feature square sum": float(np.sum(second)),
+        "feature index-weighted sum": float(np.arange(s.n_features) @ np.asarray(s.mean) * w),
+        "classes": int(len(s.class_weights)),
+    }
+
+
+def fingerprint(estimator_class, param_values, data, theta0=None):
+    """What a checkpoint must match to be resumed: the estimator (``module.Class``), its Params (``param_values``: name
+    -> value), the data (``data``: name -> number, e.g. ``data_fingerprint`` of the conversion's summary) and the
+    start (module docstring; None: a fit that always starts at zero)."""
+    params = {name: _jsonable(v) for name, v in param_values.items() if name not in _UNFINGERPRINTED}
     record = {
         "estimator": {"class": estimator_class},
         "params": json.loads(json.dumps(params, default=str)),
-        "data": {
-            "rows": int(s.rows),
-            "features": int(s.n_features),
-            "weight sum": float(w),
-            "weight square sum": float(s.weight_sq_sum),
-            "label sum": float(s.label_mean * w),
-            "label square sum": float((s.label_var_population + s.label_mean**2) * w),
-            "feature sum": float(np.sum(s.mean) * w),
-            "feature square sum": float(np.sum(second)),
-            "feature index-weighted sum": float(np.arange(s.n_features) @ np.asarray(s.mean) * w),
-            "classes": int(len(s.class_weights)),
-        },
+        "data": dict(data),
     }
     if theta0 is not None:
         theta0 = np.asarray(theta0, dtype=np.float64)
@@ -138,13 +143,14 @@ class Checkpoint:
         self.directory = os.path.abspath(directory)
         self.interval, self.fingerprint, self.name, self.writer = int(interval), fingerprint, name, writer
         self.resume = None  # the state ``load`` found, or None
+        self.resume_path = None  # the directory it was read from
 
     def on_rank(self, rank):
         """This checkpoint as rank ``rank`` of an allreduce stage uses it: only rank 0 writes."""
         if rank == 0:
             return self
         other = Checkpoint(self.directory, self.interval, self.fingerprint, self.name, writer=False)
-        other.resume = self.resume
+        other.resume, other.resume_path = self.resume, self.resume_path
         return other
 
     def _latest(self):
@@ -161,7 +167,7 @@ class Checkpoint:
             return None
         state = self._read(path)
         logger.info("%s: resuming from the checkpoint %s (iteration %d)", self.name, path, state["iteration"])
-        self.resume = state
+        self.resume, self.resume_path = state, path
         return state
 
     def load_part(self, part):
@@ -197,11 +203,13 @@ class Checkpoint:
         if self.writer and iteration % self.interval == 0:
             self.save(iteration, export())
 
-    def save(self, iteration, state):
+    def save(self, iteration, state, beside=None):
         """Write ``state`` (numpy arrays to ``.npy`` files, everything else to JSON) as the checkpoint of
-        ``iteration``, atomically, then delete the older checkpoints."""
+        ``iteration``, atomically, then delete the older checkpoints. ``beside``: None, or a function of the
+        checkpoint's directory (still under its temporary name) that writes files of its own there, which the
+        rename makes part of the checkpoint (GeneralizedLinearMixedModel's tables, written by Spark)."""
         final = os.path.join(self.directory, f"iteration-{iteration:06d}")
-        self._write(final, f"{iteration:06d}", state, iteration)
+        self._write(final, f"{iteration:06d}", state, iteration, beside)
         self._delete(keep=final)
         logger.info("%s: checkpoint of iteration %d written to %s", self.name, iteration, final)
 
@@ -212,10 +220,12 @@ class Checkpoint:
         self._write(final, part, state, None)
         logger.info("%s: the %s written to %s", self.name, part, final)
 
-    def _write(self, final, tag, state, iteration):
+    def _write(self, final, tag, state, iteration, beside=None):
         os.makedirs(self.directory, exist_ok=True)
         tmp = os.path.join(self.directory, f"{_TMP}{tag}-{uuid.uuid4().hex}")
         os.makedirs(tmp)
+        if beside is not None:
+            beside(tmp)
         arrays = {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
         record = {
             "format": FORMAT,
