@@ -38,9 +38,24 @@ def get_or_create(spark_cfg, spark=None):
     require_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use this interpreter and its packages
     builder = SparkSession.builder.master(spark_cfg["master"]).appName(spark_cfg["app_name"])
-    for key, value in spark_cfg["conf"].items():
+    for key, value in session_conf(spark_cfg).items():
         builder = builder.config(key, str(value).lower() if isinstance(value, bool) else str(value))
     return builder.getOrCreate(), True
+
+
+DAEMON_MODULE = "spark.python.daemon.module"
+
+
+def session_conf(spark_cfg):
+    """The conf of a session the job starts: the config's, and for a local master (whose workers run this
+    interpreter, with this package) Python workers that start with torch and the library imported
+    (``sparkml.worker_daemon``) unless the config names a daemon of its own. Other masters get the package
+    shipped after the session starts, too late for a daemon their executors start first."""
+    conf = dict(spark_cfg["conf"])
+    master = spark_cfg["master"]
+    if master == "local" or master.startswith("local["):
+        conf.setdefault(DAEMON_MODULE, "sparkml.worker_daemon")
+    return conf
 
 
 def package_zip(packages=SHIPPED_PACKAGES, directory=None):

@@ -29,8 +29,9 @@ def spark():
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    # The Python workers fork from a daemon that has imported torch and the library (support/preload_daemon.py):
-    # the JVM reads PYTHONPATH when it starts, the tests' own subprocesses keep theirs.
+    # The Python workers fork from the library's daemon, which has imported torch and the library
+    # (sparkml.worker_daemon). Their tasks may run functions of tests/support: the JVM reads PYTHONPATH when it
+    # starts, the tests' own subprocesses keep theirs.
     python_path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.dirname(os.path.abspath(__file__)), python_path]))
     try:
@@ -44,7 +45,7 @@ def spark():
             .config("spark.driver.memory", "4g")
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .config("spark.python.worker.reuse", "true")
-            .config("spark.python.daemon.module", "support.preload_daemon")
+            .config("spark.python.daemon.module", "sparkml.worker_daemon")
             .getOrCreate()
         )
     finally:

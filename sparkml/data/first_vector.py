@@ -25,12 +25,13 @@ def first_vector(df, column: str):
     """The first non-null value of the vector column ``column`` of ``df``, or None where every value is null.
     Raises ``UnreadableVector`` where pyspark cannot read it."""
     vectors = df.select(column).where(F.col(column).isNotNull())
-    if not reads_python_rows(vectors):
+    first = vectors.limit(1)  # head(): one query, planned once for the check below and the collect
+    if not reads_python_rows(first):
         try:
-            first = vectors.head()
+            rows = first.collect()
         except (TypeError, AssertionError) as e:  # pyspark's SparseVector refused the first vector
             raise UnreadableVector(str(e)) from e
-        return first[0] if first else None
+        return rows[0][0] if rows else None
     rdd = vectors.rdd
     for partition in range(rdd.getNumPartitions()):
         found = rdd.context.runJob(rdd, _first_and_drain, [partition])
@@ -50,7 +51,8 @@ def is_sparse(vector) -> bool:
 
 def reads_python_rows(df) -> bool:
     """Whether computing ``df`` runs a Python RDD that is not cached (its plan reads an existing RDD and no cached
-    relation): a classic session only."""
+    relation): a classic session only. The optimized plan it reads is ``df``'s own, which ``df.collect()`` then
+    reuses."""
     if is_connect(df.sparkSession):
         return False
     plan = df._jdf.queryExecution().optimizedPlan().toString()

@@ -228,12 +228,18 @@ def main(out, scratch):
     df = frame(spark).cache()
     df.count()
     results = {}
+
+    def timed(name, case, *args):
+        began = time.time()
+        results[name] = case(*args)
+        results[name]["case seconds"] = round(time.time() - began, 1)  # where the run's time goes
+
     for strategy, how in CASES:
-        results[f"{strategy}, {how}"] = cancel_case(spark, df, scratch, strategy, how)
+        timed(f"{strategy}, {how}", cancel_case, spark, df, scratch, strategy, how)
     for strategy in CTRL_C:
-        results[f"{strategy}, Ctrl-C"] = ctrl_c_case(spark, df, scratch, strategy)
-    results["CrossValidator, one job"] = cross_validator_case(spark, df, scratch)
-    results["allreduce, session stopped"] = stopped_session_case(spark, df, scratch)
+        timed(f"{strategy}, Ctrl-C", ctrl_c_case, spark, df, scratch, strategy)
+    timed("CrossValidator, one job", cross_validator_case, spark, df, scratch)
+    timed("allreduce, session stopped", stopped_session_case, spark, df, scratch)
     with open(out + ".tmp", "w") as f:
         json.dump(results, f, indent=1)
     os.replace(out + ".tmp", out)

@@ -56,7 +56,8 @@ def _submit(scratch, name, extra, signal_when):
     err_path = os.path.join(scratch, f"stderr-{name}")
     with open(err_path, "w") as err:
         proc = subprocess.Popen(argv, env=env, stdout=err, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline, reached = time.time() + 300, False
+    started = time.time()
+    deadline, reached = started + 300, False
     while time.time() < deadline and proc.poll() is None and not reached:
         time.sleep(0.2)
         with open(err_path) as f:
@@ -73,6 +74,7 @@ def _submit(scratch, name, extra, signal_when):
         text = f.read()
     return {
         "reached": reached,
+        "seconds to the signal": round(sent - started, 1),  # where the run's time goes
         "exit code": code,
         "seconds": seconds,
         "tracebacks": text.count("Traceback (most recent call last)"),
