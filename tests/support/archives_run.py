@@ -53,7 +53,10 @@ def build(scratch):
     timings = {}
     wheel = _wheel(scratch, timings)
     env = os.path.join(scratch, "env")
-    timings["venv"], _ = _run([sys.executable, "-m", "venv", env])
+    # without this checkout on PYTHONPATH: pip would take the checkout's metadata (the wheel's build writes it
+    # there) for an installed sparkml-torch and leave it out of the environment
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    timings["venv"], _ = _run([sys.executable, "-m", "venv", env], env=clean)
     timings["install"], _ = _run(
         [
             os.path.join(env, "bin", "python"),
@@ -65,7 +68,8 @@ def build(scratch):
             "-c",
             os.path.join(ROOT, "constraints.txt"),
             wheel,
-        ]
+        ],
+        env=clean,
     )
     archive = os.path.join(scratch, "env.tar.gz")
     venv_pack = os.path.join(os.path.dirname(sys.executable), "venv-pack")
