@@ -127,6 +127,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_refit.py
 	$(PY) benchmarks/bench_refit.py --rows 16000 --features 20 --out $(R)/refit_16k.json
 	$(PY) benchmarks/bench_small.py
+	$(PY) benchmarks/bench_worker_start.py
 	$(PY) benchmarks/bench_transform.py --repeats 3
 	$(PY) benchmarks/bench_cv.py
 	$(PY) benchmarks/bench_cv.py --model svc

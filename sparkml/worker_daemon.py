@@ -11,8 +11,9 @@ idle workers after one minute, a fixed interval), and every task after one that 
 numpy, pyarrow and the modules the library's tasks run before it forks, so each worker starts with them (shared
 copy-on-write), and freezes what those imports made out of the garbage collector's reach (``gc.freeze``: the
 collection pyspark runs after each task skips them; ``sparkml.runtime.task_context.freeze_imports`` does the same
-in workers of other daemons). Measured on 2 cores: a KernelSVC fit of 100,000 rows after a minute idle took 11 s
-with pyspark's daemon against 4 s for the same fit with its workers warm.
+in workers of other daemons). Measured on 2 cores (``benchmarks/bench_worker_start.py``): a fit of 20,000 rows after
+the workers sat idle took 2.2 s (LogisticRegression) and 4.6 s (KernelSVC) with pyspark's daemon, 1.0 s and 1.6 s
+with this one; 0.4 to 0.7 s and 1.3 s with the workers running.
 
 Where an import fails (an executor without torch or this package) the daemon starts anyway, as pyspark's own:
 it never stops Spark's other Python tasks. Importing torch does not initialise CUDA, so forked workers can use
