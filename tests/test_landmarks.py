@@ -203,12 +203,16 @@ def test_unset_num_landmarks_on_a_smooth_kernel_stops_early(spark, caplog):
     frame.unpersist()
 
 
-@pytest.mark.parametrize("problem,landmarks", [("twonorm", 250), ("synthetic", 2000)])
-def test_unset_num_landmarks_stop_early_on_easy_data_and_reach_the_target_on_hard_data(spark, problem, landmarks):
-    """5000 rows x 20 at defaults (the target: 2000): two Gaussians (Bayes accuracy 97.7%) need few landmarks, and the
+@pytest.mark.parametrize(
+    "problem,reg,landmarks", [("twonorm", 1e-4, 250), ("synthetic", 1e-4, 2000), ("synthetic", 1e-6, 2000)]
+)
+def test_unset_num_landmarks_stop_early_on_easy_data_and_reach_the_target_on_hard_data(spark, problem, reg, landmarks):
+    """5000 rows x 20 (the target: 2000): two Gaussians (Bayes accuracy 97.7%) need few landmarks, and the
     stand-in classifier's held-out hinge says so at 500 although the kernel's residual is far above landmarkTol
-    there; the curved boundary of the benchmarks' synthetic problem keeps gaining and goes to the target.
-    landmarkGainTol 0 grows the easy one to the target too (maxIter 1: the landmarks are chosen before the solve)."""
+    there; the curved boundary of the benchmarks' synthetic problem keeps gaining and goes to the target, at the
+    default regParam and at 1e-6, a fit of 1M rows at C = 1, where the stand-in fitted at the fit's regParam overfits
+    its 4000 rows and stopped at 500 (``GAIN_MAX_C``). landmarkGainTol 0 grows the easy one to the target too
+    (maxIter 1: the landmarks are chosen before the solve)."""
     from support.helpers import ROOT
 
     from sparkml.classification import KernelSVC
@@ -218,7 +222,7 @@ def test_unset_num_landmarks_stop_early_on_easy_data_and_reach_the_target_on_har
 
     x, y = datasets.twonorm(5000, seed=3) if problem == "twonorm" else datasets.synthetic(5000, 20, seed=3)
     frame = labeled_frame(spark, x, y).cache()
-    assert KernelSVC(maxIter=1).fit(frame).numLandmarksUsed == landmarks
+    assert KernelSVC(maxIter=1, regParam=reg).fit(frame).numLandmarksUsed == landmarks
     if problem == "twonorm":
         assert KernelSVC(maxIter=1, landmarkGainTol=0.0).fit(frame).numLandmarksUsed == 2000
     frame.unpersist()

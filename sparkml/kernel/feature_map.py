@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec, RowFeatures
-from sparkml.kernel.landmarks import choose_landmarks, grow_landmarks, landmark_target
+from sparkml.kernel.landmarks import GAIN_MAX_C, choose_landmarks, grow_landmarks, landmark_target
 from sparkml.kernel.params import RFF_DEFAULT_FEATURES
 
 if TYPE_CHECKING:
@@ -165,7 +165,8 @@ def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gam
     kernel = {"kind": est.getKernel(), **args}
 
     def gain(train, train_labels, probe, probe_labels):
-        return HeldOutHinge(train, train_labels, probe, probe_labels, classes, est.getRegParam(), kernel)
+        reg = max(est.getRegParam(), 1.0 / (GAIN_MAX_C * len(train)))  # the stand-in's own rows: no free fit
+        return HeldOutHinge(train, train_labels, probe, probe_labels, classes, reg, kernel)
 
     landmarks, rows, trail = grow_landmarks(
         *where,
