@@ -90,9 +90,9 @@ def test_weighted_rows_sample_and_kmeans(spark):
     assert not np.allclose(centres, plain, atol=1e-3)
 
 
-def _grow(spark, residuals, tol=0.05, cap=2000, selection="random", n=3000, hinges=None, gain_tol=0.002):
+def _grow(spark, residuals, tol=0.05, cap=2000, selection="random", n=3000, hinges=None, gain_tol=0.002, probes=None):
     """grow_landmarks on n rows of 2 classes, with a stand-in residual by landmark count (and a stand-in held-out
-    hinge by landmark count: ``hinges``)."""
+    hinge by landmark count: ``hinges``); ``probes``: a list that gets the stand-in's number of probe rows."""
     from sparkml.kernel.landmarks import GAIN_TRAIN_ROWS, grow_landmarks
 
     rng = np.random.default_rng(2)
@@ -105,8 +105,11 @@ def _grow(spark, residuals, tol=0.05, cap=2000, selection="random", n=3000, hing
 
     class Hinge:
         def __init__(self, train, train_labels, probe, probe_labels):
-            assert len(train) == min(GAIN_TRAIN_ROWS, n - len(probe)) and len(probe) == len(probe_labels)
+            pool = cap if selection == "random" else n  # the sampled rows that are not probe rows, at most
+            assert abs(len(train) - min(GAIN_TRAIN_ROWS, n - len(probe), pool)) <= 2 and len(probe) == len(probe_labels)
             assert not {tuple(r) for r in train} & {tuple(r) for r in probe}
+            if probes is not None:
+                probes.append(len(probe))
 
         def loss(self, landmarks):
             return hinges[len(landmarks)]
@@ -158,10 +161,13 @@ def test_unset_num_landmarks_stops_growing_when_twice_as_many_buy_the_classifier
     landmarks, _, trail, _ = _grow(spark, residuals, hinges={250: 0.3, 500: 0.2, 1000: 0.21})
     assert [m for m, _, _ in trail] == [250, 500, 1000] and len(landmarks) == 500
     # a hard problem keeps gaining: the hinge is measured up to GAIN_MAX_LANDMARKS, then the residual alone rules
-    # and the target ends the search
-    landmarks, _, trail, _ = _grow(spark, residuals, hinges={250: 0.6, 500: 0.5, 1000: 0.45})
-    assert trail == [(250, 0.4, 0.6), (500, 0.3, 0.5), (1000, 0.25, 0.45), (2000, None, None)]
-    assert len(landmarks) == 2000
+    # and the target ends the search. 3000 rows: the stand-in's probe is the residual's (1000), so that the target's
+    # landmarks are all there; 12,000: it takes GAIN_PROBE_ROWS (4000), the residual still reads 1000 of them
+    for n, probe_rows in ((3000, 1000), (12000, 4000)):
+        probes: list[int] = []
+        landmarks, _, trail, _ = _grow(spark, residuals, hinges={250: 0.6, 500: 0.5, 1000: 0.45}, n=n, probes=probes)
+        assert trail == [(250, 0.4, 0.6), (500, 0.3, 0.5), (1000, 0.25, 0.45), (2000, None, None)]
+        assert len(landmarks) == 2000 and abs(probes[0] - probe_rows) <= 2
     # landmarkGainTol 0: the check is off, the stand-in is never built
     landmarks, _, trail, _ = _grow(spark, residuals, hinges={}, gain_tol=0.0)
     assert [h for _, _, h in trail] == [None] * 4 and len(landmarks) == 2000
