@@ -14,6 +14,7 @@ from support.helpers import coefficient_vector
 
 from sparkml.base.regularization_path import path_steps
 from sparkml.classification import LinearSVC, LogisticRegression
+from sparkml.data import training_data
 from sparkml.data.training_data import TrainingData
 from sparkml.optim import minimize_lbfgs
 from sparkml.regression import LinearRegression
@@ -220,8 +221,13 @@ def test_at_default_tol_a_path_model_is_no_worse_than_a_cold_fit(frame, kind, st
 
 
 @pytest.mark.parametrize("strategy", ["allreduce", "sync"])
-def test_the_normal_equations_solve_the_grid_from_one_gram_pass(frame, conversions, stages, monkeypatch, strategy):
+@pytest.mark.parametrize("gram_max", [None, 0], ids=["gram-in-conversion", "gram-pass"])
+def test_the_normal_equations_solve_the_grid_from_one_gram(frame, conversions, stages, monkeypatch, strategy, gram_max):
+    """The grid's normal equations share one Gram: the conversion's (4 features), or one pass where the
+    conversion does not compute it (more features than ``GRAM_MAX_FEATURES``, here set to 0)."""
     df, _ = frame
+    if gram_max is not None:
+        monkeypatch.setattr(training_data, "GRAM_MAX_FEATURES", gram_max)
     passes = []
     original = ComposedStrategy.loss_gradient_hessian
 
@@ -233,12 +239,13 @@ def test_the_normal_equations_solve_the_grid_from_one_gram_pass(frame, conversio
     lr = LinearRegression(labelCol="y", strategy=strategy)  # solver auto: 4 features, the normal equations
     maps = grid(lr, True, SIDE_BY_SIDE_REGS)
     path = dict(lr.fitMultiple(df, maps))
-    assert len(passes) == 1 and len(conversions) == 1 and not stages
+    per_fit = 0 if gram_max is None else 1
+    assert len(passes) == per_fit and len(conversions) == 1 and not stages
     for index, (m, cold) in enumerate(zip(maps, cold_fits(lr, df, maps))):
         assert path[index].getRegParam() == m[lr.regParam]
         np.testing.assert_array_equal(coefficient_vector(path[index]), coefficient_vector(cold))
         assert path[index].summary.totalIterations == cold.summary.totalIterations
-    assert len(passes) == 1 + len(maps)
+    assert len(passes) == per_fit * (1 + len(maps))
 
 
 def test_groups_one_path_per_setting_and_label_the_iterations(frame, conversions, stages):

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from sparkml.data import block_store
+from sparkml.data.gram import GRAM_MAX_FEATURES, GramSums
 from sparkml.data.statistics import PartitionStats
 from sparkml.runtime import fault_injection, task_context, worker_socket
 
@@ -146,16 +147,19 @@ def _fold_ids(column):
     return np.asarray(column.fill_null(INVALID_FOLD).to_numpy(zero_copy_only=False), dtype=np.int32)
 
 
-def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds=False):
+def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds=False, gram=False):
     """Validate one partition, write its blocks batch by batch, and return its statistics row. ``offset_col``:
     the batches carry the offsets as column ``o``, stored as the features' last column. ``folds``: they carry
     each row's fold id as column ``f``, stored as the array ``fold`` (``TrainingData.subset`` reads it); the
-    statistics row counts the ids that are ``INVALID_FOLD``."""
+    statistics row counts the ids that are ``INVALID_FOLD``. ``gram``: with at most ``GRAM_MAX_FEATURES``
+    features, the rows' Gram sums (``data.gram``) follow the statistics in the row and no block is written
+    (``info["gram"]``)."""
     worker_socket.acknowledge_promptly()  # before the first batch: no 40 ms wait for it
     partition = _partition()
     warm = _warm_torch()
     stats, dtype = PartitionStats(), np.dtype(dtype)
     invalid_folds = 0
+    sums: GramSums | None = None  # the Gram sums, once the first rows showed d <= GRAM_MAX_FEATURES
     writer = block_store.PartitionWriter(dataset_id, partition)
     try:
         with writer:
@@ -169,7 +173,10 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
                         d = max(sizes)
                         x, sizes = _with_sparse_offset(x, _offsets(_concat(batches, "o"), stats), d), {d + 1}
                     stats.features(x, w, sizes, column.null_count, invalid)
-                    if not stats.has_problems():
+                    if gram and not stats.has_problems() and max(sizes) <= GRAM_MAX_FEATURES:
+                        sums = GramSums(max(sizes))
+                        sums.add(x, y, w)
+                    elif not stats.has_problems():
                         indptr, indices, values = x
                         arrays = [("indptr", indptr), ("indices", indices), ("values", values)]
                         arrays += [("shape", np.array([len(y), max(sizes)])), ("y", y), ("w", w)]
@@ -188,7 +195,10 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
                     if offset_col and x is not None:
                         x, sizes = _with_dense_offset(x, _offsets(batch.column("o"), stats)), {x.shape[1] + 1}
                     stats.features(x, w, sizes, nulls)
-                    if not stats.has_problems():  # after a problem: keep counting, stop writing
+                    if gram and not stats.has_problems() and x.shape[1] <= GRAM_MAX_FEATURES and not writer.nbytes:
+                        sums = sums or GramSums(x.shape[1])
+                        sums.add(x, y, w)
+                    elif not stats.has_problems():  # after a problem: keep counting, stop writing
                         writer.append("x", x)
                         writer.append("y", y)
                         writer.append("w", w)
@@ -196,12 +206,15 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
                             fold = _fold_ids(batch.column("f"))
                             writer.append("fold", fold)
                             invalid_folds += int(np.count_nonzero(fold == INVALID_FOLD))
-            writer.finish(stats.rows > 0 and not stats.has_problems())
+            writer.finish(stats.rows > 0 and not stats.has_problems() and sums is None)
     finally:
         warm.join()
     task_context.freeze_imports()  # torch is imported now: the daemon's collection after this task skips it
     info, moments = stats.info()
     info.update(partition=partition, store=block_store.store_key(), bytes=writer.nbytes)
+    if sums is not None and not stats.has_problems():
+        info["gram"] = True
+        moments += sums.to_bytes()
     if folds:
         info["invalid_folds"] = invalid_folds
     try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pyspark.ml.linalg import SparseVector
 from pyspark.sql import functions as F
 
+from sparkml.data.checks import invalid_sparse_message
 from sparkml.runtime.session_kind import is_connect
 
 SPARSE_DENSITY = 0.5  # a first vector sparser than this: the sparse path (CSR blocks, the vector struct)
@@ -41,6 +42,16 @@ def first_vector(df, column: str):
                 raise UnreadableVector(value)
             return value
     return None
+
+
+def first_layout(df, column: str):
+    """(whether the first vector of ``column`` chooses the sparse path, its size or None where every value is
+    null); a ValueError naming the column where pyspark cannot read it."""
+    try:
+        v = first_vector(df, column)
+    except UnreadableVector as e:
+        raise ValueError(invalid_sparse_message(column, "its first vector", str(e))) from e
+    return is_sparse(v), None if v is None else v.size
 
 
 def is_sparse(vector) -> bool:

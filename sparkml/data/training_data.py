@@ -22,20 +22,13 @@ from sparkml.data import block_store
 from sparkml.data import class_weight as class_weights
 from sparkml.data.checks import check_conversion, check_schema, invalid_sparse_message, jvm_invalid_sparse
 from sparkml.data.convert import STATS_SCHEMA, convert_partition, handle_pairs, handle_rows, stats_batch
-from sparkml.data.first_vector import UnreadableVector, first_vector, is_sparse
+from sparkml.data.first_vector import first_layout
+from sparkml.data.gram import GRAM_MAX_FEATURES, gram_sums
 from sparkml.data.statistics import PROBLEM_KEYS, label_histograms, summarize
 from sparkml.runtime import worker_socket
 from sparkml.runtime.session_kind import is_connect, task_slots
 
 logger = logging.getLogger("sparkml")
-
-
-def _is_sparse(df, features_col):
-    try:
-        v = first_vector(df, features_col)
-    except UnreadableVector as e:
-        raise ValueError(invalid_sparse_message(features_col, "its first vector", str(e))) from e
-    return is_sparse(v)
 
 
 class TrainingData:
@@ -49,7 +42,7 @@ class TrainingData:
         self.sparse, self.dtype, self.spark = sparse, dtype, spark
         self.compute_dtype = compute_dtype or dtype
         self.connect = is_connect(spark)
-        self.sc = None if self.connect else handles.context
+        self.sc = None if self.connect else spark.sparkContext
         self.blocks = []  # (partition, rows, store key) of every non-empty partition
         self.n_partitions = 0  # of the handles (empty partitions included)
         self.dropped_by_tasks = False  # the last pass (allreduce) deleted the blocks itself
@@ -65,6 +58,8 @@ class TrainingData:
         self.stored_rows = None  # ``derive`` with a kernel plan: the rows whose kernel block is stored
         self.columns = ("features", "label", None)  # the names ``prepare`` read: features, label, weight
         self.invalid_folds = 0  # ``prepare(fold=...)``: rows whose fold id names no fold
+        self.gram = None  # ``prepare(gram=True)``: (A, b), the rows' Gram sums (``data.gram``), when computed
+        self.stored = True  # whether the conversion may have written blocks (not when it computed ``gram``)
 
     @classmethod
     def prepare(
@@ -81,6 +76,7 @@ class TrainingData:
         class_weight=None,
         offset_col=None,
         fold=None,
+        gram=False,
     ):
         """Convert ``df`` into blocks stored in ``dtype``, read by passes computing in ``compute_dtype``
         (default ``dtype``; float64 over float32 storage is exact arithmetic on the stored values).
@@ -97,13 +93,16 @@ class TrainingData:
         ValueError naming the column.
         ``fold``: a Column of each row's fold id (an integer; null or ``convert.INVALID_FOLD`` where the row names
         no fold), stored beside the rows for ``subset``; ``invalid_folds`` counts the rows of no fold.
+        ``gram``: the fit needs only the rows' Gram sums (``data.gram``, the normal equations): with at most
+        ``gram.GRAM_MAX_FEATURES`` features the conversion computes them (``self.gram``) and stores no rows.
+        Ignored with ``fold`` or ``offset_col``.
         """
         weight_col = weight_col or None
         check_schema(df, features_col, label_col, weight_col, offset_col)
         source = df
         if max_partitions and (is_connect(df) or df.rdd.getNumPartitions() > max_partitions):
             df = df.coalesce(max_partitions)  # Spark Connect cannot tell the count; fewer stay as they are
-        sparse = _is_sparse(df, features_col)
+        sparse, size = first_layout(df, features_col)
         feats = F.col(features_col)
         # vector_to_array fails on a null vector: keep nulls null so the conversion pass reports them
         x = feats if sparse else F.when(feats.isNotNull(), vector_to_array(feats, dtype))
@@ -117,21 +116,26 @@ class TrainingData:
             columns.append(fold.cast("int").alias("f"))
         selected = df.select(*columns)
         dataset_id, folds = block_store.new_dataset_id(), fold is not None  # the closure must not hold a Column
+        # the Gram sums replace the rows: nothing stored, so no later job reads the handles (not cached)
+        gram = bool(gram) and not folds and not offset_col and size is not None and size <= GRAM_MAX_FEATURES
 
         def convert(batches):
-            return convert_partition(batches, dataset_id, sparse, dtype, offset_col, folds)
+            return convert_partition(batches, dataset_id, sparse, dtype, offset_col, folds, gram)
 
         converted = selected.mapInArrow(convert, STATS_SCHEMA)
         spark = df.sparkSession
-        handles = converted.cache() if is_connect(spark) else converted.rdd.map(tuple).cache()
-        if barrier and not is_connect(spark):
+        if gram:
+            handles = None
+        else:
+            handles = converted.cache() if is_connect(spark) else converted.rdd.map(tuple).cache()
+        if barrier and handles is not None and not is_connect(spark):
             handles.localCheckpoint()  # written by the collect below, beside the cached copy
         data = cls(handles, dataset_id, None, sparse, dtype, spark, compute_dtype)
         data.source, data.barrier, data.strategy = source, barrier, strategy
         data.class_weights = by_class
         data.columns = (features_col, label_col, weight_col)
         try:
-            rows = handles.collect()
+            rows = [tuple(r) for r in converted.collect()] if handles is None else handles.collect()
         except Exception as e:
             # the conversion job failed: the partitions that did convert have written blocks
             data.release(best_effort=True)
@@ -154,10 +158,14 @@ class TrainingData:
                 dtype=dtype,
             )
             data.summary = summarize(rows, infos)
-            data.blocks = [(i["partition"], i["rows"], i["store"]) for i in infos if i["rows"]]
+            data.blocks = [(i["partition"], i["rows"], i["store"]) for i in infos if i["rows"] and not i.get("gram")]
             data.n_partitions = len(rows)
             data.nbytes = sum(i.get("bytes", 0) for i in infos)
             data.invalid_folds = sum(i.get("invalid_folds", 0) for i in infos)
+            if gram:
+                if data.blocks:  # every partition has the first vector's size, checked above
+                    raise RuntimeError("a partition of a Gram conversion stored its rows")
+                data.gram, data.stored = gram_sums(rows, infos, data.summary.n_features), False
         except Exception:
             data.release()
             raise
@@ -346,7 +354,7 @@ class TrainingData:
             self.spark.range(0, n, 1, n).mapInArrow(drop, STATS_SCHEMA).collect()
 
         try:
-            if self.dropped_by_tasks:
+            if self.dropped_by_tasks or not self.stored:
                 return
             if best_effort:
                 drop_on_task_slots()
@@ -368,7 +376,8 @@ class TrainingData:
                     logger.warning("dropping the training blocks of dataset %s failed", dataset_id)
         finally:
             try:
-                self.handles.unpersist(blocking=False)
+                if self.handles is not None:  # None: a Gram conversion's were not cached
+                    self.handles.unpersist(blocking=False)
                 if self._checkpointed is not None:
                     self._checkpointed.unpersist(blocking=False)
                 if self._broadcast is not None:

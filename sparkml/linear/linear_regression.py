@@ -140,6 +140,12 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
     def _huber(self):
         return self.getLoss() == "huber"
 
+    def _conversion(self, dataset, strategy=None):
+        """The normal equations need only the rows' Gram sums: the conversion computes them and stores no rows
+        when the features are few (``TrainingData.prepare(gram=True)``); no pass is left for the solve."""
+        normal = not self._huber() and self.getSolver() in ("auto", "normal")
+        return {**super()._conversion(dataset, strategy), "gram": normal}
+
     def _first_order_refusal(self):
         if self._huber():
             return (
@@ -247,9 +253,14 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
         return float(np.sqrt(var)) if var > 0 else abs(s.label_mean)
 
     def _gram(self, strategy, s):
-        """(X^T W y, X^T W X) with the intercept's column when fitted: one distributed pass (the squared loss's
-        gradient and Hessian block at zero coefficients, whose gradient is -X^T W y)."""
-        _, grad0, gram = strategy.loss_gradient_hessian(np.zeros(s.n_features + self.getFitIntercept()))
+        """(X^T W y, X^T W X) with the intercept's column last when fitted: the conversion's (``data.gram``)
+        where it computed them, else one distributed pass (the squared loss's gradient and Hessian block at zero
+        coefficients, whose gradient is -X^T W y)."""
+        p = s.n_features + self.getFitIntercept()
+        if strategy.data.gram is not None:
+            gram, xty = strategy.data.gram
+            return xty[:p], gram[:p, :p]
+        _, grad0, gram = strategy.loss_gradient_hessian(np.zeros(p))
         return -grad0, gram
 
     def _normal(self, strategy, s, problem, gram=None):

@@ -91,6 +91,7 @@ class ComposedStrategy:
 
     def __init__(self, row, data, loss, options):
         self.name, self.row, self.options, self.loss = row.name, row, options, loss
+        self.data = data
         self.jobs = SparkJobs(data, loss, options)
         self.transport = BarrierStage(data, loss, options, row.name) if row.barrier else self.jobs
 
