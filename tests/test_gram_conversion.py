@@ -13,6 +13,7 @@ from support.data_helpers import labeled_frame
 from support.helpers import executor_datasets
 
 from sparkml.data import training_data
+from sparkml.data.gram import GramPlan
 from sparkml.data.training_data import TrainingData
 from sparkml.regression import LinearRegression
 
@@ -47,14 +48,16 @@ def _reference(arrays, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_the_conversion_computes_the_gram_sums_and_stores_no_rows(spark, arrays, sparse, dtype):
     df = _frame(spark, arrays, sparse)
-    data = TrainingData.prepare(df, "features", "label", "weight", dtype=dtype, gram=True)
+    data = TrainingData.prepare(df, "features", "label", "weight", dtype=dtype, gram=GramPlan())
     try:
         assert data.sparse == sparse and data.blocks == [] and not data.stored
         assert data.dataset_id not in executor_datasets(spark)
-        gram, xty = data.gram
+        gram, xty, zz = data.gram
         ref_gram, ref_xty = _reference(arrays, dtype)
         np.testing.assert_allclose(gram, ref_gram, rtol=1e-12, atol=1e-9)
         np.testing.assert_allclose(xty, ref_xty, rtol=1e-12, atol=1e-9)
+        x, y, w = arrays
+        assert zz == pytest.approx(float(w @ (y * y)), rel=1e-12)
         assert data.summary.rows == len(arrays[1])  # the statistics are the conversion's as before
     finally:
         data.release()
@@ -66,9 +69,9 @@ def test_more_features_than_the_limit_or_fold_ids_store_the_rows(spark, arrays, 
     from pyspark.sql import functions as F
 
     try:
-        with_folds = TrainingData.prepare(df, "features", "label", gram=True, fold=F.lit(0))
+        with_folds = TrainingData.prepare(df, "features", "label", gram=GramPlan(), fold=F.lit(0))
         monkeypatch.setattr(training_data, "GRAM_MAX_FEATURES", 5)  # 6 features
-        wide = TrainingData.prepare(df, "features", "label", gram=True)
+        wide = TrainingData.prepare(df, "features", "label", gram=GramPlan())
         for data in (with_folds, wide):
             assert data.gram is None and data.stored and data.blocks
             assert data.dataset_id in executor_datasets(spark)
@@ -99,3 +102,37 @@ def test_a_normal_equations_fit_runs_two_jobs_and_matches_mllib(spark, arrays, s
     np.testing.assert_allclose(ours.coefficients.toArray(), theirs.coefficients.toArray(), rtol=1e-5, atol=1e-6)
     assert ours.intercept == pytest.approx(theirs.intercept, rel=1e-5, abs=1e-6)
     df.unpersist()
+
+
+@pytest.mark.parametrize(
+    "family, link, offset",
+    [("poisson", None, False), ("poisson", "sqrt", True), ("gamma", None, False), ("binomial", "probit", False)],
+)
+def test_the_irls_start_from_the_conversion_is_its_first_pass(spark, arrays, family, link, offset):
+    """``GramPlan.irls_start``: the sums of IRLS's first pass over the stored rows (``IRLSPass(initial=True)``),
+    the offset as the last stored column; the rows stay stored for the later passes."""
+    from pyspark.sql import functions as F
+
+    from sparkml.gpu.glm import IRLSPass, family_of, link_of
+    from sparkml.regression import GeneralizedLinearRegression
+
+    x, y, w = arrays
+    label = {"poisson": np.round(np.abs(y)), "gamma": np.abs(y) + 0.5, "binomial": (y > 0).astype(float)}[family]
+    df = labeled_frame(spark, x, label, w, partitions=3).withColumn("o", F.rand(1) * 0.3).cache()
+    params = dict(family=family, weightCol="w", **({"link": link} if link else {}), **({"offsetCol": "o"} if offset else {}))
+    estimator = GeneralizedLinearRegression(strategy="sync", **params)
+    conversion = estimator._conversion(df)
+    assert conversion["gram"].rows
+    data = TrainingData.prepare(df, **conversion)
+    try:
+        assert data.stored and data.blocks and data.gram is not None
+        strategy = estimator._make_strategy(data, None)
+        first = IRLSPass(family_of(family), link_of(family, link, None), initial=True)
+        (zz, deviance, invalid), xtz, gram = strategy.loss_gradient_hessian(np.zeros(x.shape[1] + offset + 1), first)
+        ours_gram, ours_xtz, ours_zz = data.gram
+        np.testing.assert_allclose(ours_gram, gram, rtol=1e-11, atol=1e-9)
+        np.testing.assert_allclose(ours_xtz, xtz, rtol=1e-11, atol=1e-9)
+        assert ours_zz == pytest.approx(float(zz), rel=1e-11) and deviance == 0 and invalid == 0
+    finally:
+        data.release()
+        df.unpersist()

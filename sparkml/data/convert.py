@@ -147,13 +147,13 @@ def _fold_ids(column):
     return np.asarray(column.fill_null(INVALID_FOLD).to_numpy(zero_copy_only=False), dtype=np.int32)
 
 
-def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds=False, gram=False):
+def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds=False, gram=None):
     """Validate one partition, write its blocks batch by batch, and return its statistics row. ``offset_col``:
     the batches carry the offsets as column ``o``, stored as the features' last column. ``folds``: they carry
     each row's fold id as column ``f``, stored as the array ``fold`` (``TrainingData.subset`` reads it); the
-    statistics row counts the ids that are ``INVALID_FOLD``. ``gram``: with at most ``GRAM_MAX_FEATURES``
-    features, the rows' Gram sums (``data.gram``) follow the statistics in the row and no block is written
-    (``info["gram"]``)."""
+    statistics row counts the ids that are ``INVALID_FOLD``. ``gram``: a ``GramPlan``: with at most
+    ``GRAM_MAX_FEATURES`` features, the rows' Gram sums (``data.gram``) follow the statistics in the row
+    (``info["gram"]``), and no block is written unless the plan needs the rows."""
     worker_socket.acknowledge_promptly()  # before the first batch: no 40 ms wait for it
     partition = _partition()
     warm = _warm_torch()
@@ -174,9 +174,9 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
                         x, sizes = _with_sparse_offset(x, _offsets(_concat(batches, "o"), stats), d), {d + 1}
                     stats.features(x, w, sizes, column.null_count, invalid)
                     if gram and not stats.has_problems() and max(sizes) <= GRAM_MAX_FEATURES:
-                        sums = GramSums(max(sizes))
+                        sums = GramSums(max(sizes), gram)
                         sums.add(x, y, w)
-                    elif not stats.has_problems():
+                    if not stats.has_problems() and (sums is None or gram.rows):
                         indptr, indices, values = x
                         arrays = [("indptr", indptr), ("indices", indices), ("values", values)]
                         arrays += [("shape", np.array([len(y), max(sizes)])), ("y", y), ("w", w)]
@@ -195,10 +195,11 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
                     if offset_col and x is not None:
                         x, sizes = _with_dense_offset(x, _offsets(batch.column("o"), stats)), {x.shape[1] + 1}
                     stats.features(x, w, sizes, nulls)
-                    if gram and not stats.has_problems() and x.shape[1] <= GRAM_MAX_FEATURES and not writer.nbytes:
-                        sums = sums or GramSums(x.shape[1])
+                    if gram and not stats.has_problems() and x.shape[1] <= GRAM_MAX_FEATURES:  # every batch's d
+                        sums = sums or GramSums(x.shape[1], gram)
                         sums.add(x, y, w)
-                    elif not stats.has_problems():  # after a problem: keep counting, stop writing
+                    # after a problem: keep counting, stop writing
+                    if not stats.has_problems() and (sums is None or gram.rows):
                         writer.append("x", x)
                         writer.append("y", y)
                         writer.append("w", w)
@@ -206,7 +207,7 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
                             fold = _fold_ids(batch.column("f"))
                             writer.append("fold", fold)
                             invalid_folds += int(np.count_nonzero(fold == INVALID_FOLD))
-            writer.finish(stats.rows > 0 and not stats.has_problems() and sums is None)
+            writer.finish(stats.rows > 0 and not stats.has_problems() and (sums is None or gram.rows))
     finally:
         warm.join()
     task_context.freeze_imports()  # torch is imported now: the daemon's collection after this task skips it

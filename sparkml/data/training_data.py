@@ -58,7 +58,7 @@ class TrainingData:
         self.stored_rows = None  # ``derive`` with a kernel plan: the rows whose kernel block is stored
         self.columns = ("features", "label", None)  # the names ``prepare`` read: features, label, weight
         self.invalid_folds = 0  # ``prepare(fold=...)``: rows whose fold id names no fold
-        self.gram = None  # ``prepare(gram=True)``: (A, b), the rows' Gram sums (``data.gram``), when computed
+        self.gram = None  # ``prepare(gram=...)``: (A, b, sum w' z^2), the rows' Gram sums (``data.gram``)
         self.stored = True  # whether the conversion may have written blocks (not when it computed ``gram``)
 
     @classmethod
@@ -76,7 +76,7 @@ class TrainingData:
         class_weight=None,
         offset_col=None,
         fold=None,
-        gram=False,
+        gram=None,
     ):
         """Convert ``df`` into blocks stored in ``dtype``, read by passes computing in ``compute_dtype``
         (default ``dtype``; float64 over float32 storage is exact arithmetic on the stored values).
@@ -93,9 +93,9 @@ class TrainingData:
         ValueError naming the column.
         ``fold``: a Column of each row's fold id (an integer; null or ``convert.INVALID_FOLD`` where the row names
         no fold), stored beside the rows for ``subset``; ``invalid_folds`` counts the rows of no fold.
-        ``gram``: the fit needs only the rows' Gram sums (``data.gram``, the normal equations): with at most
-        ``gram.GRAM_MAX_FEATURES`` features the conversion computes them (``self.gram``) and stores no rows.
-        Ignored with ``fold`` or ``offset_col``.
+        ``gram``: a ``data.gram.GramPlan``: with at most ``GRAM_MAX_FEATURES`` features the conversion computes
+        the rows' Gram sums (``self.gram``: A, b, sum w' z^2), and stores the rows only where the plan needs them.
+        Ignored with ``fold``.
         """
         weight_col = weight_col or None
         check_schema(df, features_col, label_col, weight_col, offset_col)
@@ -116,15 +116,15 @@ class TrainingData:
             columns.append(fold.cast("int").alias("f"))
         selected = df.select(*columns)
         dataset_id, folds = block_store.new_dataset_id(), fold is not None  # the closure must not hold a Column
-        # the Gram sums replace the rows: nothing stored, so no later job reads the handles (not cached)
-        gram = bool(gram) and not folds and not offset_col and size is not None and size <= GRAM_MAX_FEATURES
+        if folds or size is None or size + bool(offset_col) > GRAM_MAX_FEATURES:
+            gram = None
 
         def convert(batches):
             return convert_partition(batches, dataset_id, sparse, dtype, offset_col, folds, gram)
 
         converted = selected.mapInArrow(convert, STATS_SCHEMA)
         spark = df.sparkSession
-        if gram:
+        if gram and not gram.rows:  # nothing stored: no later job reads the handles (not cached)
             handles = None
         else:
             handles = converted.cache() if is_connect(spark) else converted.rdd.map(tuple).cache()
@@ -158,14 +158,15 @@ class TrainingData:
                 dtype=dtype,
             )
             data.summary = summarize(rows, infos)
-            data.blocks = [(i["partition"], i["rows"], i["store"]) for i in infos if i["rows"] and not i.get("gram")]
+            stored = gram is None or gram.rows
+            data.blocks = [(i["partition"], i["rows"], i["store"]) for i in infos if i["rows"]] if stored else []
             data.n_partitions = len(rows)
             data.nbytes = sum(i.get("bytes", 0) for i in infos)
             data.invalid_folds = sum(i.get("invalid_folds", 0) for i in infos)
             if gram:
-                if data.blocks:  # every partition has the first vector's size, checked above
-                    raise RuntimeError("a partition of a Gram conversion stored its rows")
-                data.gram, data.stored = gram_sums(rows, infos, data.summary.n_features), False
+                if not all(i.get("gram") for i in infos if i["rows"]):  # every partition has the first vector's d
+                    raise RuntimeError("a partition of a Gram conversion computed no Gram sums")
+                data.gram, data.stored = gram_sums(rows, infos, data.summary.n_features), stored
         except Exception:
             data.release()
             raise

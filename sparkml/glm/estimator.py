@@ -27,6 +27,7 @@ from pyspark.ml.regression import Predictor
 
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.params import declared_estimator
+from sparkml.data.gram import GramPlan
 from sparkml.glm import penalized
 from sparkml.glm.irls import ConvergenceWarning, irls
 from sparkml.glm.model import GeneralizedLinearRegressionModel, _Params, family_and_link
@@ -131,7 +132,15 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
         return (self.getOrDefault("offsetCol") if self.isDefined("offsetCol") else None) or None
 
     def _conversion(self, dataset, strategy=None):
-        return {**super()._conversion(dataset, strategy), "offset_col": self._offset_col()}
+        """The conversion also computes IRLS's first pass (the Gram sums of MLlib's start) where IRLS solves:
+        no L1 term, and few features (``TrainingData.prepare(gram=...)``)."""
+        gram = None
+        if self.getSolver() == "irls" and not self._quasi_newton(0):
+            family = self.getFamily()
+            link = self.getLink() if self.isSet("link") else None
+            link_power = self.getLinkPower() if self.isSet("linkPower") else None
+            gram = GramPlan(irls_start=(family, self.getVariancePower(), link, link_power), rows=True)
+        return {**super()._conversion(dataset, strategy), "offset_col": self._offset_col(), "gram": gram}
 
     def _train(self, data, last_pass):
         s = data.summary
@@ -150,6 +159,9 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
         passes = {initial: IRLSPass(family, link, initial) for initial in (True, False)}
 
         def one_pass(coef, initial):
+            if initial and data.gram is not None:  # the conversion's: (sum w z^2, 0, 0), sum w z a, sum w a a^T
+                gram, xtz, zz = data.gram
+                return np.array([zz, 0.0, 0.0]), xtz, gram
             return strategy.loss_gradient_hessian(coef, loss=passes[initial])
 
         checkpoint = self._checkpoint(s)

@@ -39,6 +39,7 @@ from sparkml.base.model import ConvertsToStock, HasCoefficientVector, KeepsTrain
 from sparkml.base.params import HasTorchTrainingParams, declared_estimator, declares
 from sparkml.base.summary import LinearRegressionTrainingSummary, training_summary
 from sparkml.base.validation import check_huber_params
+from sparkml.data.gram import GramPlan
 from sparkml.gpu import HuberLoss, SquaredLoss
 from sparkml.linear.estimator import LinearEstimator, LinearProblem
 from sparkml.linear.scale_objective import WithScale
@@ -144,7 +145,7 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
         """The normal equations need only the rows' Gram sums: the conversion computes them and stores no rows
         when the features are few (``TrainingData.prepare(gram=True)``); no pass is left for the solve."""
         normal = not self._huber() and self.getSolver() in ("auto", "normal")
-        return {**super()._conversion(dataset, strategy), "gram": normal}
+        return {**super()._conversion(dataset, strategy), "gram": GramPlan() if normal else None}
 
     def _first_order_refusal(self):
         if self._huber():
@@ -258,7 +259,7 @@ class LinearRegression(LinearEstimator, Predictor, _Params):
         coefficients, whose gradient is -X^T W y)."""
         p = s.n_features + self.getFitIntercept()
         if strategy.data.gram is not None:
-            gram, xty = strategy.data.gram
+            gram, xty, _ = strategy.data.gram
             return xty[:p], gram[:p, :p]
         _, grad0, gram = strategy.loss_gradient_hessian(np.zeros(p))
         return -grad0, gram
