@@ -119,7 +119,8 @@ def test_the_irls_start_from_the_conversion_is_its_first_pass(spark, arrays, fam
     x, y, w = arrays
     label = {"poisson": np.round(np.abs(y)), "gamma": np.abs(y) + 0.5, "binomial": (y > 0).astype(float)}[family]
     df = labeled_frame(spark, x, label, w, partitions=3).withColumn("o", F.rand(1) * 0.3).cache()
-    params = dict(family=family, weightCol="w", **({"link": link} if link else {}), **({"offsetCol": "o"} if offset else {}))
+    params = dict(family=family, weightCol="w", **({"link": link} if link else {}))
+    params.update({"offsetCol": "o"} if offset else {})
     estimator = GeneralizedLinearRegression(strategy="sync", **params)
     conversion = estimator._conversion(df)
     assert conversion["gram"].rows
