@@ -48,7 +48,7 @@ class GramPlan:
 
         name, variance_power, link, link_power = self.irls_start
         family = family_of(name, variance_power)
-        yt, wt = torch.from_numpy(y), torch.from_numpy(w)
+        yt, wt = torch.from_numpy(np.array(y)), torch.from_numpy(np.array(w))  # Arrow's are read-only
         return link_of(name, link, link_power, variance_power).link(family.initialize(yt, wt)).numpy(), w
 
 
