@@ -12,6 +12,7 @@ from pyspark.ml.linalg import Vectors
 from support.data_helpers import labeled_frame
 from support.helpers import executor_datasets
 
+import sparkml
 from sparkml.data import training_data
 from sparkml.data.gram import GramPlan
 from sparkml.data.training_data import TrainingData
@@ -90,6 +91,7 @@ def test_a_normal_equations_fit_runs_two_jobs_and_matches_mllib(spark, arrays, s
     df = labeled_frame(spark, x, y, w, partitions=3).cache()
     df.count()
     params = dict(weightCol="w", regParam=0.05, elasticNetParam=0.5)
+    sparkml.release_conversions(spark)  # else the fit's conversion cache may release earlier tests' in its thread
     sc = spark.sparkContext
     group = f"normal-fit-{strategy}"
     sc.setJobGroup(group, group)
@@ -102,6 +104,7 @@ def test_a_normal_equations_fit_runs_two_jobs_and_matches_mllib(spark, arrays, s
     np.testing.assert_allclose(ours.coefficients.toArray(), theirs.coefficients.toArray(), rtol=1e-5, atol=1e-6)
     assert ours.intercept == pytest.approx(theirs.intercept, rel=1e-5, abs=1e-6)
     df.unpersist()
+    sparkml.release_conversions(spark)
 
 
 @pytest.mark.parametrize(
