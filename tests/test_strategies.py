@@ -106,14 +106,14 @@ def test_allreduce_over_an_input_whose_stage_changes_its_partitions(frame, sync_
 
 
 def test_stage_chain_check_matches_spark(spark):
-    from sparkml.data.training_data import _keeps_partitions
+    from sparkml.runtime.barrier_lineage import keeps_partitions
 
     sc = spark.sparkContext
     four = sc.parallelize(range(40), 4)
-    assert _keeps_partitions(four.map(lambda v: v + 1)._jrdd.rdd())
-    assert not _keeps_partitions(four.coalesce(2)._jrdd.rdd())
-    assert _keeps_partitions(four.repartition(2)._jrdd.rdd())  # the shuffle starts a new stage
-    assert not _keeps_partitions(four.union(four)._jrdd.rdd())
+    assert keeps_partitions(four.map(lambda v: v + 1)._jrdd.rdd())
+    assert not keeps_partitions(four.coalesce(2)._jrdd.rdd())
+    assert keeps_partitions(four.repartition(2)._jrdd.rdd())  # the shuffle starts a new stage
+    assert not keeps_partitions(four.union(four)._jrdd.rdd())
 
 
 def test_exact_strategies_convert_one_block_per_task_slot(frame, spark):

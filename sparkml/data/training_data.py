@@ -26,6 +26,7 @@ from sparkml.data.first_vector import first_layout
 from sparkml.data.gram import GRAM_MAX_FEATURES, gram_sums
 from sparkml.data.statistics import PROBLEM_KEYS, label_histograms, summarize
 from sparkml.runtime import worker_socket
+from sparkml.runtime.barrier_lineage import keeps_partitions
 from sparkml.runtime.session_kind import is_connect, task_slots
 
 logger = logging.getLogger("sparkml")
@@ -240,7 +241,7 @@ class TrainingData:
         here by one small job. Spark Connect cannot inspect the chain:
         there it always makes one.
         """
-        if not self.connect and _keeps_partitions(self.handles._jrdd.rdd()):
+        if not self.connect and keeps_partitions(self.handles._jrdd.rdd()):
             return self.handles
         with self._lock:
             if self._checkpointed is None:  # made once per fit, whatever number of stages read it
@@ -385,22 +386,3 @@ class TrainingData:
                     self._broadcast.unpersist(blocking=False)
             except Exception:  # a stopped session (a killed application): its cached data is gone with it
                 logger.warning("the cached handles of dataset %s could not be unpersisted", dataset_id)
-
-
-def _keeps_partitions(rdd):
-    """Whether every RDD in ``rdd``'s stage (its narrow-dependency ancestors) has ``rdd``'s number of
-    partitions: what Spark's barrier check (``DAGScheduler.checkBarrierStageWithRDDChainPattern``) asks."""
-    n, todo, seen = rdd.getNumPartitions(), [rdd], set()
-    while todo:
-        deps = todo.pop().dependencies()
-        for i in range(deps.size()):
-            dep = deps.apply(i)
-            if dep.getClass().getSimpleName() == "ShuffleDependency":  # the stage before this one
-                continue
-            parent = dep.rdd()
-            if parent.id() not in seen:
-                if parent.getNumPartitions() != n:
-                    return False
-                seen.add(parent.id())
-                todo.append(parent)
-    return True

@@ -30,7 +30,7 @@ from sparkml.base.params import declared_estimator
 from sparkml.data.gram import GramPlan
 from sparkml.glm import penalized
 from sparkml.glm.irls import ConvergenceWarning, irls
-from sparkml.glm.model import GeneralizedLinearRegressionModel, _Params, family_and_link
+from sparkml.glm.model import GeneralizedLinearRegressionModel, _Params, family_and_link, family_link_params
 from sparkml.gpu.glm import DevianceLoss, IRLSPass
 from sparkml.optim.iterations import Iteration, TrainingSummary
 from sparkml.params.estimators import GENERALIZED_LINEAR_REGRESSION
@@ -136,10 +136,7 @@ class GeneralizedLinearRegression(TorchEstimator, Predictor, _Params):
         no L1 term, and few features (``TrainingData.prepare(gram=...)``)."""
         gram = None
         if self.getSolver() == "irls" and not self._quasi_newton(0):
-            family = self.getFamily()
-            link = self.getLink() if self.isSet("link") else None
-            link_power = self.getLinkPower() if self.isSet("linkPower") else None
-            gram = GramPlan(irls_start=(family, self.getVariancePower(), link, link_power), rows=True)
+            gram = GramPlan(irls_start=family_link_params(self), rows=True)
         return {**super()._conversion(dataset, strategy), "offset_col": self._offset_col(), "gram": gram}
 
     def _train(self, data, last_pass):

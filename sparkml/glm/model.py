@@ -43,13 +43,18 @@ class _Params(_GeneralizedLinearRegressionParams, HasTrainingParams, HasElasticN
     _own_param_names = ("elasticNetParam",)
 
 
-def family_and_link(params):
-    """(``sparkml.gpu.glm.Family``, ``Link``) of an estimator's or model's Params, as MLlib's ``FamilyAndLink``."""
-    variance_power = params.getVariancePower()
+def family_link_params(params):
+    """(family, variance power, link or None, link power or None): the Params that name the family and the link
+    (unset link Params None), as ``sparkml.gpu.glm.family_of`` and ``link_of`` take them."""
     link = params.getLink() if params.isSet("link") else None
     link_power = params.getLinkPower() if params.isSet("linkPower") else None
-    family = family_of(params.getFamily(), variance_power)
-    return family, link_of(params.getFamily(), link, link_power, variance_power)
+    return params.getFamily(), params.getVariancePower(), link, link_power
+
+
+def family_and_link(params):
+    """(``sparkml.gpu.glm.Family``, ``Link``) of an estimator's or model's Params, as MLlib's ``FamilyAndLink``."""
+    family, variance_power, link, link_power = family_link_params(params)
+    return family_of(family, variance_power), link_of(family, link, link_power, variance_power)
 
 
 class GeneralizedLinearRegressionModel(
