@@ -12,6 +12,7 @@ from support.helpers import executor_datasets
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.model import KeepsTrainingSummary
 from sparkml.base.params import HasTorchTrainingParams
+from sparkml.data import background_release
 from sparkml.data.training_data import TrainingData
 from sparkml.gpu import SquaredLoss
 from sparkml.optim.linear_objective import LinearObjective
@@ -120,6 +121,7 @@ def test_one_conversion_the_named_strategy_and_a_callback_per_iteration(data, pr
     est = DummyLeastSquares(strategy=strategy, dtype="float64", maxIter=50, localIter=5)
     events = []
     model = est._add_iteration_callback(events.append).fit(df)
+    background_release.wait()  # the blocks are deleted after the fit returns
     assert prepares == {"prepare": 1, "release": 1}
     pairs = {"sync": ("sync", "jobs", "quasi-newton"), "averaging": ("averaging", "jobs", "dane")}
     assert est.strategies == [pairs[strategy]]
@@ -137,6 +139,7 @@ def test_allreduce_reaches_the_same_model(data, prepares):
     df, exact = data
     est = DummyLeastSquares(strategy="allreduce", dtype="float64", maxIter=50)
     model = est.fit(df)
+    background_release.wait()
     assert est.strategies == [("allreduce", "barrier", "quasi-newton")] and prepares == {"prepare": 1, "release": 1}
     np.testing.assert_allclose(model.theta, exact, rtol=0, atol=1e-6)
 

@@ -49,7 +49,7 @@ from support.fuzz_cases import Case, _clean_case, assert_names_a_problem, cases,
 from support.helpers import executor_datasets
 
 from sparkml.classification import LinearSVC, LogisticRegression
-from sparkml.data import block_store
+from sparkml.data import background_release, block_store
 from sparkml.data.training_data import TrainingData
 from sparkml.regression import LinearRegression
 
@@ -201,6 +201,7 @@ def block_roots(spark):
 
 
 def assert_no_blocks_left(roots, ids):
+    background_release.wait()  # a fit that returned deletes its blocks in the background
     found = {name for r in roots if os.path.isdir(r) for name in os.listdir(r) if not name.startswith(".")}
     left = found & set(ids)
     assert not left, f"training blocks left behind: {left}"

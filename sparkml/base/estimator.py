@@ -271,7 +271,7 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         ``dataset`` by an earlier fit when there is one (``data.reuse``), converted again when its blocks
         turned out to be gone; else a fresh conversion, released when the fit ends. ``train(data, last_pass)``:
         what trains (default ``_train``; a regularization path's models, ``base.fit_multiple``)."""
-        from sparkml.data import reuse
+        from sparkml.data import background_release, reuse
         from sparkml.strategies.barrier_task import blocks_lost
 
         train = train or self._train
@@ -281,9 +281,12 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         data, entry, reused = reuse.acquire(dataset, conversion, lambda: TrainingData.prepare(dataset, **conversion))
         if entry is None:
             try:
-                return train(data, last_pass=True)
-            finally:
+                model = train(data, last_pass=True)
+            except BaseException:
                 data.release()
+                raise
+            background_release.release_after_fit(data)  # the model needs none of it: not on the fit's time
+            return model
         try:
             model = train(data, last_pass=False)
         except Exception as e:

@@ -30,7 +30,7 @@ import re
 import threading
 import time
 
-from sparkml.runtime.session_kind import conf_value, is_connect
+from sparkml.runtime.session_kind import conf_value, is_stopped
 
 logger = logging.getLogger("sparkml")
 
@@ -71,12 +71,7 @@ def _max_bytes(spark):
 
 
 def _alive(spark):
-    try:
-        if is_connect(spark):
-            return not getattr(spark, "is_stopped", False)
-        return spark.sparkContext._jsc is not None
-    except Exception:
-        return False
+    return not is_stopped(spark)
 
 
 def _is_cached(df):

@@ -27,7 +27,7 @@ from sparkml.data.gram import GRAM_MAX_FEATURES, gram_sums
 from sparkml.data.statistics import PROBLEM_KEYS, label_histograms, summarize
 from sparkml.runtime import worker_socket
 from sparkml.runtime.barrier_lineage import keeps_partitions
-from sparkml.runtime.session_kind import is_connect, task_slots
+from sparkml.runtime.session_kind import is_connect, is_stopped, task_slots
 
 logger = logging.getLogger("sparkml")
 
@@ -127,8 +127,8 @@ class TrainingData:
         spark = df.sparkSession
         if gram and not gram.rows:  # nothing stored: no later job reads the handles (not cached)
             handles = None
-        else:
-            handles = converted.cache() if is_connect(spark) else converted.rdd.map(tuple).cache()
+        else:  # classic: the rows as the JVM pickles them, cached there (a Python map would cost each task a worker)
+            handles = converted.cache() if is_connect(spark) else converted.rdd.cache()
         if barrier and handles is not None and not is_connect(spark):
             handles.localCheckpoint()  # written by the collect below, beside the cached copy
         data = cls(handles, dataset_id, None, sparse, dtype, spark, compute_dtype)
@@ -365,6 +365,8 @@ class TrainingData:
             else:
                 self.handles.mapPartitions(drop).count()
         except Exception as e:
+            if is_stopped(self.spark):  # the application's end deletes its executors' directories
+                return
             if not best_effort:  # the handles are gone (a lost executor): drop where the tasks land
                 logger.warning(
                     "the training blocks of dataset %s could not be dropped where they were "
@@ -385,4 +387,5 @@ class TrainingData:
                 if self._broadcast is not None:
                     self._broadcast.unpersist(blocking=False)
             except Exception:  # a stopped session (a killed application): its cached data is gone with it
-                logger.warning("the cached handles of dataset %s could not be unpersisted", dataset_id)
+                if not is_stopped(self.spark):
+                    logger.warning("the cached handles of dataset %s could not be unpersisted", dataset_id)

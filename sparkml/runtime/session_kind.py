@@ -7,6 +7,17 @@ def is_connect(obj):
     return type(obj).__module__.startswith("pyspark.sql.connect")
 
 
+def is_stopped(spark):
+    """Whether ``spark``'s session has stopped (or can no longer be asked): its executors' directories are gone."""
+    try:
+        if is_connect(spark):
+            return bool(getattr(spark, "is_stopped", False))
+        jsc = spark.sparkContext._jsc
+        return jsc is None or bool(jsc.sc().isStopped())
+    except Exception:
+        return True
+
+
 def task_slots(spark):
     """Tasks the cluster can run at once (None when a Spark Connect client cannot tell)."""
     if not is_connect(spark):

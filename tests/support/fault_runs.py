@@ -71,6 +71,9 @@ def frame(spark):
 
 
 def blocks_left(scratch):
+    from sparkml.data import background_release
+
+    background_release.wait()  # a fit that returned deletes its blocks in the background
     return sorted(
         p
         for p in glob.glob(os.path.join(scratch, "local", "**", "sparkml-blocks", "*"), recursive=True)

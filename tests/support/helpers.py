@@ -23,7 +23,11 @@ def use_this_checkout():
 
 
 def executor_datasets(spark):
-    """Dataset directories under ``block_store.root_dir()`` as the executors' Python workers see it."""
+    """Dataset directories under ``block_store.root_dir()`` as the executors' Python workers see it, once the
+    releases of the fits that returned have ended (``data.background_release``)."""
+    from sparkml.data import background_release
+
+    background_release.wait()
 
     def listing(items):
         for _ in items:  # drain, so Spark may reuse the worker
