@@ -115,3 +115,11 @@ def test_auto_fits_again_with_sync_after_a_killed_executor(outcome):
 
 def test_no_blocks_after_the_session_stops(outcome):
     assert _leaked(outcome["blocks left after stop"], outcome) == []
+
+
+def test_a_stop_right_after_a_fit_waits_for_the_job_deleting_its_blocks(outcome):
+    """``spark.stop()`` at once after a fit: no job runs under the shutdown (the JVM would print the job's end)."""
+    run = background.result("fault runs", background_runs())
+    assert outcome["stopped right after a fit"]["error"] is None
+    for sign in ("RejectedExecutionException", "SparkContext was shut down", "cancelled because SparkContext"):
+        assert sign not in run.stderr, run.stderr[-3000:]

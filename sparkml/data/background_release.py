@@ -6,9 +6,11 @@ in a thread of its own, so ``fit`` returns its model as soon as the optimizer is
 releases before it raises (nothing is left behind when the error reaches the caller). The job carries a description
 of its own, not the fit's job group. Spark Connect sessions release in the fit's thread.
 
-``wait`` blocks until the releases started so far have ended: the interpreter's exit waits for them (the JVM is
-still up then), so a script that ends right after its last fit leaves nothing behind; an application stopped in the
-meantime deletes its directories itself, and its release ends quietly.
+``wait`` blocks until the releases started so far have ended. ``SparkContext.stop`` (``spark.stop()``) of a context
+that released in the background and the interpreter's exit (the JVM is still up then) wait for them, so a script
+that stops or ends right after its last fit leaves nothing behind and Spark does not shut down under a running job;
+an application stopped otherwise (killed, or its JVM stopped directly) deletes its directories itself, and its
+release ends quietly.
 """
 
 import atexit
@@ -17,6 +19,7 @@ import threading
 _LOCK = threading.Lock()
 _PENDING: set[threading.Thread] = set()
 _AT_EXIT = False
+STOP_WAIT_S = 60.0  # the longest ``SparkContext.stop`` waits for each release (a release job takes milliseconds)
 
 
 def release_after_fit(data):
@@ -33,7 +36,23 @@ def release_after_fit(data):
         if not _AT_EXIT:  # registered after pyspark's own exit hook (which stops the JVM), so it runs before it
             atexit.register(wait)
             _AT_EXIT = True
+        _wait_in_stop(data.sc)
     thread.start()
+
+
+def _wait_in_stop(sc):
+    """Make this ``SparkContext`` object's ``stop`` wait for the releases in flight first (an attribute of the
+    object, not of the class: other contexts are left as they are)."""
+    if getattr(sc, "_sparkml_stop_waits", False):
+        return
+    original = sc.stop
+
+    def stop():
+        wait(STOP_WAIT_S)
+        original()
+
+    stop.__doc__ = original.__doc__
+    sc.stop, sc._sparkml_stop_waits = stop, True
 
 
 def _release(data):

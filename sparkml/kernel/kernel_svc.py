@@ -61,6 +61,7 @@ from pyspark.ml.classification import Classifier
 from sparkml.base.estimator import TorchEstimator
 from sparkml.base.params import declared_estimator
 from sparkml.base.validation import classification_labels
+from sparkml.data import background_release
 from sparkml.gpu import OneVsOneProblems, OneVsRestProblems, SmoothedHingeLoss, SquaredHingeLoss
 from sparkml.gpu.feature_maps import NystroemSpec
 from sparkml.gpu.fourier import FOURIER_KERNELS
@@ -263,8 +264,10 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
                     spec, theta[:, :m], intercepts, num_classes, gamma, platt, estimator._pairs(num_classes)
                 )
                 models.append(estimator._fitted(model, summaries, raw.source))
-        finally:
+        except BaseException:
             features.release()
+            raise
+        background_release.release_after_fit(features)  # the models need none of it: not on the fit's time
         if checkpoint is not None:
             checkpoint.remove()  # the fit succeeded
         return models

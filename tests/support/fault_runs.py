@@ -203,6 +203,10 @@ def main(out, scratch):
         deadline = time.time() + 60  # the standalone master starts a replacement executor
         while len(executor_pids(app_id)) < 2 and time.time() < deadline:
             time.sleep(0.5)
+    from sparkml.data import background_release
+
+    _, error, _ = fit("sync")  # its blocks are deleted after it returns: the stop below waits for that job
+    results["stopped right after a fit"] = {"error": error, "releases in flight": background_release.pending()}
     spark.stop()
     results["blocks left after stop"] = blocks_left(scratch)
     with open(out + ".tmp", "w") as f:
