@@ -43,9 +43,6 @@ class _Context:
     def __init__(self):
         self.events = []
 
-    def setJobDescription(self, text):
-        pass
-
     def stop(self):
         self.events.append(("stop", background_release.pending()))
 

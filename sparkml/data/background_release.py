@@ -3,8 +3,8 @@
 A fit's last Spark job deletes its training blocks on the executors (``TrainingData.release``): one job over the
 cached handles, 20 to 50 ms on a small fit, of which the model needs nothing. When a fit has succeeded that job runs
 in a thread of its own, so ``fit`` returns its model as soon as the optimizer is done; a fit that fails still
-releases before it raises (nothing is left behind when the error reaches the caller). The job carries a description
-of its own, not the fit's job group. Spark Connect sessions release in the fit's thread.
+releases before it raises (nothing is left behind when the error reaches the caller). Spark Connect sessions release
+in the fit's thread.
 
 ``wait`` blocks until the releases started so far have ended. ``SparkContext.stop`` (``spark.stop()``) of a context
 that released in the background and the interpreter's exit (the JVM is still up then) wait for them, so a script
@@ -57,7 +57,6 @@ def _wait_in_stop(sc):
 
 def _release(data):
     try:
-        data.sc.setJobDescription(f"sparkml: deleting the training blocks of dataset {data.dataset_id}")
         data.release()
     except Exception:  # a stopped session: release already said what it could not do
         pass
