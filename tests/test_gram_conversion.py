@@ -13,7 +13,7 @@ from support.data_helpers import labeled_frame
 from support.helpers import executor_datasets
 
 import sparkml
-from sparkml.data import training_data
+from sparkml.data import conversion_plan
 from sparkml.data.gram import GramPlan
 from sparkml.data.training_data import TrainingData
 from sparkml.regression import LinearRegression
@@ -71,7 +71,7 @@ def test_more_features_than_the_limit_or_fold_ids_store_the_rows(spark, arrays, 
 
     try:
         with_folds = TrainingData.prepare(df, "features", "label", gram=GramPlan(), fold=F.lit(0))
-        monkeypatch.setattr(training_data, "GRAM_MAX_FEATURES", 5)  # 6 features
+        monkeypatch.setattr(conversion_plan, "GRAM_MAX_FEATURES", 5)  # 6 features
         wide = TrainingData.prepare(df, "features", "label", gram=GramPlan())
         for data in (with_folds, wide):
             assert data.gram is None and data.stored and data.blocks

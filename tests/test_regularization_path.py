@@ -14,7 +14,7 @@ from support.helpers import coefficient_vector
 
 from sparkml.base.regularization_path import path_steps
 from sparkml.classification import LinearSVC, LogisticRegression
-from sparkml.data import training_data
+from sparkml.data import conversion_plan
 from sparkml.data.training_data import TrainingData
 from sparkml.optim import minimize_lbfgs
 from sparkml.regression import LinearRegression
@@ -227,7 +227,7 @@ def test_the_normal_equations_solve_the_grid_from_one_gram(frame, conversions, s
     conversion does not compute it (more features than ``GRAM_MAX_FEATURES``, here set to 0)."""
     df, _ = frame
     if gram_max is not None:
-        monkeypatch.setattr(training_data, "GRAM_MAX_FEATURES", gram_max)
+        monkeypatch.setattr(conversion_plan, "GRAM_MAX_FEATURES", gram_max)
     passes = []
     original = ComposedStrategy.loss_gradient_hessian
 

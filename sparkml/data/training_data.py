@@ -15,15 +15,12 @@ import logging
 import threading
 
 import numpy as np
-from pyspark.ml.functions import vector_to_array
-from pyspark.sql import functions as F
 
-from sparkml.data import block_store
+from sparkml.data import block_store, conversion_plan
 from sparkml.data import class_weight as class_weights
 from sparkml.data.checks import check_conversion, check_schema, invalid_sparse_message, jvm_invalid_sparse
-from sparkml.data.convert import STATS_SCHEMA, convert_partition, handle_pairs, handle_rows, stats_batch
-from sparkml.data.first_vector import first_layout
-from sparkml.data.gram import GRAM_MAX_FEATURES, gram_sums
+from sparkml.data.convert import STATS_SCHEMA, handle_pairs, handle_rows, stats_batch
+from sparkml.data.gram import gram_sums
 from sparkml.data.statistics import PROBLEM_KEYS, label_histograms, summarize
 from sparkml.runtime import worker_socket
 from sparkml.runtime.barrier_lineage import keeps_partitions
@@ -103,32 +100,11 @@ class TrainingData:
         source = df
         if max_partitions and (is_connect(df) or df.rdd.getNumPartitions() > max_partitions):
             df = df.coalesce(max_partitions)  # Spark Connect cannot tell the count; fewer stay as they are
-        sparse, size = first_layout(df, features_col)
-        feats = F.col(features_col)
-        # vector_to_array fails on a null vector: keep nulls null so the conversion pass reports them
-        x = feats if sparse else F.when(feats.isNotNull(), vector_to_array(feats, dtype))
-        w = F.col(weight_col).cast("double") if weight_col else F.lit(1.0)
-        by_class = class_weights.resolve(class_weight, df, label_col)
-        w = class_weights.weighted(w, F.col(label_col).cast("double"), by_class)
-        columns = [x.alias("x"), F.col(label_col).cast("double").alias("y"), w.alias("w")]
-        if offset_col:
-            columns.append(F.col(offset_col).cast("double").alias("o"))
-        if fold is not None:
-            columns.append(fold.cast("int").alias("f"))
-        selected = df.select(*columns)
-        dataset_id, folds = block_store.new_dataset_id(), fold is not None  # the closure must not hold a Column
-        if folds or size is None or size + bool(offset_col) > GRAM_MAX_FEATURES:
-            gram = None
-
-        def convert(batches):
-            return convert_partition(batches, dataset_id, sparse, dtype, offset_col, folds, gram)
-
-        converted = selected.mapInArrow(convert, STATS_SCHEMA)
-        spark = df.sparkSession
-        if gram and not gram.rows:  # nothing stored: no later job reads the handles (not cached)
-            handles = None
-        else:  # classic: the rows as the JVM pickles them, cached there (a Python map would cost each task a worker)
-            handles = converted.cache() if is_connect(spark) else converted.rdd.cache()
+        by_class = class_weights.resolve(class_weight, df, label_col)  # "balanced": a job counting the labels
+        columns = conversion_plan.Columns(features_col, label_col, weight_col, offset_col, fold, dtype, by_class)
+        planned, _ = conversion_plan.layout_and_plan(df, columns, gram)
+        sparse, gram, dataset_id = planned.sparse, planned.gram, planned.dataset_id
+        converted, handles, spark = planned.converted, planned.handles, df.sparkSession
         if barrier and handles is not None and not is_connect(spark):
             handles.localCheckpoint()  # written by the collect below, beside the cached copy
         data = cls(handles, dataset_id, None, sparse, dtype, spark, compute_dtype)
