@@ -142,7 +142,7 @@ def test_blocks_gone_since_are_converted_again(spark, frame, caplog, strategy):
 def test_a_stopped_sessions_entries_are_dropped(spark, frame, monkeypatch):
     LogisticRegression().fit(frame)
     assert len(reuse.kept(spark)) == 1
-    monkeypatch.setattr(reuse, "_alive", lambda s: False)
+    monkeypatch.setattr(reuse, "is_stopped", lambda s: True)
     with reuse._LOCK:
         assert reuse._sweep(spark) == []  # nothing to release: the executors deleted them with the session
     assert reuse.kept(spark) == []

@@ -14,7 +14,12 @@ release ends quietly.
 """
 
 import atexit
+import logging
 import threading
+
+from sparkml.runtime.session_kind import is_stopped
+
+logger = logging.getLogger("sparkml")
 
 _LOCK = threading.Lock()
 _PENDING: set[threading.Thread] = set()
@@ -58,8 +63,9 @@ def _wait_in_stop(sc):
 def _release(data):
     try:
         data.release()
-    except Exception:  # a stopped session: release already said what it could not do
-        pass
+    except Exception as e:  # nothing to say for a stopped session: its end deletes the executors' directories
+        if not is_stopped(data.spark):
+            logger.warning("deleting the training blocks of dataset %s failed: %s", data.dataset_id, e)
     finally:
         with _LOCK:
             _PENDING.discard(threading.current_thread())

@@ -92,10 +92,9 @@ def gram_for(gram, columns: Columns, size):
     return gram
 
 
-def layout_and_plan(df, columns: Columns, gram) -> tuple[ConversionPlan, int | None]:
+def layout_and_plan(df, columns: Columns, gram) -> ConversionPlan:
     """Read the first vector (``first_vector.first_layout``) and plan the conversion for what it shows; the dense
-    plan made meanwhile in a second thread (classic sessions) is kept where it fits. Returns the plan and the
-    first vector's size (None where every vector is null)."""
+    plan made meanwhile in a second thread (classic sessions) is kept where it fits."""
     guess: dict[str, Any] = {}
     thread = None
     if not is_connect(df):
@@ -120,7 +119,7 @@ def layout_and_plan(df, columns: Columns, gram) -> tuple[ConversionPlan, int | N
         thread.join()
     planned, gram = guess.get("plan"), gram_for(gram, columns, size)
     if planned is not None and (planned.sparse, planned.gram) == (sparse, gram):
-        return planned, size
+        return planned
     if planned is not None:
         planned.drop()
-    return plan(df, columns, sparse, gram), size
+    return plan(df, columns, sparse, gram)

@@ -70,10 +70,6 @@ def _max_bytes(spark):
     return DEFAULT_MAX_BYTES if value is None else parse_bytes(value)
 
 
-def _alive(spark):
-    return not is_stopped(spark)
-
-
 def _is_cached(df):
     level = df.storageLevel
     return bool(level.useMemory or level.useDisk or level.useOffHeap)
@@ -89,7 +85,7 @@ def _sweep(spark, keep=None):
     use is released by its last user instead. Under ``_LOCK``."""
     gone = []
     for e in list(_ENTRIES):
-        if not _alive(e.df.sparkSession):
+        if is_stopped(e.df.sparkSession):
             _ENTRIES.remove(e)  # its executors are gone with their directories: nothing to release
         elif e.df.sparkSession is spark and not _is_cached(e.df):
             _ENTRIES.remove(e)
@@ -169,7 +165,7 @@ def release_all(spark=None):
             _ENTRIES.remove(e)
             e.doomed = True
         now = [e for e in mine if e.users == 0]
-    _release(e for e in now if _alive(e.df.sparkSession))
+    _release(e for e in now if not is_stopped(e.df.sparkSession))
     return len(mine)
 
 

@@ -102,7 +102,7 @@ class TrainingData:
             df = df.coalesce(max_partitions)  # Spark Connect cannot tell the count; fewer stay as they are
         by_class = class_weights.resolve(class_weight, df, label_col)  # "balanced": a job counting the labels
         columns = conversion_plan.Columns(features_col, label_col, weight_col, offset_col, fold, dtype, by_class)
-        planned, _ = conversion_plan.layout_and_plan(df, columns, gram)
+        planned = conversion_plan.layout_and_plan(df, columns, gram)
         sparse, gram, dataset_id = planned.sparse, planned.gram, planned.dataset_id
         converted, handles, spark = planned.converted, planned.handles, df.sparkSession
         if barrier and handles is not None and not is_connect(spark):
