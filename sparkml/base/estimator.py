@@ -204,7 +204,8 @@ class TorchEstimator(DefaultParamsReadable, _WritableParams):
         from sparkml.strategies import SMALL_INPUT_BYTES, block_partitions, table
 
         strategy = strategy or self._strategy_name(dataset.sparkSession)
-        size = estimated_bytes(dataset) if self.getStrategy() == "auto" else None
+        # an explicit barrier strategy keeps its task slots (a parameter server or gossip of one worker is none)
+        size = estimated_bytes(dataset) if self.getStrategy() == "auto" or not table.get(strategy).barrier else None
         small = size is not None and size < SMALL_INPUT_BYTES
         return {
             "features_col": self.getFeaturesCol(),

@@ -42,8 +42,9 @@ def auto_strategy(spark, checkpointing=False):
     return "allreduce", f"{slots} task slots"
 
 
-# an input Spark estimates below this many bytes is one block under strategy="auto": its passes take milliseconds,
-# and a barrier stage of one task starts no process group (about 0.4 s of a small fit)
+# an input Spark estimates below this many bytes is one block under strategy="auto" and "sync": its passes take
+# milliseconds, a barrier stage of one task starts no process group (about 0.4 s of a small fit), and a sync pass of
+# one task skips a second task's launch and result
 SMALL_INPUT_BYTES = 8 << 20
 
 
@@ -53,16 +54,17 @@ def block_partitions(name, spark, num_workers=0, small=False):
 
     The strategies whose passes are exact sums whatever the partitioning (``Strategy.block_per_slot``) take
     one block per task slot, so the conversion runs in one wave and each barrier task reads one block; a
-    barrier stage sized by ``numWorkers`` takes that many, and a ``small`` input (``strategy="auto"`` chose the
-    strategy and Spark estimates the input below ``SMALL_INPUT_BYTES``) one. Model averaging keeps the input's
-    partitions: they are its local problems.
+    barrier stage sized by ``numWorkers`` takes that many, and a ``small`` input one (Spark estimates it below
+    ``SMALL_INPUT_BYTES``, and ``strategy="auto"`` chose the strategy or it is ``sync``: a pass over it is one
+    task of milliseconds, where a second task costs the job more than it saves). Model averaging keeps the
+    input's partitions: they are its local problems.
     """
     row = table.get(name)
     if not row.block_per_slot:
         return None
     if row.barrier and num_workers > 0:
         return num_workers
-    if row.barrier and small:
+    if small:
         return 1
     return task_slots(spark)
 
