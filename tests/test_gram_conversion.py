@@ -83,8 +83,9 @@ def test_more_features_than_the_limit_or_fold_ids_store_the_rows(spark, arrays, 
 
 
 @pytest.mark.parametrize("strategy", ["sync", "auto"])
-def test_a_normal_equations_fit_runs_two_jobs_and_matches_mllib(spark, arrays, strategy):
-    """The first vector's check and the conversion: no Gram pass, no job deleting blocks."""
+def test_a_normal_equations_fit_runs_one_job_and_matches_mllib(spark, arrays, strategy):
+    """The conversion alone: the input is small, so its one task reads the first vector (``conversion_plan``); no
+    Gram pass, no job deleting blocks."""
     import pyspark.ml.regression as mr
 
     x, y, w = arrays
@@ -100,7 +101,7 @@ def test_a_normal_equations_fit_runs_two_jobs_and_matches_mllib(spark, arrays, s
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
     theirs = mr.LinearRegression(**params).fit(df)
-    assert len(sc.statusTracker().getJobIdsForGroup(group)) == 2
+    assert len(sc.statusTracker().getJobIdsForGroup(group)) == 1
     np.testing.assert_allclose(ours.coefficients.toArray(), theirs.coefficients.toArray(), rtol=1e-5, atol=1e-6)
     assert ours.intercept == pytest.approx(theirs.intercept, rel=1e-5, abs=1e-6)
     df.unpersist()

@@ -7,6 +7,12 @@ planning on a small fit, about as long as the first job). The dense path is by f
 session its query is planned in a second thread while the first vector is read, and planned again, the first plan
 dropped, only where the vector chooses the other path or its size turns the Gram sums off (``gram.GRAM_MAX_FEATURES``).
 Planning runs no Spark job: the fit's jobs stay in its thread (its job group, its cancellation).
+
+A small input converted in one block (``TrainingData.prepare(max_partitions=1)``, Spark's estimate below
+``STRUCT_INPUT_BYTES``) skips that job: its conversion reads the vectors as the struct, and the one task's first
+vector chooses the path there (``convert.convert_partition(sparse=None)``), the choice the driver's read would make.
+Where the input is larger, the first job pays for itself: ``vector_to_array``'s lists reach Python about five
+times faster than the struct, and blocks of several partitions must agree on one path.
 """
 
 from __future__ import annotations
@@ -23,7 +29,11 @@ from sparkml.data import class_weight as class_weights
 from sparkml.data.convert import STATS_SCHEMA, convert_partition
 from sparkml.data.first_vector import first_layout
 from sparkml.data.gram import GRAM_MAX_FEATURES
-from sparkml.runtime.session_kind import is_connect
+from sparkml.runtime.session_kind import estimated_bytes, is_connect
+
+# a one-block input Spark estimates below this many bytes converts from the vector struct without reading its first
+# vector first: the struct's slower transfer costs it less than the ~50 ms of that read (about 1 ms per 100k values)
+STRUCT_INPUT_BYTES = 1 << 20
 
 
 @dataclass
@@ -43,9 +53,10 @@ class Columns:
 @dataclass
 class ConversionPlan:
     """One planned conversion query: ``converted`` (the statistics rows' DataFrame) and ``handles`` (its rows,
-    cached on the executors by the conversion job; None where nothing is stored), for ``sparse`` and ``gram``."""
+    cached on the executors by the conversion job; None where nothing is stored), for ``sparse`` (None: the
+    struct, each partition's first vector choosing) and ``gram``."""
 
-    sparse: bool
+    sparse: bool | None
     gram: Any
     dataset_id: str
     converted: Any
@@ -57,11 +68,12 @@ class ConversionPlan:
             self.handles.unpersist(blocking=False)
 
 
-def plan(df, columns: Columns, sparse: bool, gram) -> ConversionPlan:
-    """The conversion query of ``df`` for the dense or sparse path, computing ``gram`` (a ``GramPlan`` or None)."""
+def plan(df, columns: Columns, sparse: bool | None, gram) -> ConversionPlan:
+    """The conversion query of ``df`` for the dense or sparse path (None: chosen by the partition's first vector),
+    computing ``gram`` (a ``GramPlan`` or None)."""
     feats = F.col(columns.features)
     # vector_to_array fails on a null vector: keep nulls null so the conversion pass reports them
-    x = feats if sparse else F.when(feats.isNotNull(), vector_to_array(feats, columns.dtype))
+    x = feats if sparse is not False else F.when(feats.isNotNull(), vector_to_array(feats, columns.dtype))
     w = F.col(columns.weight).cast("double") if columns.weight else F.lit(1.0)
     w = class_weights.weighted(w, F.col(columns.label).cast("double"), columns.by_class)
     selected = [x.alias("x"), F.col(columns.label).cast("double").alias("y"), w.alias("w")]
@@ -76,7 +88,7 @@ def plan(df, columns: Columns, sparse: bool, gram) -> ConversionPlan:
         return convert_partition(batches, dataset_id, sparse, dtype, offset_col, folds, gram)
 
     converted = df.select(*selected).mapInArrow(convert, STATS_SCHEMA)
-    if gram and not gram.rows:  # nothing stored: no later job reads the handles (not cached)
+    if gram and not gram.rows and sparse is not None:  # nothing stored: no later job reads the handles (not cached)
         handles = None
     elif is_connect(df):
         handles = converted.cache()
@@ -92,9 +104,13 @@ def gram_for(gram, columns: Columns, size):
     return gram
 
 
-def layout_and_plan(df, columns: Columns, gram) -> ConversionPlan:
+def layout_and_plan(df, columns: Columns, gram, one_block=False) -> ConversionPlan:
     """Read the first vector (``first_vector.first_layout``) and plan the conversion for what it shows; the dense
-    plan made meanwhile in a second thread (classic sessions) is kept where it fits."""
+    plan made meanwhile in a second thread (classic sessions) is kept where it fits. ``one_block``: ``df`` has at
+    most one partition; if it is also small, the plan reads the struct and no first vector is read (module
+    docstring)."""
+    if one_block and (estimated_bytes(df) or STRUCT_INPUT_BYTES) < STRUCT_INPUT_BYTES:
+        return plan(df, columns, None, gram_for(gram, columns, 0))
     guess: dict[str, Any] = {}
     thread = None
     if not is_connect(df):

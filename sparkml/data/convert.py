@@ -1,12 +1,15 @@
 """Executor side of the data path: Arrow batches of one partition -> validated numpy blocks on disk.
 
 Runs inside ``mapInArrow``. Dense input arrives as ``vector_to_array(features)`` (a list column);
-sparse input as the ``VectorUDT`` struct itself (type, size, indices, values) and becomes CSR.
+sparse input as the ``VectorUDT`` struct itself (type, size, indices, values) and becomes CSR; a small input
+converted in one block arrives as the struct too, and the partition's first vector chooses its path
+(``vector_columns``).
 Every partition returns one row of statistics (``statistics.PartitionStats``: weighted moments,
 label histogram, problem counts), from which the driver validates the whole dataset and derives
 standardization before any iteration.
 """
 
+import itertools
 import json
 
 import numpy as np
@@ -15,82 +18,11 @@ import pyarrow as pa
 from sparkml.data import block_store
 from sparkml.data.gram import GRAM_MAX_FEATURES, GramSums
 from sparkml.data.statistics import PartitionStats
+from sparkml.data.vector_columns import concat, dense_rows, first_vector_layout, sparse_rows, struct_dense_rows
 from sparkml.runtime import fault_injection, task_context, worker_socket
 
 STATS_SCHEMA = "partition int, rows long, info string, moments binary"
 INVALID_FOLD = -2  # a row's fold id that names no fold (``convert_partition(folds=True)``)
-
-
-def _concat(batches, name):
-    """One Arrow array of a column across the batches (a ChunkedArray contributes its chunks)."""
-    chunks: list[pa.Array] = []
-    for b in batches:
-        col = b.column(name)
-        chunks.extend(col.chunks if hasattr(col, "chunks") else [col])
-    return pa.concat_arrays(chunks)
-
-
-def _dense_rows(column, dtype):
-    """A list<float> Arrow array -> ((n, d) array or None, sizes seen, null rows)."""
-    lengths = np.asarray(column.value_lengths().fill_null(-1), dtype=np.int64)
-    sizes = set(np.unique(lengths[lengths >= 0]).tolist())
-    if column.null_count or len(sizes) != 1:
-        return None, sizes, column.null_count
-    d = sizes.pop()
-    x = column.flatten().to_numpy(zero_copy_only=False).reshape(len(column), d).astype(dtype, copy=False)
-    return x, {d}, 0
-
-
-def _sparse_rows(column, dtype):
-    """A VectorUDT struct column -> (CSR (indptr, indices, values) or None, sizes seen, invalid vectors);
-    dense-typed rows are expanded. None when rows are null, invalid or of different sizes. Invalid: a
-    sparse row whose size is negative, or whose indices are not one per value, in [0, size) and strictly
-    increasing (pyspark's and MLlib's SparseVector refuse these; rows built past their checks arrive here)."""
-    if column.null_count:
-        return None, set(), 0
-    kind = column.field("type").to_numpy(zero_copy_only=False)
-    # dense rows have a null size: filled, or the column would arrive as floats (NaN for the nulls)
-    sizes = np.asarray(column.field("size").fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-    value_lists = column.field("values")
-    index_lists = column.field("indices")
-    n = len(column)
-    row_nnz = np.asarray(value_lists.value_lengths().fill_null(0), dtype=np.int64)
-    dense_rows = kind == 1
-    if dense_rows.any():  # dense vectors carry no size field: their length is their size
-        sizes = np.where(dense_rows, row_nnz, sizes)
-    invalid = _invalid_sparse_rows(index_lists, ~dense_rows, sizes, row_nnz)
-    unique_sizes = np.unique(sizes)
-    if invalid or len(unique_sizes) > 1:
-        return None, set(unique_sizes.tolist()), invalid
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(row_nnz, out=indptr[1:])
-    values = value_lists.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False)
-    if dense_rows.any():
-        indices = np.empty(indptr[-1], dtype=np.int32)
-        for i in np.flatnonzero(dense_rows):
-            indices[indptr[i] : indptr[i + 1]] = np.arange(row_nnz[i], dtype=np.int32)
-        sparse = np.flatnonzero(~dense_rows)
-        if len(sparse):
-            idx_flat = index_lists.flatten().to_numpy(zero_copy_only=False)
-            idx_len = np.asarray(index_lists.value_lengths().fill_null(0), dtype=np.int64)
-            idx_off = np.concatenate([[0], np.cumsum(idx_len)])
-            for i in sparse:
-                indices[indptr[i] : indptr[i + 1]] = idx_flat[idx_off[i] : idx_off[i + 1]]
-    else:
-        indices = index_lists.flatten().to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
-    return (indptr, indices, values), set(unique_sizes.tolist()), 0
-
-
-def _invalid_sparse_rows(index_lists, sparse_rows, sizes, row_nnz):
-    """How many sparse rows have a negative size, not one index per value, or indices outside [0, size)
-    or not strictly increasing."""
-    idx_len = np.asarray(index_lists.value_lengths().fill_null(0), dtype=np.int64)
-    idx = np.asarray(index_lists.flatten().to_numpy(zero_copy_only=False), dtype=np.int64)
-    row_of = np.repeat(np.arange(len(idx_len)), idx_len)
-    bad = sparse_rows & ((idx_len != row_nnz) | (sizes < 0))
-    bad[row_of[(idx < 0) | (idx >= sizes[row_of])]] = True
-    bad[row_of[1:][(row_of[1:] == row_of[:-1]) & (idx[1:] <= idx[:-1])]] = True
-    return int(np.count_nonzero(bad))
 
 
 def _warm_torch():
@@ -147,8 +79,22 @@ def _fold_ids(column):
     return np.asarray(column.fill_null(INVALID_FOLD).to_numpy(zero_copy_only=False), dtype=np.int32)
 
 
+def _with_first_layout(batches):
+    """(the batches, those read included, and ``vector_columns.first_vector_layout`` of the first non-null
+    vector of their struct column ``x``, or None)."""
+    batches, read = iter(batches), []
+    for batch in batches:
+        read.append(batch)
+        layout = first_vector_layout(batch.column("x")) if batch.num_rows else None
+        if layout is not None:
+            return itertools.chain(read, batches), layout
+    return iter(read), None
+
+
 def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds=False, gram=None):
-    """Validate one partition, write its blocks batch by batch, and return its statistics row. ``offset_col``:
+    """Validate one partition, write its blocks batch by batch, and return its statistics row. ``sparse``: the
+    path (True: CSR blocks from the struct; False: dense blocks from ``vector_to_array``'s lists); None: the
+    struct, and the partition's first vector chooses (``info["sparse"]`` says which). ``offset_col``:
     the batches carry the offsets as column ``o``, stored as the features' last column. ``folds``: they carry
     each row's fold id as column ``f``, stored as the array ``fold`` (``TrainingData.subset`` reads it); the
     statistics row counts the ids that are ``INVALID_FOLD``. ``gram``: a ``GramPlan``: with at most
@@ -161,17 +107,21 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
     invalid_folds = 0
     sums: GramSums | None = None  # the Gram sums, once the first rows showed d <= GRAM_MAX_FEATURES
     writer = block_store.PartitionWriter(dataset_id, partition)
+    struct = sparse is None
+    if struct:
+        batches, layout = _with_first_layout(batches)
+        sparse = bool(layout and layout[0])
     try:
         with writer:
             if sparse:  # CSR needs the whole partition (row offsets); sparse partitions are small
                 batches = [b for b in batches if b.num_rows]
                 if batches:
-                    y, w = stats.labels(_concat(batches, "y"), _concat(batches, "w"))
-                    column = _concat(batches, "x")
-                    x, sizes, invalid = _sparse_rows(column, dtype)
+                    y, w = stats.labels(concat(batches, "y"), concat(batches, "w"))
+                    column = concat(batches, "x")
+                    x, sizes, invalid = sparse_rows(column, dtype)
                     if offset_col and x is not None:
                         d = max(sizes)
-                        x, sizes = _with_sparse_offset(x, _offsets(_concat(batches, "o"), stats), d), {d + 1}
+                        x, sizes = _with_sparse_offset(x, _offsets(concat(batches, "o"), stats), d), {d + 1}
                     stats.features(x, w, sizes, column.null_count, invalid)
                     if gram and not stats.has_problems() and max(sizes) <= GRAM_MAX_FEATURES:
                         sums = GramSums(max(sizes), gram)
@@ -181,7 +131,7 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
                         arrays = [("indptr", indptr), ("indices", indices), ("values", values)]
                         arrays += [("shape", np.array([len(y), max(sizes)])), ("y", y), ("w", w)]
                         if folds:
-                            fold = _fold_ids(_concat(batches, "f"))
+                            fold = _fold_ids(concat(batches, "f"))
                             arrays.append(("fold", fold))
                             invalid_folds += int(np.count_nonzero(fold == INVALID_FOLD))
                         for name, array in arrays:
@@ -191,10 +141,13 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
                     if not batch.num_rows:
                         continue
                     y, w = stats.labels(batch.column("y"), batch.column("w"))
-                    x, sizes, nulls = _dense_rows(batch.column("x"), dtype)
+                    if struct:
+                        x, sizes, nulls, invalid = struct_dense_rows(batch.column("x"), dtype)
+                    else:
+                        (x, sizes, nulls), invalid = dense_rows(batch.column("x"), dtype), 0
                     if offset_col and x is not None:
                         x, sizes = _with_dense_offset(x, _offsets(batch.column("o"), stats)), {x.shape[1] + 1}
-                    stats.features(x, w, sizes, nulls)
+                    stats.features(x, w, sizes, nulls, invalid)
                     if gram and not stats.has_problems() and x.shape[1] <= GRAM_MAX_FEATURES:  # every batch's d
                         sums = sums or GramSums(x.shape[1], gram)
                         sums.add(x, y, w)
@@ -218,6 +171,8 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
         moments += sums.to_bytes()
     if folds:
         info["invalid_folds"] = invalid_folds
+    if struct:
+        info["sparse"] = sparse
     try:
         fault_injection.inject("convert", partition)
         yield stats_batch(partition, info["rows"], json.dumps(info), moments)

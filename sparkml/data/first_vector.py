@@ -13,9 +13,8 @@ from pyspark.ml.linalg import SparseVector
 from pyspark.sql import functions as F
 
 from sparkml.data.checks import invalid_sparse_message
+from sparkml.data.vector_columns import SPARSE_DENSITY
 from sparkml.runtime.session_kind import is_connect
-
-SPARSE_DENSITY = 0.5  # a first vector sparser than this: the sparse path (CSR blocks, the vector struct)
 
 
 class UnreadableVector(ValueError):

@@ -98,11 +98,11 @@ class TrainingData:
         weight_col = weight_col or None
         check_schema(df, features_col, label_col, weight_col, offset_col)
         source = df
-        if max_partitions and (is_connect(df) or df.rdd.getNumPartitions() > max_partitions):
-            df = df.coalesce(max_partitions)  # Spark Connect cannot tell the count; fewer stay as they are
+        if max_partitions:  # fewer stay as they are (asking the count would plan an RDD of df: ~14 ms)
+            df = df.coalesce(max_partitions)
         by_class = class_weights.resolve(class_weight, df, label_col)  # "balanced": a job counting the labels
         columns = conversion_plan.Columns(features_col, label_col, weight_col, offset_col, fold, dtype, by_class)
-        planned = conversion_plan.layout_and_plan(df, columns, gram)
+        planned = conversion_plan.layout_and_plan(df, columns, gram, one_block=max_partitions == 1)
         sparse, gram, dataset_id = planned.sparse, planned.gram, planned.dataset_id
         converted, handles, spark = planned.converted, planned.handles, df.sparkSession
         if barrier and handles is not None and not is_connect(spark):
@@ -116,12 +116,15 @@ class TrainingData:
         except Exception as e:
             # the conversion job failed: the partitions that did convert have written blocks
             data.release(best_effort=True)
-            invalid = None if sparse else jvm_invalid_sparse(e)
+            invalid = jvm_invalid_sparse(e) if sparse is False else None
             if invalid:  # vector_to_array met a sparse vector that MLlib refuses
                 raise ValueError(invalid_sparse_message(features_col, "one of its vectors", invalid)) from e
             raise
         try:
             infos = [json.loads(r[2]) for r in rows]
+            if sparse is None:  # the one partition's first vector chose the path, and whether d allows the Gram sums
+                sparse = data.sparse = any(i.get("sparse") for i in infos)
+                gram = gram if any(i.get("gram") for i in infos) else None
             check_conversion(
                 infos,
                 PROBLEM_KEYS,
