@@ -17,6 +17,7 @@ times faster than the struct, and blocks of several partitions must agree on one
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -110,7 +111,8 @@ def layout_and_plan(df, columns: Columns, gram, one_block=False) -> ConversionPl
     most one partition; if it is also small, the plan reads the struct and no first vector is read (module
     docstring)."""
     if one_block and (estimated_bytes(df) or STRUCT_INPUT_BYTES) < STRUCT_INPUT_BYTES:
-        return plan(df, columns, None, gram_for(gram, columns, 0))
+        gram = gram_for(gram, columns, 0)  # the task compares the size with this module's limit
+        return plan(df, columns, None, gram and dataclasses.replace(gram, max_features=GRAM_MAX_FEATURES))
     guess: dict[str, Any] = {}
     thread = None
     if not is_connect(df):

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from sparkml.data import block_store
-from sparkml.data.gram import GRAM_MAX_FEATURES, GramSums
+from sparkml.data.gram import GramSums
 from sparkml.data.statistics import PartitionStats
 from sparkml.data.vector_columns import concat, dense_rows, first_vector_layout, sparse_rows, struct_dense_rows
 from sparkml.runtime import fault_injection, task_context, worker_socket
@@ -98,14 +98,14 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
     the batches carry the offsets as column ``o``, stored as the features' last column. ``folds``: they carry
     each row's fold id as column ``f``, stored as the array ``fold`` (``TrainingData.subset`` reads it); the
     statistics row counts the ids that are ``INVALID_FOLD``. ``gram``: a ``GramPlan``: with at most
-    ``GRAM_MAX_FEATURES`` features, the rows' Gram sums (``data.gram``) follow the statistics in the row
+    ``gram.max_features`` features, the rows' Gram sums (``data.gram``) follow the statistics in the row
     (``info["gram"]``), and no block is written unless the plan needs the rows."""
     worker_socket.acknowledge_promptly()  # before the first batch: no 40 ms wait for it
     partition = _partition()
     warm = _warm_torch()
     stats, dtype = PartitionStats(), np.dtype(dtype)
     invalid_folds = 0
-    sums: GramSums | None = None  # the Gram sums, once the first rows showed d <= GRAM_MAX_FEATURES
+    sums: GramSums | None = None  # the Gram sums, once the first rows showed d <= gram.max_features
     writer = block_store.PartitionWriter(dataset_id, partition)
     struct = sparse is None
     if struct:
@@ -123,7 +123,7 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
                         d = max(sizes)
                         x, sizes = _with_sparse_offset(x, _offsets(concat(batches, "o"), stats), d), {d + 1}
                     stats.features(x, w, sizes, column.null_count, invalid)
-                    if gram and not stats.has_problems() and max(sizes) <= GRAM_MAX_FEATURES:
+                    if gram and not stats.has_problems() and max(sizes) <= gram.max_features:
                         sums = GramSums(max(sizes), gram)
                         sums.add(x, y, w)
                     if not stats.has_problems() and (sums is None or gram.rows):
@@ -148,7 +148,7 @@ def convert_partition(batches, dataset_id, sparse, dtype, offset_col=None, folds
                     if offset_col and x is not None:
                         x, sizes = _with_dense_offset(x, _offsets(batch.column("o"), stats)), {x.shape[1] + 1}
                     stats.features(x, w, sizes, nulls, invalid)
-                    if gram and not stats.has_problems() and x.shape[1] <= GRAM_MAX_FEATURES:  # every batch's d
+                    if gram and not stats.has_problems() and x.shape[1] <= gram.max_features:  # every batch's d
                         sums = sums or GramSums(x.shape[1], gram)
                         sums.add(x, y, w)
                     # after a problem: keep counting, stop writing

@@ -33,10 +33,13 @@ class GramPlan:
     ``irls_start``: None, the labels as they are; or (family, variance power, link or None, link power or None),
     the Params ``sparkml.gpu.glm.family_of`` and ``link_of`` take: the IRLS start's working response.
     ``rows``: whether the fit reads the rows after the Gram (IRLS's later passes) and they are stored.
+    ``max_features``: the most features (an offset column included) whose sums a conversion task computes; the
+    driver's ``GRAM_MAX_FEATURES``, carried to the tasks where they decide (``conversion_plan``: one block).
     """
 
     irls_start: tuple | None = None
     rows: bool = False
+    max_features: int = GRAM_MAX_FEATURES
 
     def working(self, y: np.ndarray, w: np.ndarray):
         """(z, w') of the rows: (y, w), or the IRLS start's (g(mu_0(y)), w)."""
