@@ -100,10 +100,11 @@ def plan(df, columns: Columns, sparse: bool | None, gram) -> ConversionPlan:
 
 
 def gram_for(gram, columns: Columns, size):
-    """``gram`` where the conversion can compute it: no fold ids, and a known size of at most the limit."""
-    if columns.fold is not None or size is None or size + bool(columns.offset) > GRAM_MAX_FEATURES:
+    """``gram`` where the conversion can compute it: no fold ids, and a known size of at most the limit (0: the
+    one-block conversion's task compares its size); the limit travels with it to the tasks."""
+    if gram is None or columns.fold is not None or size is None or size + bool(columns.offset) > GRAM_MAX_FEATURES:
         return None
-    return gram
+    return dataclasses.replace(gram, max_features=GRAM_MAX_FEATURES)
 
 
 def layout_and_plan(df, columns: Columns, gram, one_block=False) -> ConversionPlan:
@@ -112,8 +113,7 @@ def layout_and_plan(df, columns: Columns, gram, one_block=False) -> ConversionPl
     most one partition; if it is also small, the plan reads the struct and no first vector is read (module
     docstring)."""
     if one_block and (estimated_bytes(df) or STRUCT_INPUT_BYTES) < STRUCT_INPUT_BYTES:
-        gram = gram_for(gram, columns, 0)  # the task compares the size with this module's limit
-        return plan(df, columns, None, gram and dataclasses.replace(gram, max_features=GRAM_MAX_FEATURES))
+        return plan(df, columns, None, gram_for(gram, columns, 0))
     guess: dict[str, Any] = {}
     thread = None
     if not is_connect(df):

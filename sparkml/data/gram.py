@@ -34,7 +34,7 @@ class GramPlan:
     the Params ``sparkml.gpu.glm.family_of`` and ``link_of`` take: the IRLS start's working response.
     ``rows``: whether the fit reads the rows after the Gram (IRLS's later passes) and they are stored.
     ``max_features``: the most features (an offset column included) whose sums a conversion task computes; the
-    driver's ``GRAM_MAX_FEATURES``, carried to the tasks where they decide (``conversion_plan``: one block).
+    driver's ``GRAM_MAX_FEATURES``, carried to the tasks (``conversion_plan.gram_for``).
     """
 
     irls_start: tuple | None = None

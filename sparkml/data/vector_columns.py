@@ -92,20 +92,20 @@ def sparse_rows(column, dtype):
     increasing (pyspark's and MLlib's SparseVector refuse these; rows built past their checks arrive here)."""
     if column.null_count:
         return None, set(), 0
-    dense_rows_, sizes, row_nnz, value_lists, index_lists = _struct_fields(column)
+    dense_typed, sizes, row_nnz, value_lists, index_lists = _struct_fields(column)
     n = len(column)
-    invalid = invalid_sparse_rows(index_lists, ~dense_rows_, sizes, row_nnz)
+    invalid = invalid_sparse_rows(index_lists, ~dense_typed, sizes, row_nnz)
     unique_sizes = np.unique(sizes)
     if invalid or len(unique_sizes) > 1:
         return None, set(unique_sizes.tolist()), invalid
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(row_nnz, out=indptr[1:])
     values = value_lists.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False)
-    if dense_rows_.any():
+    if dense_typed.any():
         indices = np.empty(indptr[-1], dtype=np.int32)
-        for i in np.flatnonzero(dense_rows_):
+        for i in np.flatnonzero(dense_typed):
             indices[indptr[i] : indptr[i + 1]] = np.arange(row_nnz[i], dtype=np.int32)
-        sparse = np.flatnonzero(~dense_rows_)
+        sparse = np.flatnonzero(~dense_typed)
         if len(sparse):
             idx_flat = index_lists.flatten().to_numpy(zero_copy_only=False)
             idx_len = np.asarray(index_lists.value_lengths().fill_null(0), dtype=np.int64)
@@ -117,13 +117,13 @@ def sparse_rows(column, dtype):
     return (indptr, indices, values), set(unique_sizes.tolist()), 0
 
 
-def invalid_sparse_rows(index_lists, sparse_rows_, sizes, row_nnz):
+def invalid_sparse_rows(index_lists, sparse_typed, sizes, row_nnz):
     """How many sparse rows have a negative size, not one index per value, or indices outside [0, size)
     or not strictly increasing."""
     idx_len = np.asarray(index_lists.value_lengths().fill_null(0), dtype=np.int64)
     idx = np.asarray(index_lists.flatten().to_numpy(zero_copy_only=False), dtype=np.int64)
     row_of = np.repeat(np.arange(len(idx_len)), idx_len)
-    bad = sparse_rows_ & ((idx_len != row_nnz) | (sizes < 0))
+    bad = sparse_typed & ((idx_len != row_nnz) | (sizes < 0))
     bad[row_of[(idx < 0) | (idx >= sizes[row_of])]] = True
     bad[row_of[1:][(row_of[1:] == row_of[:-1]) & (idx[1:] <= idx[:-1])]] = True
     return int(np.count_nonzero(bad))
