@@ -80,14 +80,16 @@ class NewtonCGProblems(BlockLoss, Protocol):
 
     def loss_gradient_diagonal(
         self, coef: torch.Tensor, X: _Block, y: torch.Tensor, w: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``loss_gradient``'s sums and the Hessians' diagonals, (k, p)."""
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``loss_gradient``'s sums, the Hessians' diagonals, (k, p), and each problem's count of rows with a
+        non-zero second derivative, (k,)."""
         ...
 
     def loss_gradient_curvature(
         self, coef: torch.Tensor, X: _Block, y: torch.Tensor, w: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``loss_gradient``'s sums and each problem's curvature weight sum_i w_i l''_ij, (k,)."""
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``loss_gradient``'s sums, each problem's curvature weight sum_i w_i l''_ij, (k,), and its count of rows
+        with l''_ij != 0, (k,)."""
         ...
 
     def hessp_operator(

@@ -62,6 +62,11 @@ def _inputs(coef, X, y, w, shape):
     return coef, w, y
 
 
+def _active_counts(hw):
+    """(k,) float64: each problem's rows with a non-zero Hessian weight (what Newton-CG prices a direct step by)."""
+    return hw.ne(0).sum(0).to(_F64)
+
+
 def _indicators(y, classes):
     """(n, k): 1[y_i == c_j], float64."""
     return (y[:, None] == torch.tensor(classes, dtype=_F64, device=y.device)[None, :]).to(_F64)
@@ -139,24 +144,43 @@ class OneVsRestProblems:
 
     def hessian_block(self, coef, X, y, w=None):
         """(k, p, p): each problem's sum_i w_i l''_ij x~_i x~_i^T."""
-        hw = self._hess_weights(*self._setup(coef, X, y, w)[1:])
-        return torch.stack([self.binary._hessian_from_weights(X, hw[:, j]) for j in range(len(self.classes))])
+        return self._hessians(X, self._hess_weights(*self._setup(coef, X, y, w)[1:]))
+
+    def loss_gradient_hessian(self, coef, X, y, w=None):
+        """(f, G, H): ``loss_gradient``'s sums and ``hessian_block``'s from one computation of the margins."""
+        f, g, labels, w, margins = self._pass(coef, X, y, w)
+        return f, g, self._hessians(X, self._hess_weights(labels, w, margins))
+
+    def _hessians(self, X, hw):
+        """(k, p, p) from the rows' weights hw (n, k): each problem's Hessian over its own rows with l'' != 0,
+        copied out when they are at most 3/4 of the block (a one-vs-one pair's or a smoothed hinge's band: n_j p^2
+        flops, and the intercept's sums over those rows only, not a pass over the block per problem)."""
+        out = []
+        for j in range(hw.shape[1]):
+            rows = torch.nonzero(hw[:, j], as_tuple=True)[0]
+            if len(rows) > X.n_rows * _ACTIVE_COPY_FRACTION:
+                out.append(self.binary._hessian_from_weights(X, hw[:, j]))
+            else:
+                out.append(self.binary._hessian_from_weights(X.take(rows), hw[:, j].index_select(0, rows)))
+        return torch.stack(out)
 
     def loss_gradient_diagonal(self, coef, X, y, w=None):
-        """(f, G, D): the sums above and the Hessians' diagonals D_j = sum_i w_i l''_ij x~_i^2, (k, p)
-        (a Jacobi preconditioner for ``hessp``-based solvers)."""
+        """(f, G, D, n): the sums above, the Hessians' diagonals D_j = sum_i w_i l''_ij x~_i^2, (k, p) (a Jacobi
+        preconditioner for ``hessp``-based solvers) and each problem's count of rows with l''_ij != 0, (k,)."""
         f, g, labels, w, margins = self._pass(coef, X, y, w)  # the margins once for both
         hw = self._hess_weights(labels, w, margins)
         diag = torch.stack([X.weighted_moments(hw[:, j])[1] for j in range(len(self.classes))])
         if self.fit_intercept:
             diag = torch.cat([diag, hw.sum(0)[:, None]], dim=1)
-        return f, g, diag
+        return f, g, diag, _active_counts(hw)
 
     def loss_gradient_curvature(self, coef, X, y, w=None):
-        """(f, G, c): the sums above and each problem's curvature weight c_j = sum_i w_i l''_ij, (k,)
-        (the intercept's Hessian diagonal; what a spectral preconditioner scales with), one pass."""
+        """(f, G, c, n): the sums above, each problem's curvature weight c_j = sum_i w_i l''_ij, (k,) (the
+        intercept's Hessian diagonal; what a spectral preconditioner scales with), and its count of rows with
+        l''_ij != 0, (k,), from one pass."""
         f, g, labels, w, margins = self._pass(coef, X, y, w)
-        return f, g, self._hess_weights(labels, w, margins).sum(0)
+        hw = self._hess_weights(labels, w, margins)
+        return f, g, hw.sum(0), _active_counts(hw)
 
     def hessp(self, coef, X, y, w, v):
         """(k, p): each problem's Hessian times v_j, sum_i w_i l''_ij x~_i (x~_i . v_j), without forming it."""

@@ -305,11 +305,15 @@ def test_platt_probabilities_are_sklearns_sigmoid_fit_of_the_decision_values(spa
     assert model.predictProbability(Vectors.dense(xte[0])).toArray() == pytest.approx(prob[0], rel=1e-9)
 
 
-def test_allreduce_solves_the_same_problems_as_sync(spark, tmp_path):
+def test_allreduce_solves_the_same_problems_as_sync(spark, tmp_path, monkeypatch):
     """Iris, 3 classes, every row a landmark: all one-vs-one problems in one barrier stage, then Platt in
     another, against one Spark job per pass. The squared hinge follows the same path to 1e-10; the
     (smoothed) hinge's band-row Hessians amplify the reduction order's rounding, so there only the
-    objectives agree, to the tolerance (measured: 8.5e-8 relative; coefficients 3e-5)."""
+    objectives agree, to the tolerance (measured: 8.5e-8 relative; coefficients 3e-5). Newton-CG on both
+    transports (their Cholesky limits set to 0): a pair's 70 rows are fewer than 8 per coefficient, so every step
+    is direct, its Hessian one more pass (packed in a Spark job's result): Cholesky's iterates."""
+    from sparkml.kernel import kernel_svc
+
     x, y = datasets.load_iris(return_X_y=True)
     xtr, xte, ytr, yte = _split(x, y.astype(float))
     frame = labeled_frame(spark, xtr, ytr, partitions=4).cache()  # the four fits on one cached frame
@@ -320,7 +324,14 @@ def test_allreduce_solves_the_same_problems_as_sync(spark, tmp_path):
     params = dict(hinge, probability=True, loss="squared_hinge")
     sync = KernelSVC(strategy="sync", **params).fit(frame)
     allreduce = KernelSVC(strategy="allreduce", **params).fit(frame)
+    for transport in ("jobs", "barrier"):
+        monkeypatch.setitem(kernel_svc._CHOLESKY_MAX_FEATURES, transport, 0)
+    squared = dict(hinge, loss="squared_hinge")
+    direct = {s: KernelSVC(strategy=s, **squared).fit(frame) for s in ("sync", "allreduce")}
     frame.unpersist()
+    for model in direct.values():
+        np.testing.assert_allclose(model.coefficientMatrix.toArray(), sync.coefficientMatrix.toArray(), atol=1e-8)
+        assert [s.totalIterations for s in model.summaries] == [s.totalIterations for s in sync.summaries]
     np.testing.assert_allclose(allreduce.coefficientMatrix.toArray(), sync.coefficientMatrix.toArray(), atol=1e-10)
     np.testing.assert_allclose(allreduce.plattCoefficients.toArray(), sync.plattCoefficients.toArray(), atol=1e-10)
     assert [s.totalIterations for s in allreduce.summaries] == [s.totalIterations for s in sync.summaries]

@@ -24,17 +24,26 @@ def test_one_vs_one_pairs_are_one_vs_rest_on_the_two_classes_rows():
     theta = np.random.default_rng(5).normal(size=(3, 6))
     block, yt, wt = DenseBlock(torch.from_numpy(x)), torch.from_numpy(y), torch.from_numpy(w)
     ovo = OneVsOneProblems(SmoothedHingeLoss(width=0.1), pairs)
-    f, g, diag = ovo.loss_gradient_diagonal(torch.from_numpy(theta), block, yt, wt)
+    f, g, diag, active = ovo.loss_gradient_diagonal(torch.from_numpy(theta), block, yt, wt)
     for j, (a, b) in enumerate(pairs):
         rows = np.isin(y, (a, b))
         sub = DenseBlock(torch.from_numpy(x[rows]))
         ovr = OneVsRestProblems(SmoothedHingeLoss(width=0.1), [a])
-        fj, gj, dj = ovr.loss_gradient_diagonal(
+        fj, gj, dj, aj = ovr.loss_gradient_diagonal(
             torch.from_numpy(theta[j : j + 1]), sub, torch.from_numpy(y[rows]), torch.from_numpy(w[rows])
         )
         np.testing.assert_allclose(f[j].numpy(), fj[0].numpy(), rtol=1e-12)
         np.testing.assert_allclose(g[j].numpy(), gj[0].numpy(), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(diag[j].numpy(), dj[0].numpy(), rtol=1e-12, atol=1e-12)
+        assert 0 < float(active[j]) == float(aj[0]) < rows.sum()  # the band's rows, of the pair's rows only
+        np.testing.assert_allclose(
+            ovo.hessian_block(torch.from_numpy(theta), block, yt, wt)[j].numpy(),
+            ovr.hessian_block(
+                torch.from_numpy(theta[j : j + 1]), sub, torch.from_numpy(y[rows]), torch.from_numpy(w[rows])
+            )[0].numpy(),
+            rtol=1e-12,
+            atol=1e-12,
+        )
     reg, options = 0.01, {"fit_intercept": True, "max_iter": 50, "tol": 1e-12, "solver": "cg"}
     evaluate, _ = local_evaluate(lambda idx: OneVsOneProblems(SquaredHingeLoss(), [pairs[j] for j in idx]), x, y, w)
     together, _ = newton(evaluate, np.zeros((3, 6)), reg=reg, weight_sum=w.sum(), names=["a", "b", "c"], **options)

@@ -28,7 +28,8 @@ over the rows in the band only, but it takes more Newton rounds. It is solved by
 (``sparkml.optim.newton``; H formed for up
 to 256 features with
 ``allreduce``, 1024 with ``sync``, Newton-CG beyond, preconditioned by the shape of the features'
-second moment for Nystroem and by the diagonal for rff): every round is ONE pass over the features for
+second moment for Nystroem and by the diagonal for rff, with a direct step, H formed over the active rows,
+for a problem whose hinge band holds few rows): every round is ONE pass over the features for
 all the classes still running (``sparkml.gpu.OneVsRestProblems``), a Spark job per pass
 (``strategy="sync"``) or an all-reduce inside one barrier stage for the whole solve
 (``strategy="allreduce"``; the default ``auto`` picks it where Spark can run one). Multiplying

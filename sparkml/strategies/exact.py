@@ -20,8 +20,9 @@ from sparkml.optim.newton import newton_warm_started
 NEWTON_SHAPES = {
     "loss_gradient": lambda k, p: [(k,), (k, p)],
     "loss_gradient_hessian": lambda k, p: [(k,), (k, p), (k, p, p)],
-    "loss_gradient_diagonal": lambda k, p: [(k,), (k, p), (k, p)],
-    "loss_gradient_curvature": lambda k, p: [(k,), (k, p), (k,)],
+    "loss_gradient_diagonal": lambda k, p: [(k,), (k, p), (k, p), (k,)],
+    "loss_gradient_curvature": lambda k, p: [(k,), (k, p), (k,), (k,)],
+    "hessian_block": lambda k, p: [(k, p, p)],
     "hessp": lambda k, p: [(k, p)],
 }
 

@@ -37,7 +37,9 @@ def _loss_sums(kind, loss):
 
     def share(sums, coef):
         out = getattr(sums, kind)(coef, loss)
-        return out[:2] + (_pack_symmetric(out[2]),) if kind == "loss_gradient_hessian" else out
+        if out is not None and kind == "hessian_block":
+            return (_pack_symmetric(out[0]),)
+        return out[:2] + (_pack_symmetric(out[2]),) if out is not None and kind == "loss_gradient_hessian" else out
 
     return share
 
@@ -47,6 +49,14 @@ def _pack_symmetric(h):
     ship and add (ten one-vs-rest Hessians of 601 features are 29 MB per partition and pass)."""
     rows, cols = np.triu_indices(h.shape[-1])
     return np.ascontiguousarray(h[..., rows, cols])
+
+
+def _triangle_side(size):
+    """p of a packed upper triangle of ``size`` = p (p + 1) / 2 entries."""
+    p = int(round((np.sqrt(8 * size + 1) - 1) / 2))
+    if p * (p + 1) // 2 != size:
+        raise ValueError(f"{size} entries are no p x p matrix's upper triangle")
+    return p
 
 
 def _unpack_symmetric(packed, p):
@@ -95,4 +105,6 @@ class SparkJobs:
         total = self.sum_of(_loss_sums(kind, loss or self.loss), shapes, coef)
         if kind == "loss_gradient_hessian":
             return total[0], total[1], _unpack_symmetric(total[2], np.shape(total[1])[-1])
+        if kind == "hessian_block":
+            return (_unpack_symmetric(total[0], _triangle_side(np.shape(total[0])[-1])),)
         return total

@@ -71,12 +71,17 @@ class PartitionSums:
         """The sums above plus the Hessian block sum_i w_i h_i x~_i x~_i^T."""
         return self._sums(coef, loss or self.loss, "loss_gradient_hessian")
 
+    def hessian_block(self, coef: np.ndarray, loss: BlockLoss | None = None) -> Sums | None:
+        """(the Hessian block sum_i w_i h_i x~_i x~_i^T,): a Newton-CG round's direct steps (``optim.newton``)."""
+        return self._sums(coef, loss or self.loss, "hessian_block")
+
     def loss_gradient_diagonal(self, coef: np.ndarray, loss: NewtonCGProblems | None = None) -> Sums | None:
-        """(loss, gradient, Hessian diagonal) sums of a ``sparkml.gpu.problems`` loss."""
+        """(loss, gradient, Hessian diagonal, active row counts) sums of a ``sparkml.gpu.problems`` loss."""
         return self._sums(coef, loss or self.loss, "loss_gradient_diagonal")
 
     def loss_gradient_curvature(self, coef: np.ndarray, loss: NewtonCGProblems | None = None) -> Sums | None:
-        """(loss, gradient, sum_i w_i l''_i per problem) sums of a ``sparkml.gpu.problems`` loss."""
+        """(loss, gradient, sum_i w_i l''_i per problem, active row counts) sums of a ``sparkml.gpu.problems``
+        loss."""
         return self._sums(coef, loss or self.loss, "loss_gradient_curvature")
 
     def hessp(self, coef_and_v: np.ndarray, loss: Loss | NewtonCGProblems | None = None) -> Sums | None:
@@ -100,7 +105,9 @@ class PartitionSums:
         if kind == "hessp":
             return [(op(c[1]),) for op in self._hessp_operators(c[0], loss)]
         self._hessp_cache = None
-        if kind == "loss_gradient_hessian":
+        if kind == "hessian_block":
+            return [(loss.hessian_block(c, p.block, p.y, p.w),) for p in self.parts]
+        if kind == "loss_gradient_hessian" and not hasattr(loss, kind):
             return [
                 loss.loss_gradient(c, p.block, p.y, p.w) + (loss.hessian_block(c, p.block, p.y, p.w),)
                 for p in self.parts

@@ -25,6 +25,8 @@ def local_evaluate(make_problems, x, y, w):
         problems, t = make_problems(idx), torch.from_numpy(theta)
         if kind == "hessp":
             return (problems.hessp(t[0], block, yt, wt, t[1]).numpy(),)
+        if kind == "hessian_block":
+            return (problems.hessian_block(t, block, yt, wt).numpy(),)
         if kind in ("loss_gradient_diagonal", "loss_gradient_curvature"):
             return tuple(a.numpy() for a in getattr(problems, kind)(t, block, yt, wt))
         f, g = problems.loss_gradient(t, block, yt, wt)
