@@ -183,6 +183,8 @@ def test_newton_cg_steps_directly_where_few_rows_are_active(monkeypatch):
     hessp = kinds.count("hessp")
     # measured: 9 Hessian-vector passes and 5 Hessian passes against 70 Hessian-vector passes
     assert hessp + len(direct) < [kind for _, kind in pure_calls].count("hessp") / 3, (hessp, len(pure_calls))
+    monkeypatch.setattr(newton_module, "_DIRECT_MAX_COEF", 40)  # 41 coefficients: beyond it, CG only
+    assert "hessian_block" not in [kind for _, kind in solve("cg", 8)[1]]
 
 
 @pytest.mark.parametrize("intercept", [5.0, 0.0])

@@ -30,10 +30,10 @@ far from the optimum, tight near it) or after ``_CG_MAX_ITER`` iterations. Every
 all the problems CG started with (those already done get a product they ignore), so the executors
 can keep what they derived from theta (the active rows) for the whole round. The round's pass also
 counts each problem's active rows n_j (l'' != 0); a problem with at most ``_DIRECT_ROWS_PER_COEF`` p of
-them takes a direct step instead: one more pass forms its H_j over those rows (about 2 n_j p^2 flops),
-solved as with Cholesky. Near the optimum of a hinge the active rows are the band's few, H_j's data part
-has rank n_j, and CG took 50 to 150 passes per round where this takes one (ten-class digits,
-one-vs-one: 1,445 passes against about 200).
+them (and p at most ``_DIRECT_MAX_COEF``) takes a direct step instead: one more pass forms its H_j over
+those rows (about 2 n_j p^2 flops), solved as with Cholesky. Near the optimum of a hinge the active rows
+are the band's few, H_j's data part has rank n_j, and CG took 50 to 150 passes per round where this
+takes one (ten-class digits, one-vs-one: 1,445 passes against about 200).
 
 A better preconditioner when the features' second moment has a known shape
 (``preconditioner=(V, s)``): ``optim.preconditioner``.
@@ -67,8 +67,10 @@ _RIDGE = 1e-10
 _MIN_STEP = 1e-10
 _CG_MAX_ITER = 250
 # Newton-CG takes a direct step (H_j formed over its active rows, then solved) for a problem with at most this many
-# active rows per coefficient, the Hessians of one round's direct steps within _DIRECT_BYTES (float64)
+# active rows per coefficient and at most _DIRECT_MAX_COEF coefficients, the Hessians of one round's direct steps
+# within _DIRECT_BYTES (float64)
 _DIRECT_ROWS_PER_COEF = 8
+_DIRECT_MAX_COEF = 1025
 _DIRECT_BYTES = 256 << 20
 SOLVERS = ("cholesky", "cg")
 
@@ -175,8 +177,12 @@ class _Problems:
         per coefficient, the fewest first, their Hessians within ``_DIRECT_BYTES``. With n_j active rows H_j costs
         about 2 n_j p^2 flops, a CG product 2 n_j p (twice, over the rows it reads); but with n_j near p or
         below, H_j's data part has rank n_j and CG takes up to n_j products, each a pass (a Spark job or an
-        all-reduce): a pair's few rows in a smoothed hinge's band took 50 to 150 per round."""
+        all-reduce): a pair's few rows in a smoothed hinge's band took 50 to 150 per round. Beyond
+        ``_DIRECT_MAX_COEF`` coefficients H_j's p^2 per row costs more than those passes (4000 landmarks: 16
+        million per row), and every step is CG's."""
         p = self.theta.shape[1]
+        if p > _DIRECT_MAX_COEF:
+            return []
         few = sorted((j for j in running if self.active[j] <= _DIRECT_ROWS_PER_COEF * p), key=lambda j: self.active[j])
         return sorted(few[: max(0, _DIRECT_BYTES // (8 * p * p))])
 
