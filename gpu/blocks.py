@@ -82,6 +82,10 @@ class _Block:
         """The rows ``index`` as a new block of the same kind (a copy)."""
         raise NotImplementedError
 
+    def slice(self, start: int, stop: int) -> _Block:
+        """The rows start..stop as a block over the same storage where the kind allows (a view), else a copy."""
+        return self.take(torch.arange(start, stop, device=self.device))
+
     def to_dense(self) -> torch.Tensor:
         """All rows as a dense (n, d) tensor in the block dtype."""
         raise NotImplementedError
@@ -254,6 +258,9 @@ class DenseBlock(_Block):
 
     def take(self, index: torch.Tensor) -> DenseBlock:
         return DenseBlock(self.x.index_select(0, self._index(index)), self._compute)
+
+    def slice(self, start: int, stop: int) -> DenseBlock:
+        return DenseBlock(self.x[start:stop], self._compute)
 
     def rmatmul(self, r: torch.Tensor) -> torch.Tensor:
         """X^T @ r, in float64 when the block is float32 (see ``_chunked_rmatmul``)."""

@@ -82,6 +82,13 @@ class FactoredBlock(_Block):
         taken.n_rows = taken.left.n_rows
         return taken
 
+    def slice(self, start: int, stop: int) -> FactoredBlock:
+        """The rows start..stop of the left factor (a view where it allows), sharing the right factor."""
+        sliced = copy.copy(self)
+        sliced.left = self.left.slice(start, stop)
+        sliced.n_rows = sliced.left.n_rows
+        return sliced
+
     def rows(self, start: int, stop: int) -> torch.Tensor:
         return self.left.rows(start, stop) @ self.right
 

@@ -160,6 +160,9 @@ class KernelBlock(_Block):
     def rows(self, start: int, stop: int) -> torch.Tensor:
         return self._kernel(self.x[start:stop]).to(self.dtype)
 
+    def slice(self, start: int, stop: int) -> KernelBlock:
+        return self._like(self.x[start:stop])
+
     def take(self, index) -> _Block:
         """The rows ``index``: the kernel block of as many of them as ``take_bytes`` holds, as a ``DenseBlock``
         (computed once here), and a ``KernelBlock`` of the others (stacked after it)."""

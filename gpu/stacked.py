@@ -86,6 +86,12 @@ class RowStack(_Block):
                 parts.append(b.take(mine - start))
         return RowStack(parts or [self.blocks[0].take(index)])
 
+    def slice(self, start: int, stop: int) -> _Block:
+        """The rows start..stop: each block's part of them (views where the blocks allow), stacked."""
+        stop = min(stop, self.n_rows)
+        parts = [b.slice(max(start, s) - s, min(stop, e) - s) for b, s, e in self._spans() if s < stop and e > start]
+        return parts[0] if len(parts) == 1 else RowStack(parts or [self.blocks[0].slice(0, 0)])
+
     def rows(self, start: int, stop: int) -> torch.Tensor:
         stop = min(stop, self.n_rows)
         pieces = [b.rows(max(start, s) - s, min(stop, e) - s) for b, s, e in self._spans() if s < stop and e > start]

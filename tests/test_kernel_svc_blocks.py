@@ -12,7 +12,8 @@ import pytest
 from support.data_helpers import labeled_frame
 
 from sparkml.classification import KernelSVC
-from sparkml.data.derive import KernelPlan, executor_shares
+from sparkml.data import block_store
+from sparkml.data.derive import KernelPlan, derive_partition, executor_shares
 from sparkml.kernel import block_budget
 from sparkml.params.converters import memory_bytes
 
@@ -135,3 +136,28 @@ def test_the_budget_is_shared_by_each_executors_partitions_in_proportion_to_rows
     assert plan.stored_rows(0, 300, 100, 4, "cpu") == 300  # rows as wide as the kernel block: stored
     for mode, rows in (("stored", 300), ("per_pass", 0)):
         assert KernelPlan("rbf", np.zeros((100, 2)), 1.0, 3, 0.0, mode=mode).stored_rows(0, 300, 2, 4, "cpu") == rows
+
+
+def test_derived_rows_are_written_in_label_order(monkeypatch, tmp_path):
+    """``by_label``: the derived blocks hold each partition's rows in label order (stable), labels and weights moved
+    with them (a one-vs-one pass then reads each class's rows as one run, ``OneVsOneProblems``); else as they
+    were."""
+    import torch
+
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path))
+    rng = np.random.default_rng(0)
+    x, y, w = rng.normal(size=(50, 3)), rng.integers(0, 4, 50).astype(float), rng.uniform(0.5, 2, 50)
+    source = block_store.new_dataset_id()
+    writer = block_store.PartitionWriter(source, 0)
+    for name, values in (("x", x), ("y", y), ("w", w)):
+        writer.append(name, values)
+    writer.commit()
+    for by_label, order in ((True, np.argsort(y, kind="stable")), (False, np.arange(len(y)))):
+        target = block_store.new_dataset_id()
+        derive_partition(source, target, 0, "cpu", "float64", lambda rows: 2 * rows, by_label=by_label)
+        derived = block_store.open_partition(target, 0, torch.device("cpu"), torch.float64)
+        np.testing.assert_array_equal(derived.y.numpy(), y[order])
+        np.testing.assert_array_equal(derived.w.numpy(), w[order])
+        np.testing.assert_array_equal(derived.block.to_dense().numpy(), 2 * x[order])
+        block_store.drop(target)
+    block_store.drop(source)

@@ -12,6 +12,60 @@ from sparkml.gpu import DenseBlock, OneVsRestProblems, PlattProblems, SquaredHin
 from sparkml.optim.newton import newton
 
 
+@pytest.mark.parametrize("layout", ["dense", "factored", "stacked", "kernel"])
+def test_one_vs_one_reads_each_class_run_for_its_pairs_only(layout, monkeypatch):
+    """Rows in label order (as ``TrainingData.derive`` writes them): every pass reads each class's run of rows
+    with that class's pairs only (3 of the 6 pairs of 4 classes), and returns the sums of the same rows in another
+    order, where the pass reads them whole (every pair on every row)."""
+    from sparkml.gpu import OneVsOneProblems, SmoothedHingeLoss
+    from sparkml.gpu.factored import FactoredBlock
+    from sparkml.gpu.kernel_block import KernelBlock
+    from sparkml.gpu.stacked import RowStack
+
+    rng = np.random.default_rng(11)
+    x, y = linear_problem(seed=12, n=240, d=5, classes=4)
+    w = rng.uniform(0.5, 2.0, len(y))
+    landmarks, right = rng.normal(size=(7, 5)), rng.normal(size=(7, 7))
+
+    def block(rows):
+        xs = torch.from_numpy(x[rows])
+        if layout == "dense":
+            return DenseBlock(xs)
+        if layout == "kernel":
+            return KernelBlock(xs, torch.from_numpy(landmarks), "rbf", gamma=0.2)
+        if layout == "factored":
+            return FactoredBlock(DenseBlock(xs), torch.from_numpy(right[:5]))
+        half = len(rows) // 2  # two partitions, each in label order: two runs a class
+        return RowStack([DenseBlock(xs[:half]), DenseBlock(xs[half:])])
+
+    order = np.concatenate([np.argsort(y[: len(y) // 2], kind="stable"), len(y) // 2 + np.argsort(y[len(y) // 2 :])])
+    if layout != "stacked":
+        order = np.argsort(y, kind="stable")
+    shuffled = rng.permutation(len(y))
+    pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)]
+    ovo = OneVsOneProblems(SmoothedHingeLoss(width=0.5), pairs)
+    p = block(order).n_features + 1
+    theta, v = torch.from_numpy(rng.normal(size=(6, p))), torch.from_numpy(rng.normal(size=(6, p)))
+    widths = []
+    margin_pass = DenseBlock.margin_pass
+    monkeypatch.setattr(
+        DenseBlock, "margin_pass", lambda self, u, fn: widths.append(u.shape[-1]) or margin_pass(self, u, fn)
+    )
+
+    def sums(rows):
+        args = (block(rows), torch.from_numpy(y[rows]), torch.from_numpy(w[rows]))
+        widths.clear()
+        out = [*ovo.loss_gradient_curvature(theta, *args), *ovo.loss_gradient_hessian(theta, *args)]
+        passes = list(widths)
+        return out + [ovo.hessp_operator(theta, *args)(v)], passes
+
+    grouped, run_widths = sums(order)
+    whole, whole_widths = sums(shuffled)
+    assert set(run_widths) == {3} and set(whole_widths) == {6}, (run_widths, whole_widths)
+    for a, b in zip(grouped, whole):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-10)
+
+
 def test_one_vs_one_pairs_are_one_vs_rest_on_the_two_classes_rows():
     """OneVsOneProblems' pair (a, b) is OneVsRestProblems' class a over the rows of a and b only: the same sums
     at any theta, and Newton on all pairs at once lands each pair where Newton on its rows alone does (the

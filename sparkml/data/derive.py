@@ -88,32 +88,41 @@ def executor_shares(blocks) -> dict[int, float]:
     return {p: rows / max(1, totals[store]) for p, rows, store in blocks}
 
 
-def derive_partition(source, target, partition, device, dtype, features, right_factor=None, plan=None, chunk=8192):
+def derive_partition(
+    source, target, partition, device, dtype, features, right_factor=None, plan=None, chunk=8192, by_label=False
+):
     """Write partition ``partition`` of dataset ``source`` as dataset ``target``'s: ``features`` of its rows
     (all, or the first ``plan.stored_rows``; the others as rows with the plan's landmarks and kernel), times
-    ``right_factor`` when given (stored beside, ``sparkml.gpu.factored``), and its labels and weights."""
+    ``right_factor`` when given (stored beside, ``sparkml.gpu.factored``), and its labels and weights.
+    ``by_label``: the rows in label order (stable), so that a one-vs-one pass reads each class's rows as one run
+    (``sparkml.gpu.problems.OneVsOneProblems``). Not by default: in float32, sums over rows of one sign (a binary
+    problem's classes one after the other) round more than sums whose terms cancel as they go."""
     import torch
 
     from sparkml.gpu import resolve_dtype
 
     device = torch.device(device)
     part = block_store.open_partition(source, partition, device, resolve_dtype(dtype))
+    block, y, w = part.block, part.y, part.w
+    if by_label and len(y) > 1 and bool((y[1:] < y[:-1]).any()):
+        order = torch.argsort(y, stable=True)
+        block, y, w = block.take(order), y.index_select(0, order), w.index_select(0, order)
     n, itemsize = part.n_rows, np.dtype(dtype).itemsize
     writer = block_store.PartitionWriter(target, partition)
     try:
-        d = part.block.n_features
+        d = block.n_features
         stored = n if plan is None else plan.stored_rows(partition, n, d, itemsize, device)
         for i in range(0, stored, chunk):
-            writer.append("x", features(part.block.rows(i, min(i + chunk, stored))).cpu().numpy())
+            writer.append("x", features(block.rows(i, min(i + chunk, stored))).cpu().numpy())
         if stored < n:  # the rows as they are: a copy, in long runs
             for i in range(stored, n, _ROW_RUN):
-                writer.append("rows", part.block.rows(i, min(i + _ROW_RUN, n)).cpu().numpy())
+                writer.append("rows", block.rows(i, min(i + _ROW_RUN, n)).cpu().numpy())
             writer.append("landmarks", np.asarray(plan.landmarks, dtype=np.float64))
             writer.attrs = plan.attrs(partition, device, stored * len(plan.landmarks) * itemsize)
         if right_factor is not None:
             writer.append("right", np.asarray(right_factor, dtype=dtype))
-        writer.append("y", part.y.cpu().numpy())
-        writer.append("w", part.w.cpu().numpy())
+        writer.append("y", y.cpu().numpy())
+        writer.append("w", w.cpu().numpy())
         writer.commit()
     except BaseException:
         writer.abort()

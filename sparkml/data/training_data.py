@@ -234,7 +234,7 @@ class TrainingData:
                     self._checkpointed = copy
             return self._checkpointed
 
-    def derive(self, features, device="cpu", chunk_rows=8192, right_factor=None, plan=None):
+    def derive(self, features, device="cpu", chunk_rows=8192, right_factor=None, plan=None, by_label=False):
         """A new ``TrainingData`` over the same rows whose features are ``features(rows)``, times
         ``right_factor`` when given.
 
@@ -246,7 +246,8 @@ class TrainingData:
         ``plan`` (``derive.KernelPlan``, Nystroem): the rows whose kernel block does not fit their executor's
         budget are kept as rows, their kernel computed by every pass. In a classic session ``features``,
         ``right_factor`` and ``plan`` (the landmarks, the projection) reach the tasks as one broadcast, not
-        inside each task. The summary stays the input's. Release the derived data first.
+        inside each task. ``by_label``: each partition's rows are written in label order (``derive_partition``).
+        The summary stays the input's. Release the derived data first.
         """
         from sparkml.data.derive import derive_partition, executor_shares
 
@@ -274,7 +275,7 @@ class TrainingData:
                 stored = 0
                 if rows:
                     stored = derive_partition(
-                        source, target, partition, dev, dtype, feats, right, kernel_plan, chunk_rows
+                        source, target, partition, dev, dtype, feats, right, kernel_plan, chunk_rows, by_label
                     )
                 info = {"store": block_store.store_key(), "stored": stored}
                 out.append((partition, rows, json.dumps(info), b""))

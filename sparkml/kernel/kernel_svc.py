@@ -241,6 +241,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
             self.getDevice(),
             right_factor=getattr(spec, "projection", None),
             plan=self._kernel_plan(spec, raw.spark),
+            by_label=self._pairs(num_classes) is not None,  # one-vs-one passes read each class's rows as a run
         )
         if isinstance(spec, NystroemSpec):
             logger.info(
