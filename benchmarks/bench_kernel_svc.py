@@ -225,10 +225,20 @@ class LandmarkSearch(logging.Handler):
 def warm_workers(args, spark, rows=2000):
     """An untimed small fit just before a timed one: Spark stops Python workers that sat idle for a minute, and the
     SVC fit before this one often takes longer, so the timed fit would otherwise pay its workers' start (torch
-    imported again in each: ``docs/deployment.md``, "Python workers that start with torch loaded")."""
+    imported again in each: ``docs/deployment.md``, "Python workers that start with torch loaded"). Under
+    ``allreduce``, which keeps a task per slot whatever the input's size: a small input under ``auto`` is one block,
+    one task, and would leave the other slots' workers to start in the timed fit."""
     x, y = synthetic(rows, args.features, args.seed + 2)
     warm = frame(spark, x, y, args.partitions)
-    fit_ours(args, warm, warm, rows, "auto", args.selection[0], args.loss[0])
+    fit_ours(
+        argparse.Namespace(**{**vars(args), "strategy": "allreduce"}),
+        warm,
+        warm,
+        rows,
+        "auto",
+        args.selection[0],
+        args.loss[0],
+    )
     warm.unpersist()
 
 
