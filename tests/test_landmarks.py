@@ -105,7 +105,8 @@ def _grow(spark, residuals, tol=0.05, cap=2000, selection="random", n=3000, hing
 
     class Hinge:
         def __init__(self, train, train_labels, probe, probe_labels):
-            pool = cap if selection == "random" else n  # the sampled rows that are not probe rows, at most
+            # the sampled rows that are not probe rows, at most: the stand-in's steps' landmarks or its training rows
+            pool = max(min(cap, 1000), GAIN_TRAIN_ROWS) if selection == "random" else n
             assert abs(len(train) - min(GAIN_TRAIN_ROWS, n - len(probe), pool)) <= 2 and len(probe) == len(probe_labels)
             assert not {tuple(r) for r in train} & {tuple(r) for r in probe}
             if probes is not None:
@@ -174,6 +175,29 @@ def test_unset_num_landmarks_stops_growing_when_twice_as_many_buy_the_classifier
     # the residual still stops the search where it comes first
     landmarks, _, trail, _ = _grow(spark, {250: 0.04}, hinges={250: 0.6})
     assert trail == [(250, 0.04, 0.6)] and len(landmarks) == 250
+
+
+def test_the_stand_ins_steps_sample_for_themselves_and_the_target_samples_again(spark, monkeypatch):
+    """Easy data stops within the stand-in's steps (up to 1000 landmarks) on one sample sized for them; a search
+    that goes on to the target samples again, for the target's k-means pool, whose first rows are the same."""
+    from sparkml.kernel import landmarks as module
+
+    quotas = []
+    sample = module.sample_landmarks
+
+    def counted(*args, **kwargs):
+        quotas.append(sum(args[4].values()))
+        return sample(*args, **kwargs)
+
+    monkeypatch.setattr(module, "sample_landmarks", counted)
+    residuals = {250: 0.4, 500: 0.3, 1000: 0.25, 2000: 0.2}  # the target of 12,000 rows: 2000
+    _, _, trail, _ = _grow(spark, residuals, hinges={250: 0.02, 500: 0.0185}, n=12000, selection="kmeans")
+    assert [m for m, _, _ in trail] == [250, 500] and len(quotas) == 1
+    first = quotas[0]
+    quotas.clear()
+    _, _, trail, _ = _grow(spark, residuals, hinges={250: 0.6, 500: 0.5, 1000: 0.45}, n=12000, selection="kmeans")
+    assert [m for m, _, _ in trail] == [250, 500, 1000, 2000] and quotas[0] == first
+    assert len(quotas) == 2 and quotas[1] > first  # the target's pool: 2000 landmarks' k-means rows
 
 
 def test_the_landmark_target_is_every_row_to_2000_then_1_5_sqrt_n_ln_n_within_the_cap():

@@ -165,10 +165,12 @@ def grow_landmarks(
     anyway), the hinge None where it is not measured; after a stop on the gain, the last entry is the step that
     bought nothing and the landmarks are those of the entry before it.
 
-    One sample serves every step (collected once, for the target's landmarks plus the probe rows); a step's
-    landmarks come from the first rows of each class's share of it (hash-random, as ``sample_landmarks``),
-    as ``choose_landmarks`` would pick them for that m; the probe leaves each class what its landmarks
-    need at the target, or half its sampled rows when there are fewer. A data set of at most the target's
+    One sample serves the steps the stand-in prices (collected for their landmarks plus the probe rows), and a
+    second, larger one the steps beyond them (for the target's landmarks; taken only when the search goes on past
+    ``GAIN_MAX_LANDMARKS``): a step's landmarks come from the first rows of each class's share of it (hash-random,
+    as ``sample_landmarks``; the smaller sample's first rows are the larger one's), as ``choose_landmarks`` would
+    pick them for that m; the probe leaves each class what its landmarks need at the sample's last step, or half its
+    sampled rows when there are fewer. A data set of at most the target's
     rows is all landmarks (the exact kernel machine)."""
     cap = landmark_target(summary.rows, max(1, int(cap)))
     if summary.rows <= cap or cap <= AUTO_START:  # every row, or the cap itself
@@ -179,23 +181,37 @@ def grow_landmarks(
     gaining = gain is not None and gain_tol > 0
     probe_quota = class_quotas(summary, AUTO_PROBE_ROWS)
     gain_quota = class_quotas(summary, GAIN_PROBE_ROWS if gaining else AUTO_PROBE_ROWS)
-    need = {c: q * factor for c, q in class_quotas(summary, cap).items()}  # the k-means pool at the cap
-    quota = {c: n + gain_quota[c] for c, n in need.items()}
-    rows, labels, weights = sample_landmarks(dataset, features_col, label_col, summary, quota, seed, weight_col)
-    held = np.zeros(len(labels), dtype=bool)  # the probe: the largest keys of each class's sample
-    for c, q in probe_quota.items():
-        members = np.flatnonzero(labels == c)
-        kept = min(need.get(c, 0), len(members) // 2)  # for the landmarks: what the cap needs, or half
-        # the stand-in's larger probe only from rows the landmarks do not need
-        take = min(max(q, min(gain_quota[c], len(members) - need.get(c, 0))), len(members) - kept)
-        held[members[len(members) - take :]] = True
-    probe, pool, pool_labels, pool_weights = rows[held], rows[~held], labels[~held], weights[~held]
+    # the steps the stand-in prices first, from a sample for them only: easy data stops there, without collecting
+    # the pool the target's landmarks would need (a third of 100k rows at 4000 landmarks)
+    first = min(cap, GAIN_MAX_LANDMARKS) if gaining else cap
+
+    train_quota = class_quotas(summary, GAIN_TRAIN_ROWS if gaining else 0)
+
+    def search_sample(m):
+        """(probe, its labels, pool, its labels, its weights) of one sample for the steps up to m landmarks: the
+        k-means pool at m, and at least the stand-in's training rows."""
+        need = {c: max(q * factor, train_quota.get(c, 0)) for c, q in class_quotas(summary, m).items()}
+        quota = {c: n + gain_quota[c] for c, n in need.items()}
+        rows, labels, weights = sample_landmarks(dataset, features_col, label_col, summary, quota, seed, weight_col)
+        held = np.zeros(len(labels), dtype=bool)  # the probe: the largest keys of each class's sample
+        for c, q in probe_quota.items():
+            members = np.flatnonzero(labels == c)
+            kept = min(need.get(c, 0), len(members) // 2)  # for the landmarks: what m needs, or half
+            # the stand-in's larger probe only from rows the landmarks do not need
+            take = min(max(q, min(gain_quota[c], len(members) - need.get(c, 0))), len(members) - kept)
+            held[members[len(members) - take :]] = True
+        return rows[held], labels[held], rows[~held], labels[~held], weights[~held]
+
+    probe, probe_labels, pool, pool_labels, pool_weights = search_sample(first)
     stand_in = None
     if gaining:
         train = slice(0, GAIN_TRAIN_ROWS)  # the pool is in key order: a hash-random subset, classes in proportion
-        stand_in = gain(pool[train], pool_labels[train], probe, labels[held])
+        stand_in = gain(pool[train], pool_labels[train], probe, probe_labels)
     trail, m, last = [], AUTO_START, None
     while True:
+        if m > first:  # past the stand-in's steps: the sample for the target (its first rows are the same rows)
+            probe, probe_labels, pool, pool_labels, pool_weights = search_sample(cap)
+            first = cap
         landmarks = _step_landmarks(summary, m, selection, factor, seed, pool, pool_labels, pool_weights)
         r = None if m >= cap else residual(landmarks, probe[:AUTO_PROBE_ROWS])  # the target ends it whatever it is
         h = stand_in.loss(landmarks) if stand_in is not None and m < cap and m <= GAIN_MAX_LANDMARKS else None
