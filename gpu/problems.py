@@ -70,6 +70,24 @@ def _active_counts(hw):
     return hw.ne(0).sum(0).to(_F64)
 
 
+def _run_passes(X, runs, beta, b, rows):
+    """(k, d) float64: X^T R over the ``runs`` of rows (``OneVsRestProblems._runs``), one ``margin_pass`` a run.
+    ``rows(start, stop, every, m)`` returns R's rows start..stop (positions in X) for the run's problems ``every``,
+    from their margins m = x~ . theta (float64, the intercepts b added), in X's dtype."""
+    g_beta = torch.zeros(beta.shape, dtype=_F64, device=X.device)
+    for first, last, cols in runs:
+        every = slice(None) if cols is None else cols
+        run_b = None if b is None else b[every]
+
+        def fn(start, stop, m, first=first, every=every, run_b=run_b):
+            m = m.to(_F64) if run_b is None else m.to(_F64) + run_b
+            return rows(first + start, first + stop, every, m)
+
+        block = X if cols is None else X.slice(first, last)
+        g_beta[every] += block.margin_pass(_product_operand(beta[every], X), fn).to(_F64).T
+    return g_beta
+
+
 def _indicators(y, classes):
     """(n, k): 1[y_i == c_j], float64."""
     return (y[:, None] == torch.tensor(classes, dtype=_F64, device=y.device)[None, :]).to(_F64)
@@ -144,24 +162,17 @@ class OneVsRestProblems:
         margins = torch.zeros(labels.shape, dtype=_F64, device=X.device) if keep_margins else None
         f = torch.zeros(len(self.classes), dtype=_F64, device=X.device)
         r_sum = torch.zeros_like(f)
-        g_beta = torch.zeros(beta.shape, dtype=_F64, device=X.device)
-        for first, last, cols in self._runs(y):
-            every = slice(None) if cols is None else cols
-            run_labels, run_w = labels[first:last, every], w[first:last, every]
-            run_b = None if b is None else b[every]
 
-            def residuals(start, stop, m, first=first, every=every, run_labels=run_labels, run_w=run_w, run_b=run_b):
-                m = m.to(_F64) if run_b is None else m.to(_F64) + run_b
-                if margins is not None:
-                    margins[first + start : first + stop, every] = m
-                loss, g = binary._pointwise(m, run_labels[start:stop])
-                r = run_w[start:stop] * g
-                f[every] += (run_w[start:stop] * loss).sum(0)
-                r_sum[every] += r.sum(0)
-                return r.to(X.dtype)
+        def residuals(start, stop, every, m):
+            if margins is not None:
+                margins[start:stop, every] = m
+            loss, g = binary._pointwise(m, labels[start:stop, every])
+            r = w[start:stop, every] * g
+            f[every] += (w[start:stop, every] * loss).sum(0)
+            r_sum[every] += r.sum(0)
+            return r.to(X.dtype)
 
-            block = X if cols is None else X.slice(first, last)
-            g_beta[every] += block.margin_pass(_product_operand(beta[every], X), residuals).to(_F64).T
+        g_beta = _run_passes(X, self._runs(y), beta, b, residuals)
         return f, binary._join(g_beta, r_sum if self.fit_intercept else None), labels, w, margins
 
     def hessian_block(self, coef, X, y, w=None):
@@ -228,19 +239,13 @@ class OneVsRestProblems:
         def times(v):
             beta, b = binary._split(torch.as_tensor(v).to(device=X.device, dtype=_F64))
             r_sum = torch.zeros(beta.shape[0], dtype=_F64, device=X.device)
-            g_beta = torch.zeros(beta.shape, dtype=_F64, device=X.device)
-            for first, last, cols in runs:
-                every = slice(None) if cols is None else cols
-                run_hw, run_b = hw[first:last, every], None if b is None else b[every]
 
-                def rows(start, stop, m, every=every, run_hw=run_hw, run_b=run_b):
-                    # hw_i (x~_i . v): one read of the rows (a kernel chunk) for both products
-                    r = run_hw[start:stop] * (m.to(_F64) if run_b is None else m.to(_F64) + run_b)
-                    r_sum[every] += r.sum(0)
-                    return r.to(X.dtype)
+            def rows(start, stop, every, m):  # hw_i (x~_i . v): one read of the rows (a kernel chunk) for both products
+                r = hw[start:stop, every] * m
+                r_sum[every] += r.sum(0)
+                return r.to(X.dtype)
 
-                block = X if cols is None else X.slice(first, last)
-                g_beta[every] += block.margin_pass(_product_operand(beta[every], X), rows).to(_F64).T
+            g_beta = _run_passes(X, runs, beta, b, rows)
             return binary._join(g_beta, r_sum if binary.fit_intercept else None)
 
         return times
