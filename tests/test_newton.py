@@ -64,23 +64,30 @@ def test_regparam_is_one_over_n_c():
     np.testing.assert_allclose(theta[0, 4], sk.intercept_[0], rtol=1e-4, atol=1e-5)
 
 
-def test_one_vs_rest_problems_solved_together_match_each_solved_alone():
-    x, y = linear_problem(seed=5, n=400, classes=4)
-    w, reg = np.ones(len(y)), 0.02
-    classes = [0.0, 1.0, 2.0, 3.0]
+def _one_vs_rest_newton(x, y, w, classes, reg, solver="cholesky"):
+    """(theta, summaries, the passes asked for) of squared-hinge one-vs-rest problems solved together."""
     evaluate, calls = local_evaluate(
         lambda idx: OneVsRestProblems(SquaredHingeLoss(), [classes[j] for j in idx]), x, y, w
     )
     theta, summaries = newton(
         evaluate,
-        np.zeros((4, 5)),
+        np.zeros((len(classes), x.shape[1] + 1)),
         reg=reg,
         weight_sum=w.sum(),
         fit_intercept=True,
         max_iter=50,
         tol=1e-12,
         names=[f"class {c}" for c in classes],
+        solver=solver,
     )
+    return theta, summaries, calls
+
+
+def test_one_vs_rest_problems_solved_together_match_each_solved_alone():
+    x, y = linear_problem(seed=5, n=400, classes=4)
+    w, reg = np.ones(len(y)), 0.02
+    classes = [0.0, 1.0, 2.0, 3.0]
+    theta, summaries, calls = _one_vs_rest_newton(x, y, w, classes, reg)
     for k, c in enumerate(classes):
         ref = minimize(
             _svm_objective(x, (y == c).astype(float), w, reg), np.zeros(5), method="BFGS", options={"gtol": 1e-10}
@@ -102,20 +109,7 @@ def test_truncated_newton_cg_reaches_the_same_minimizers(monkeypatch):
     classes = [0.0, 1.0, 2.0]
     results = {}
     for solver in ("cholesky", "cg"):
-        evaluate, calls = local_evaluate(
-            lambda idx: OneVsRestProblems(SquaredHingeLoss(), [classes[j] for j in idx]), x, y, w
-        )
-        results[solver] = newton(
-            evaluate,
-            np.zeros((3, 41)),
-            reg=reg,
-            weight_sum=w.sum(),
-            fit_intercept=True,
-            max_iter=50,
-            tol=1e-12,
-            names=["a", "b", "c"],
-            solver=solver,
-        )
+        *results[solver], calls = _one_vs_rest_newton(x, y, w, classes, reg, solver)
         kinds = {kind for _, kind in calls}
         assert ("loss_gradient_hessian" in kinds) == (solver == "cholesky") and ("hessp" in kinds) == (solver == "cg")
     np.testing.assert_allclose(results["cg"][0], results["cholesky"][0], atol=1e-6)
@@ -155,20 +149,7 @@ def test_newton_cg_steps_directly_where_few_rows_are_active(monkeypatch):
 
     def solve(solver, rows_per_coef):
         monkeypatch.setattr(newton_module, "_DIRECT_ROWS_PER_COEF", rows_per_coef)
-        evaluate, calls = local_evaluate(
-            lambda idx: OneVsRestProblems(SquaredHingeLoss(), [classes[j] for j in idx]), x, y, w
-        )
-        theta, _ = newton(
-            evaluate,
-            np.zeros((3, 41)),
-            reg=reg,
-            weight_sum=w.sum(),
-            fit_intercept=True,
-            max_iter=50,
-            tol=1e-12,
-            names=["a", "b", "c"],
-            solver=solver,
-        )
+        theta, _, calls = _one_vs_rest_newton(x, y, w, classes, reg, solver)
         return theta, calls
 
     exact, _ = solve("cholesky", 8)
