@@ -32,14 +32,19 @@ def _each_partition(rows, dataset_id, loss, device, dtype, fn, shared):
             yield part
 
 
+# the pass kinds that return symmetric Hessians, and where in their sums: they travel packed (``_pack_symmetric``)
+_HESSIAN_AT = {"loss_gradient_hessian": 2, "hessian_block": 0}
+
+
 def _loss_sums(kind, loss):
-    """The share function of one pass of ``PartitionSums.<kind>``; Hessians travel packed (``_pack_symmetric``)."""
+    """The share function of one pass of ``PartitionSums.<kind>``; Hessians travel packed (``_HESSIAN_AT``)."""
+    at = _HESSIAN_AT.get(kind)
 
     def share(sums, coef):
         out = getattr(sums, kind)(coef, loss)
-        if out is not None and kind == "hessian_block":
-            return (_pack_symmetric(out[0]),)
-        return out[:2] + (_pack_symmetric(out[2]),) if out is not None and kind == "loss_gradient_hessian" else out
+        if out is None or at is None:
+            return out
+        return out[:at] + (_pack_symmetric(out[at]),) + out[at + 1 :]
 
     return share
 
@@ -49,14 +54,6 @@ def _pack_symmetric(h):
     ship and add (ten one-vs-rest Hessians of 601 features are 29 MB per partition and pass)."""
     rows, cols = np.triu_indices(h.shape[-1])
     return np.ascontiguousarray(h[..., rows, cols])
-
-
-def _triangle_side(size):
-    """p of a packed upper triangle of ``size`` = p (p + 1) / 2 entries."""
-    p = int(round((np.sqrt(8 * size + 1) - 1) / 2))
-    if p * (p + 1) // 2 != size:
-        raise ValueError(f"{size} entries are no p x p matrix's upper triangle")
-    return p
 
 
 def _unpack_symmetric(packed, p):
@@ -103,8 +100,8 @@ class SparkJobs:
         """The sums of one pass of ``PartitionSums.<kind>`` (e.g. ``loss_gradient``: (sum_i w_i l_i,
         sum_i w_i dl_i/dcoef)) at ``coef`` over all rows, for ``loss`` (default: the fit's)."""
         total = self.sum_of(_loss_sums(kind, loss or self.loss), shapes, coef)
-        if kind == "loss_gradient_hessian":
-            return total[0], total[1], _unpack_symmetric(total[2], np.shape(total[1])[-1])
-        if kind == "hessian_block":
-            return (_unpack_symmetric(total[0], _triangle_side(np.shape(total[0])[-1])),)
-        return total
+        at = _HESSIAN_AT.get(kind)
+        if at is None:
+            return total
+        # H is p x p for p coefficients: a linear model's (p,) or the problems' (k, p) coef
+        return total[:at] + (_unpack_symmetric(total[at], np.shape(coef)[-1]),) + total[at + 1 :]
