@@ -10,7 +10,7 @@ from sklearn.svm import LinearSVC as SkLinearSVC
 from support.newton_cases import linear_problem, local_evaluate
 
 from sparkml.gpu import DenseBlock, OneVsRestProblems, PlattProblems, SquaredHingeLoss
-from sparkml.optim import newton as newton_module
+from sparkml.optim import newton_state
 from sparkml.optim.newton import newton
 
 
@@ -102,7 +102,7 @@ def test_one_vs_rest_problems_solved_together_match_each_solved_alone():
 def test_truncated_newton_cg_reaches_the_same_minimizers(monkeypatch):
     """solver='cg': Hessian-vector passes and a Jacobi-preconditioned CG instead of forming H (no direct steps
     here: ``test_newton_cg_steps_directly_where_few_rows_are_active``)."""
-    monkeypatch.setattr(newton_module, "_DIRECT_ROWS_PER_COEF", 0)
+    monkeypatch.setattr(newton_state, "_DIRECT_ROWS_PER_COEF", 0)
     x, y = linear_problem(seed=9, n=500, d=40, classes=3)
     x = x * np.linspace(0.1, 3.0, 40)  # columns of very different scales, as Nystroem features have
     w, reg = np.ones(len(y)), 1e-3
@@ -148,7 +148,7 @@ def test_newton_cg_steps_directly_where_few_rows_are_active(monkeypatch):
     w, reg, classes = np.ones(len(y)), 1e-4, [0.0, 1.0, 2.0]
 
     def solve(solver, rows_per_coef):
-        monkeypatch.setattr(newton_module, "_DIRECT_ROWS_PER_COEF", rows_per_coef)
+        monkeypatch.setattr(newton_state, "_DIRECT_ROWS_PER_COEF", rows_per_coef)
         theta, _, calls = _one_vs_rest_newton(x, y, w, classes, reg, solver)
         return theta, calls
 
@@ -164,7 +164,7 @@ def test_newton_cg_steps_directly_where_few_rows_are_active(monkeypatch):
     hessp = kinds.count("hessp")
     # measured: 9 Hessian-vector passes and 5 Hessian passes against 70 Hessian-vector passes
     assert hessp + len(direct) < [kind for _, kind in pure_calls].count("hessp") / 3, (hessp, len(pure_calls))
-    monkeypatch.setattr(newton_module, "_DIRECT_MAX_COEF", 40)  # 41 coefficients: beyond it, CG only
+    monkeypatch.setattr(newton_state, "_DIRECT_MAX_COEF", 40)  # 41 coefficients: beyond it, CG only
     assert "hessian_block" not in [kind for _, kind in solve("cg", 8)[1]]
 
 
@@ -242,7 +242,7 @@ def test_landmark_gram_preconditioner_needs_fewer_cg_passes_for_the_same_minimiz
     (every step by CG: no direct steps)."""
     from sklearn.datasets import make_moons
 
-    monkeypatch.setattr(newton_module, "_DIRECT_ROWS_PER_COEF", 0)
+    monkeypatch.setattr(newton_state, "_DIRECT_ROWS_PER_COEF", 0)
     from sparkml.gpu.nystroem import NystroemMap
 
     x, y = make_moons(n_samples=1500, noise=0.25, random_state=1)

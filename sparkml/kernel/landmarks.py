@@ -185,7 +185,7 @@ def grow_landmarks(
     # the pool the target's landmarks would need (a third of 100k rows at 4000 landmarks)
     first = min(cap, GAIN_MAX_LANDMARKS) if gaining else cap
 
-    train_quota = class_quotas(summary, GAIN_TRAIN_ROWS if gaining else 0)
+    train_quota = class_quotas(summary, GAIN_TRAIN_ROWS) if gaining else {}
 
     def search_sample(m):
         """(probe, its labels, pool, its labels, its weights) of one sample for the steps up to m landmarks: the
