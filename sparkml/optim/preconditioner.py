@@ -1,4 +1,4 @@
-"""Preconditioners of Newton-CG's systems H_j delta_j = -g_j (``optim.newton``).
+"""Preconditioners of Newton-CG's systems H_j delta_j = -g_j (``optim.newton_state``).
 
 Jacobi: M_j = diag(H_j), the diagonal the round's pass returned.
 

@@ -72,7 +72,7 @@ class PartitionSums:
         return self._sums(coef, loss or self.loss, "loss_gradient_hessian")
 
     def hessian_block(self, coef: np.ndarray, loss: BlockLoss | None = None) -> Sums | None:
-        """(the Hessian block sum_i w_i h_i x~_i x~_i^T,): a Newton-CG round's direct steps (``optim.newton``)."""
+        """(the Hessian block sum_i w_i h_i x~_i x~_i^T,): a Newton-CG round's direct steps (``optim.newton_state``)."""
         return self._sums(coef, loss or self.loss, "hessian_block")
 
     def loss_gradient_diagonal(self, coef: np.ndarray, loss: NewtonCGProblems | None = None) -> Sums | None:
