@@ -90,6 +90,12 @@ class _Block:
         """All rows as a dense (n, d) tensor in the block dtype."""
         raise NotImplementedError
 
+    def for_products(self, columns: int) -> _Block:
+        """The block that many products of ``columns`` vectors each (a Newton round's CG iterations over several
+        problems) read fastest: this one, unless its kind pays per product for what forming it once would save
+        (``factored.FactoredBlock``)."""
+        return self
+
     def _moments(self, w, second: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(sum_i w_i x_i, sum_i w_i x_i**2 when ``second`` else None), float64."""
         raise NotImplementedError

@@ -26,6 +26,11 @@ from .blocks import DenseBlock, _Block, transposed_product
 
 __all__ = ["FactoredBlock"]
 
+# ``for_products`` forms the features when the rows are at most this many per product column: forming costs what
+# n / (4 columns) products pay for R, so it is paid back within 10 products (a Newton round's CG asks tens; ten-class
+# one-vs-one fits of 1,257 and 3,000 rows: 35 a round)
+_FORM_ROWS_PER_COLUMN = 40
+
 
 class FactoredBlock(_Block):
     """X = left @ right: ``left`` a row block (n, m), ``right`` an (m, p) tensor. The row products run
@@ -39,6 +44,7 @@ class FactoredBlock(_Block):
         self.right = right.to(device=left.device, dtype=left.dtype)
         self._right64 = self.right.to(torch.float64)
         self.n_rows, self.n_features = left.n_rows, int(right.shape[1])
+        self._formed: DenseBlock | None = None  # ``for_products``' A R, formed once
 
     @property
     def computed_per_pass(self) -> bool:
@@ -78,14 +84,14 @@ class FactoredBlock(_Block):
         round's active rows are taken once per round, and casting an (m, p) factor costs as much as
         copying thousands of rows of the block."""
         taken = copy.copy(self)
-        taken.left = self.left.take(index)
+        taken.left, taken._formed = self.left.take(index), None
         taken.n_rows = taken.left.n_rows
         return taken
 
     def slice(self, start: int, stop: int) -> FactoredBlock:
         """The rows start..stop of the left factor (a view where it allows), sharing the right factor."""
         sliced = copy.copy(self)
-        sliced.left = self.left.slice(start, stop)
+        sliced.left, sliced._formed = self.left.slice(start, stop), None
         sliced.n_rows = sliced.left.n_rows
         return sliced
 
@@ -114,3 +120,18 @@ class FactoredBlock(_Block):
 
     def to_dense(self) -> torch.Tensor:
         return self.left.to_dense() @ self.right
+
+    def for_products(self, columns: int) -> _Block:
+        """A dense block of the features A R when its rows are few against the products' columns, else this one.
+
+        Every product applies R to its ``columns`` vectors (2 m p flops each, twice: R v and R^T u), whatever
+        the rows; forming A R costs n m p once, what R costs n / (4 columns) products. A Newton
+        round's CG asks tens of products: with many problems and few rows (a ten-class one-vs-one fit of a
+        thousand rows: 90 columns a product across its class runs) R's products are most of each pass, and
+        forming the rows' features pays within ten. The formed block is kept for the later passes (it holds n p
+        values, about the left factor's n m). A block computed per pass keeps its budget's form."""
+        if self.computed_per_pass or self.n_rows > _FORM_ROWS_PER_COLUMN * columns:
+            return self
+        if self._formed is None:
+            self._formed = DenseBlock(self.to_dense())
+        return self._formed

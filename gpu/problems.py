@@ -143,8 +143,15 @@ class OneVsRestProblems:
         of every row in every problem (a one-vs-one set gives each class's run of rows its pairs only)."""
         return [(0, len(y), None)]
 
+    def _read(self, X, y):
+        """X as this set's passes read it: ``for_products`` of the columns a pass multiplies across its runs of rows
+        (a Nystroem block of few rows against them is formed once, ``factored.FactoredBlock``)."""
+        y = torch.as_tensor(y).to(device=X.device, dtype=_F64).reshape(-1)
+        return X.for_products(sum(len(self.classes) if cols is None else len(cols) for _, _, cols in self._runs(y)))
+
     def loss_gradient(self, coef, X, y, w=None):
         """(f (k,), G (k, p)) as in the module docstring."""
+        X = self._read(X, y)
         return self._pass(coef, X, y, w, keep_margins=False)[:2]
 
     def _hess_weights(self, labels, w, margins):
@@ -177,10 +184,12 @@ class OneVsRestProblems:
 
     def hessian_block(self, coef, X, y, w=None):
         """(k, p, p): each problem's sum_i w_i l''_ij x~_i x~_i^T."""
+        X = self._read(X, y)
         return self._hessians(X, self._hess_weights(*self._setup(coef, X, y, w)[1:]))
 
     def loss_gradient_hessian(self, coef, X, y, w=None):
         """(f, G, H): ``loss_gradient``'s sums and ``hessian_block``'s from one computation of the margins."""
+        X = self._read(X, y)
         f, g, labels, w, margins = self._pass(coef, X, y, w)
         return f, g, self._hessians(X, self._hess_weights(labels, w, margins))
 
@@ -200,6 +209,7 @@ class OneVsRestProblems:
     def loss_gradient_diagonal(self, coef, X, y, w=None):
         """(f, G, D, n): the sums above, the Hessians' diagonals D_j = sum_i w_i l''_ij x~_i^2, (k, p) (a Jacobi
         preconditioner for ``hessp``-based solvers) and each problem's count of rows with l''_ij != 0, (k,)."""
+        X = self._read(X, y)
         f, g, labels, w, margins = self._pass(coef, X, y, w)  # the margins once for both
         hw = self._hess_weights(labels, w, margins)
         diag = torch.stack([X.weighted_moments(hw[:, j])[1] for j in range(len(self.classes))])
@@ -211,6 +221,7 @@ class OneVsRestProblems:
         """(f, G, c, n): the sums above, each problem's curvature weight c_j = sum_i w_i l''_ij, (k,) (the
         intercept's Hessian diagonal; what a spectral preconditioner scales with), and its count of rows with
         l''_ij != 0, (k,), from one pass."""
+        X = self._read(X, y)
         f, g, labels, w, margins = self._pass(coef, X, y, w)
         hw = self._hess_weights(labels, w, margins)
         return f, g, hw.sum(0), _active_counts(hw)
@@ -228,6 +239,7 @@ class OneVsRestProblems:
         computed per pass copies them whatever their share: its rows are narrow, and the copy keeps their kernel
         where its budget allows (``kernel_block.KernelBlock.take``).
         """
+        X = self._read(X, y)
         coef, labels, w, margins = self._setup(coef, X, y, w)
         hw = self._hess_weights(labels, w, margins)
         y = torch.as_tensor(y).to(device=X.device, dtype=_F64).reshape(-1)

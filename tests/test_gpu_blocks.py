@@ -292,6 +292,10 @@ def test_factored_block_is_the_product_of_its_factors(dtype, device):
     _close(block.take(torch.tensor([7, 2, 2])).to_dense(), x[[7, 2, 2]], dtype)
     _close(block.rows(3, 9), x[3:9], dtype)
     _close(block.margin_pass(torch.from_numpy(v), lambda i, j, m: 2 * m), 2 * x.T @ (x @ v), dtype)
+    # products of one column: 40 rows are at most 40 a column, formed once (A R) as a dense block
+    formed = block.for_products(1)
+    assert isinstance(formed, DenseBlock)
+    _close(formed.to_dense(), x, dtype)
     with pytest.raises(ValueError, match=r"right factor must be \(6, p\)"):
         FactoredBlock(DenseBlock(torch.tensor(a)), torch.zeros(5, 5))
     # enough rows for a float32 block's chunked float64 sums (X^T r then comes back in float64)
@@ -299,6 +303,7 @@ def test_factored_block_is_the_product_of_its_factors(dtype, device):
     big = FactoredBlock(DenseBlock(torch.tensor(a, dtype=dtype, device=device)), torch.from_numpy(r))
     res = rng.normal(size=2500)
     _close(big.rmatmul(torch.from_numpy(res)), (a @ r).T @ res, dtype)
+    assert big.for_products(62) is big and isinstance(big.for_products(63), DenseBlock)  # 40 rows a column
 
 
 @pytest.mark.parametrize("k", [None, 2])

@@ -66,6 +66,48 @@ def test_one_vs_one_reads_each_class_run_for_its_pairs_only(layout, monkeypatch)
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-10)
 
 
+def test_hessian_products_over_few_rows_of_a_factored_block_read_its_formed_features():
+    """A Newton round's Hessian-vector products over a Nystroem block (A R) with few rows against its problems'
+    columns read A R formed once (no product of the factors), and equal the factored products; with many rows
+    the factors are read (``FactoredBlock.for_products``)."""
+    from sparkml.gpu import OneVsOneProblems, SmoothedHingeLoss
+    from sparkml.gpu.factored import FactoredBlock
+
+    rng = np.random.default_rng(4)
+    x, y = linear_problem(seed=5, n=120, d=6, classes=4)
+    order = np.argsort(y, kind="stable")
+    x, y = x[order], y[order]
+    left, right = torch.from_numpy(x), torch.from_numpy(rng.normal(size=(6, 9)))
+    ovo = OneVsOneProblems(SmoothedHingeLoss(width=0.5), [(a, b) for a in range(4) for b in range(a + 1, 4)])
+    theta, v = torch.from_numpy(rng.normal(size=(6, 10)) * 0.3), torch.from_numpy(rng.normal(size=(6, 10)))
+    calls = []
+    margin_pass = FactoredBlock.margin_pass
+
+    def counted(self, u, fn):
+        calls.append(self.n_rows)
+        return margin_pass(self, u, fn)
+
+    def products(rows):
+        block = FactoredBlock(DenseBlock(left[:rows]), right)
+        labels, weights = torch.from_numpy(y[:rows]), torch.ones(rows, dtype=torch.float64)
+        calls.clear()
+        out = ovo.hessp_operator(theta, block, labels, weights)(v)
+        # the reference: the same products with the factors read (a threshold no block meets)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("sparkml.gpu.factored._FORM_ROWS_PER_COLUMN", 0)
+            reference = ovo.hessp_operator(theta, block, labels, weights)(v)
+        return out, list(calls), reference
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(FactoredBlock, "margin_pass", counted)
+        few, few_calls, few_reference = products(120)  # 4 runs x 3 pairs: 12 columns, up to 480 rows formed
+        np.testing.assert_allclose(few.numpy(), few_reference.numpy(), rtol=1e-10, atol=1e-12)
+        assert len(few_calls) == 4, few_calls  # the reference's 4 class runs only: the products read A R formed
+        patch.setattr("sparkml.gpu.factored._FORM_ROWS_PER_COLUMN", 1)  # 12 rows a product at most: factors read
+        _, many_calls, _ = products(120)
+        assert len(many_calls) == 8, many_calls
+
+
 def test_one_vs_one_pairs_are_one_vs_rest_on_the_two_classes_rows():
     """OneVsOneProblems' pair (a, b) is OneVsRestProblems' class a over the rows of a and b only: the same sums
     at any theta, and Newton on all pairs at once lands each pair where Newton on its rows alone does (the
