@@ -21,6 +21,9 @@ and the rounds stop when the active set stops changing (Keerthi and DeCoste, "A 
 for fast solution of large scale linear SVMs", JMLR 2005). A step with more landmarks starts from the active set
 the previous step ended with, not from every row: the same rows are mostly the ones on the wrong side of their
 margin, so it takes a round or two instead of five to ten.
+
+``decision(landmarks)`` gives the classifiers a call trained as f(x) = K(x, L) alpha + b (alpha = C^{-T} w): on the
+landmarks the search keeps they are where the fit's own Newton rounds start (``sparkml.kernel.feature_map``).
 """
 
 from __future__ import annotations
@@ -55,10 +58,24 @@ class HeldOutHinge:
         self.active = [torch.ones(len(self.train), dtype=torch.bool) for _ in classes]
         self.rounds: list[int] = []  # Newton rounds of each problem in the last ``loss`` call
         self.weights: list[torch.Tensor] = []  # each problem's (w, b) of the last ``loss`` call, float64
+        self._fits: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # (landmarks, alpha, b) a call
+
+    def decision(self, landmarks):
+        """(alpha (k, m), b (k,)), float64: the classifiers ``loss(landmarks)`` trained, as f_j(x) = K(x, L) alpha_j
+        + b_j over those landmarks (a start for the fit's own problems on them); None when no call had them."""
+        lm = torch.as_tensor(landmarks).to(_F64)
+        for seen, alpha, b in self._fits:
+            if seen.shape == lm.shape and torch.equal(seen, lm):
+                return alpha, b
+        return None
 
     def features(self, landmarks, *row_sets):
         """For each of ``row_sets``, (n, m + 1): phi(rows) (module docstring) and a column of ones for the
         intercept, in ``dtype``; K_LL is factored once for all of them."""
+        return self._features(landmarks, *row_sets)[0]
+
+    def _features(self, landmarks, *row_sets):
+        """(``features``, w -> alpha: the landmarks' weights K(x, L) alpha = phi(x) w of feature weights w)."""
         lm = torch.as_tensor(landmarks).to(_F64)
         factor = jittered_cholesky(kernel_matrix(self.kernel["kind"], lm, **self._args()))
         nystroem = None
@@ -73,7 +90,10 @@ class HeldOutHinge:
                     factor, kernel_matrix(self.kernel["kind"], lm, rows, **self._args()), upper=False
                 ).T
             out.append(torch.cat([phi, torch.ones(len(rows), 1, dtype=_F64)], 1).to(self.dtype))
-        return out
+        if nystroem is not None:
+            projection = nystroem.projection.to(_F64)
+            return out, lambda w: projection @ w
+        return out, lambda w: torch.linalg.solve_triangular(factor.T, w[:, None], upper=True)[:, 0]
 
     def _args(self):
         return {k: v for k, v in self.kernel.items() if k != "kind"}
@@ -81,7 +101,7 @@ class HeldOutHinge:
     def loss(self, landmarks) -> float:
         """The held-out mean hinge of the problems' classifiers on ``landmarks``, summed over the problems (module
         docstring)."""
-        x, probe = self.features(landmarks, self.train, self.probe)
+        (x, probe), landmark_weights = self._features(landmarks, self.train, self.probe)
         n, p = x.shape
         penalty = torch.full((p,), self.reg, dtype=_F64)
         penalty[-1] = 0.0  # the intercept
@@ -103,4 +123,6 @@ class HeldOutHinge:
             self.weights.append(w)
             margins = self.probe_signs[k] * (probe @ w.to(probe.dtype)).to(_F64)
             total += float(torch.clamp(1.0 - margins, min=0.0).mean())
+        alpha = torch.stack([landmark_weights(w[:-1]) for w in self.weights])
+        self._fits.append((torch.as_tensor(landmarks).to(_F64), alpha, torch.stack([w[-1] for w in self.weights])))
         return total

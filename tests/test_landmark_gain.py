@@ -56,6 +56,27 @@ def test_the_active_set_newton_reaches_the_squared_hinge_optimum(classes):
     assert all(1 < r < 30 for r in gain.rounds), gain.rounds
 
 
+@pytest.mark.parametrize("kernel", [RBF, {"kind": "sigmoid", "gamma": 0.05, "coef0": 0.0}], ids=["rbf", "sigmoid"])
+def test_the_stand_ins_classifiers_are_given_over_their_landmarks(kernel):
+    """``decision(landmarks)``: each problem's classifier of the ``loss`` call on those landmarks as K(x, L) alpha + b,
+    the margins its features gave (a Cholesky factor's for the RBF kernel, the Nystroem map's for the sigmoid
+    kernel, which is not positive semi-definite); None for landmarks no call had."""
+    from sparkml.gpu.kernels import kernel_matrix
+
+    x, y = synthetic(900, 5, seed=6)
+    y = np.where(x[:, 0] > 0.5, 2.0, y)  # three classes
+    gain = HeldOutHinge(x[:600], y[:600], x[600:], y[600:], [0.0, 1.0, 2.0], 1e-3, kernel, dtype=torch.float64)
+    args = {k: v for k, v in kernel.items() if k != "kind"}
+    for landmarks in (x[:40], x[:80]):
+        gain.loss(landmarks)
+        (probe,) = gain.features(landmarks, gain.probe)
+        alpha, b = gain.decision(landmarks)
+        k_probe = kernel_matrix(kernel["kind"], gain.probe, torch.from_numpy(landmarks), **args).numpy()
+        expected = np.stack([(probe @ w).numpy() for w in gain.weights], axis=1)
+        np.testing.assert_allclose(k_probe @ alpha.numpy().T + b.numpy(), expected, rtol=1e-6, atol=1e-6)
+    assert gain.decision(x[:40]) is not None and gain.decision(x[1:41]) is None
+
+
 def test_more_landmarks_warm_start_from_the_last_active_set():
     x, y = synthetic(3000, 8, seed=1)
     train, probe = slice(0, 2500), slice(2500, None)

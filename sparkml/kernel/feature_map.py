@@ -1,7 +1,8 @@
 """KernelSVC's feature map: fitted on the driver, applied to each partition on its executor.
 
-``fit_feature_map`` returns the typed spec (``sparkml.gpu.feature_maps``) and the shape of the
-features' second moment that preconditions Newton-CG (``optim.preconditioner``):
+``fit_feature_map`` returns the typed spec (``sparkml.gpu.feature_maps``), the shape of the
+features' second moment that preconditions Newton-CG (``optim.preconditioner``), and where a landmark search
+trained a stand-in classifier on the chosen landmarks, its decision functions (a start for the fit's Newton):
 
 * Nystroem: landmarks L (``kernel.landmarks``) and K_LL^-1/2 in K_LL's eigenbasis, keeping the r
   directions with lambda >= ``NYSTROEM_RCOND`` lambda_max (``sparkml.gpu.nystroem``). The
@@ -35,12 +36,14 @@ NYSTROEM_RCOND = 1e-6
 
 
 def fit_feature_map(est, dataset, summary, gamma, class_weights=None):
-    """(spec, preconditioner shape) for ``est``'s Params (a ``KernelSVC``) on ``dataset``.
+    """(spec, preconditioner shape, start) for ``est``'s Params (a ``KernelSVC``) on ``dataset``.
 
     The landmarks come from the rows of positive weight (k-means weighted by it): ``weightCol`` times
     ``class_weights`` ({label: weight}, ``classWeight`` resolved), as the training rows weigh. The
     shape is (None, s) with s the diagonal of the rows' average phi phi^T in K_LL's eigenbasis
-    (Nystroem), or None (random Fourier features: Jacobi)."""
+    (Nystroem), or None (random Fourier features: Jacobi). ``start``: None, or (classes, alpha (k, m), b (k,)):
+    the landmark search's stand-in classifiers of those landmarks (``grow_landmarks``), one per class of
+    ``classes`` against the rest, f(x) = K(x, L) alpha + b (``start_coefficients`` maps them to the features)."""
     import torch
 
     from sparkml.gpu.fourier import RandomFourierMap
@@ -50,11 +53,12 @@ def fit_feature_map(est, dataset, summary, gamma, class_weights=None):
     m = est.getNumLandmarks() if est.isDefined(est.numLandmarks) else None
     if est.getMethod() == "rff":
         rff = RandomFourierMap(kernel, summary.n_features, m or RFF_DEFAULT_FEATURES, gamma=gamma, seed=est.getSeed())
-        return FourierSpec(kernel, rff.frequencies.numpy(), rff.offsets.numpy()), None
+        return FourierSpec(kernel, rff.frequencies.numpy(), rff.offsets.numpy()), None, None
     dataset, weight_col = _weighted(dataset, est._weight_col(), est.getLabelCol(), class_weights)
     where = (dataset, est.getFeaturesCol(), est.getLabelCol(), summary)
+    start = None
     if m is None:
-        landmarks, rows = _grown_landmarks(est, where, gamma, weight_col)
+        landmarks, rows, start = _grown_landmarks(est, where, gamma, weight_col)
     else:
         landmarks, rows = choose_landmarks(*where, m, est.getLandmarkSelection(), est.getSeed(), weight_col)
     check_kernel_reaches(kernel, landmarks, gamma, est.getDegree(), est.getCoef0(), summary)
@@ -72,7 +76,20 @@ def fit_feature_map(est, dataset, summary, gamma, class_weights=None):
     else:  # k-means centres: the diagonal of the sampled rows' average phi phi^T
         s = (nystroem.transform(torch.from_numpy(rows)) ** 2).mean(0).numpy()
     spec = NystroemSpec(kernel, landmarks, nystroem.projection.numpy(), gamma, est.getDegree(), est.getCoef0())
-    return spec, (None, s)
+    return spec, (None, s), start
+
+
+def start_coefficients(spec, start, classes, fit_intercept):
+    """(k, m' + 1) coefficients on ``spec``'s Nystroem features whose decision functions are ``start``'s
+    (``fit_feature_map``) for the problems of ``classes`` (each class against the rest), or None where ``start``
+    has other problems or there is no intercept to carry its b. K(x, L) R theta = K(x, L) alpha is met by theta
+    = R^+ alpha (R the projection, full column rank: exact where alpha is in its range, the closest else)."""
+    if start is None or not fit_intercept or list(start[0]) != [float(c) for c in classes]:
+        return None
+    _, alpha, b = start
+    projection = np.asarray(spec.projection, dtype=np.float64)
+    theta = np.linalg.lstsq(projection, np.asarray(alpha, dtype=np.float64).T, rcond=None)[0].T
+    return np.concatenate([theta, np.asarray(b, dtype=np.float64)[:, None]], axis=1)
 
 
 # the landmarks whose kernel is checked (``check_kernel_reaches``): enough pairs, a negligible cost
@@ -114,22 +131,23 @@ _SPECS = {"nystroem": NystroemSpec, "rff": FourierSpec}
 
 
 def checkpointed_feature_map(checkpoint, fit):
-    """``fit()`` (``fit_feature_map``'s spec and shape); with ``checkpoint`` (``optim.checkpoint``) the one a
-    killed fit saved there when there is one, else ``fit()``'s, saved there first: a resumed fit trains on
-    the features its checkpointed rounds were computed on, and skips the landmark search."""
+    """``fit()`` (``fit_feature_map``'s spec, shape and start); with ``checkpoint`` (``optim.checkpoint``) the spec
+    and shape a killed fit saved there when there is one, else ``fit()``'s, saved there first: a resumed fit trains
+    on the features its checkpointed rounds were computed on, and skips the landmark search. A checkpointed fit
+    starts its rounds from 0 (no start), so that a resumed one takes up the same rounds."""
     if checkpoint is None:
         return fit()
     saved = checkpoint.load_part(FEATURE_MAP_PART)
     if saved is not None:
         cls = _SPECS[saved["method"]]
         spec = cls(**{f.name: saved[f.name] for f in dataclasses.fields(cls)})
-        return spec, None if "spectrum" not in saved else (None, saved["spectrum"])
-    spec, shape = fit()
+        return spec, None if "spectrum" not in saved else (None, saved["spectrum"]), None
+    spec, shape, _ = fit()
     state = {"method": spec.method, **{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}}
     if shape is not None:
         state["spectrum"] = np.asarray(shape[1], dtype=np.float64)
     checkpoint.save_part(FEATURE_MAP_PART, state)
-    return spec, shape
+    return spec, shape, None
 
 
 _LANDMARK_WEIGHT = "__sparkml_landmark_weight"
@@ -150,9 +168,10 @@ def _weighted(dataset, weight_col, label_col, class_weights):
 
 
 def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gamma, weight_col):
-    """``grow_landmarks`` for ``est``'s Params: up to ``landmark_target`` of the rows, at most maxLandmarks. Memory
-    does not bound them: the kernel blocks that do not fit an executor are computed per pass
-    (``sparkml.kernel.block_budget``)."""
+    """(landmarks, rows, start): ``grow_landmarks`` for ``est``'s Params, up to ``landmark_target`` of the rows, at
+    most maxLandmarks, and the stand-in's classifiers on the landmarks kept (``fit_feature_map``'s start) where it
+    was trained on them. Memory does not bound them: the kernel blocks that do not fit an executor are computed per
+    pass (``sparkml.kernel.block_budget``)."""
     from sparkml.gpu.landmark_gain import HeldOutHinge
     from sparkml.gpu.nystroem import residual_fraction
 
@@ -164,9 +183,12 @@ def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gam
     classes = [1.0] if len(summary.class_weights) == 2 else present
     kernel = {"kind": est.getKernel(), **args}
 
+    stand_ins = []
+
     def gain(train, train_labels, probe, probe_labels):
         reg = max(est.getRegParam(), 1.0 / (GAIN_MAX_C * len(train)))  # the stand-in's own rows: no free fit
-        return HeldOutHinge(train, train_labels, probe, probe_labels, classes, reg, kernel)
+        stand_ins.append(HeldOutHinge(train, train_labels, probe, probe_labels, classes, reg, kernel))
+        return stand_ins[-1]
 
     landmarks, rows, trail = grow_landmarks(
         *where,
@@ -190,7 +212,9 @@ def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gam
         target,
         summary.rows,
     )
-    return landmarks, rows
+    decision = stand_ins[0].decision(landmarks) if stand_ins else None
+    start = None if decision is None else (classes, decision[0].numpy(), decision[1].numpy())
+    return landmarks, rows, start
 
 
 def _step_text(m, residual, hinge, rows):
