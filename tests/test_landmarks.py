@@ -281,8 +281,9 @@ def test_unset_num_landmarks_on_a_small_data_set_keeps_half_of_each_class_for_la
 
 
 def test_start_coefficients_carry_the_stand_ins_decision_to_the_nystroem_features():
-    """theta = R^+ alpha: the fit's features K(x, L) R give the stand-in's decision K(x, L) alpha + b; no start
-    where the problems are not the stand-in's (other classes, no intercept to carry b)."""
+    """theta = R^+ alpha: the fit's features K(x, L) R give the stand-in's decision K(x, L) alpha + b, a one-vs-one
+    pair half the difference of its classes'; no start where the problems' classes are not the stand-in's or there
+    is no intercept to carry b."""
     import torch
 
     from sparkml.gpu.feature_maps import NystroemSpec
@@ -299,15 +300,23 @@ def test_start_coefficients_carry_the_stand_ins_decision_to_the_nystroem_feature
     k = kernel_matrix("rbf", torch.from_numpy(rows), torch.from_numpy(landmarks), gamma=0.3).numpy()
     features = k @ spec.projection
     np.testing.assert_allclose(features @ theta[:, :-1].T + theta[:, -1], k @ alpha.T + b, rtol=1e-6, atol=1e-6)
+    # one-vs-one: (f_0 - f_1) / 2 for the pair (0, 1)
+    (pair,) = start_coefficients(spec, ([0.0, 1.0], alpha, b), [0.0, 1.0], True, pairs=[(0.0, 1.0)])
+    np.testing.assert_allclose(
+        features @ pair[:-1] + pair[-1], (k @ (alpha[0] - alpha[1]) + b[0] - b[1]) / 2, rtol=1e-6, atol=1e-6
+    )
     assert start_coefficients(spec, ([0.0, 1.0], alpha, b), [0.0, 1.0, 2.0], fit_intercept=True) is None
+    assert start_coefficients(spec, ([0.0, 1.0], alpha, b), [0.0, 1.0, 2.0], True, pairs=[(0.0, 2.0)]) is None
     assert start_coefficients(spec, ([0.0, 1.0], alpha, b), [0.0, 1.0], fit_intercept=False) is None
     assert start_coefficients(spec, None, [1.0], fit_intercept=True) is None
 
 
-def test_a_fit_after_the_landmark_search_starts_from_the_stand_in(spark, monkeypatch):
-    """numLandmarks unset on 5000 rows of two Gaussians: the search stops at 250 landmarks, where its stand-in
-    classifier was trained, and the Newton rounds start from it (no squared-hinge rounds from 0): fewer rounds to the
-    optimum of the fit started from 0, within the rounds' stopping rule, and the same predictions but a few."""
+@pytest.mark.parametrize("problem", ["twonorm", "waveform"])
+def test_a_fit_after_the_landmark_search_starts_from_the_stand_in(spark, monkeypatch, problem):
+    """numLandmarks unset on 5000 rows of two Gaussians, or of waveform's three classes (one-vs-one): the search
+    stops at 250 landmarks, where its stand-in classifiers were trained, and the Newton rounds start from them (a
+    pair from its two classes'; no squared-hinge rounds from 0): fewer rounds to the optimum of the fit started from
+    0, within the rounds' stopping rule, and the same predictions but a few."""
     from support.helpers import ROOT
 
     import sparkml.kernel.kernel_svc as kernel_svc
@@ -316,21 +325,22 @@ def test_a_fit_after_the_landmark_search_starts_from_the_stand_in(spark, monkeyp
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     import datasets  # the benchmarks' problems
 
-    x, y = datasets.twonorm(5000, seed=3)
+    x, y = getattr(datasets, problem)(5000, seed=3)
     frame = labeled_frame(spark, x, y).cache()
     started = KernelSVC(regParam=1e-4).fit(frame)
     monkeypatch.setattr(kernel_svc, "start_coefficients", lambda *args: None)
     cold = KernelSVC(regParam=1e-4).fit(frame)
-    assert started.numLandmarksUsed == cold.numLandmarksUsed == 250
+    assert started.numLandmarksUsed == cold.numLandmarksUsed and started.numLandmarksUsed <= 251
     np.testing.assert_array_equal(started.landmarks.toArray(), cold.landmarks.toArray())
-    first, last = (s.summary.objectiveHistory for s in (started, cold))
-    # measured: 9 rounds against 13 (2 of them the squared hinge's), objectives 0.061901 and 0.061894: each stops
-    # where a round lowers it by less than tol (1e-4) relative
-    assert started.summary.totalIterations < cold.summary.totalIterations
-    assert first[-1] == pytest.approx(last[-1], rel=1e-3)
+    # measured (twonorm): 9 rounds against 13 (2 of them the squared hinge's), objectives 0.061901 and 0.061894:
+    # each stops where a round lowers it by less than tol (1e-4) relative
+    rounds = [sum(s.totalIterations for s in model.summaries) for model in (started, cold)]
+    assert rounds[0] < rounds[1], rounds
+    for a, b in zip(started.summaries, cold.summaries):
+        assert a.objectiveHistory[-1] == pytest.approx(b.objectiveHistory[-1], rel=1e-3)
     agree = np.mean(
         started.transform(frame).select("prediction").toPandas().to_numpy()
         == cold.transform(frame).select("prediction").toPandas().to_numpy()
     )
-    assert agree > 0.998, agree
+    assert agree > 0.995, agree
     frame.unpersist()

@@ -79,17 +79,27 @@ def fit_feature_map(est, dataset, summary, gamma, class_weights=None):
     return spec, (None, s), start
 
 
-def start_coefficients(spec, start, classes, fit_intercept):
+def start_coefficients(spec, start, classes, fit_intercept, pairs=None):
     """(k, m' + 1) coefficients on ``spec``'s Nystroem features whose decision functions are ``start``'s
-    (``fit_feature_map``) for the problems of ``classes`` (each class against the rest), or None where ``start``
-    has other problems or there is no intercept to carry its b. K(x, L) R theta = K(x, L) alpha is met by theta
-    = R^+ alpha (R the projection, full column rank: exact where alpha is in its range, the closest else)."""
-    if start is None or not fit_intercept or list(start[0]) != [float(c) for c in classes]:
+    (``fit_feature_map``) for the problems of ``classes`` (each class against the rest) or, with one-vs-one ``pairs``,
+    half the difference of the two classes' (f_a - f_b) / 2: about +1 on a's rows and -1 on b's; None where
+    ``start`` lacks a problem's classes or there is no intercept to carry its b. K(x, L) R theta = K(x, L) alpha is
+    met by theta = R^+ alpha (R the projection, full column rank: exact where alpha is in its range, the closest
+    else)."""
+    if start is None or not fit_intercept:
         return None
-    _, alpha, b = start
-    projection = np.asarray(spec.projection, dtype=np.float64)
-    theta = np.linalg.lstsq(projection, np.asarray(alpha, dtype=np.float64).T, rcond=None)[0].T
-    return np.concatenate([theta, np.asarray(b, dtype=np.float64)[:, None]], axis=1)
+    stand_in_classes, alpha, b = start
+    alpha, b = np.asarray(alpha, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    index = {float(c): i for i, c in enumerate(stand_in_classes)}
+    if pairs is not None:
+        if any(a not in index or c not in index for a, c in pairs):
+            return None
+        first, second = [index[a] for a, _ in pairs], [index[c] for _, c in pairs]
+        alpha, b = (alpha[first] - alpha[second]) / 2, (b[first] - b[second]) / 2
+    elif [float(c) for c in stand_in_classes] != [float(c) for c in classes]:
+        return None
+    theta = np.linalg.lstsq(np.asarray(spec.projection, dtype=np.float64), alpha.T, rcond=None)[0].T
+    return np.concatenate([theta, b[:, None]], axis=1)
 
 
 # the landmarks whose kernel is checked (``check_kernel_reaches``): enough pairs, a negligible cost

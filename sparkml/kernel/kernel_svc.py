@@ -239,10 +239,10 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
             checkpoint, lambda: fit_feature_map(self, raw.source, s, gamma, raw.class_weights)
         )
         m = spec.make().n_components
-        # the landmark search's stand-in classifiers, where they are this fit's problems: where the rounds start
-        theta0 = None
-        if self._pairs(num_classes) is None:
-            theta0 = start_coefficients(spec, start, _problem_classes(num_classes), self.getFitIntercept())
+        # where the rounds start: the landmark search's stand-in classifiers (one-vs-rest; a pair from its two classes')
+        theta0 = start_coefficients(
+            spec, start, _problem_classes(num_classes), self.getFitIntercept(), self._pairs(num_classes)
+        )
         # Nystroem: the blocks hold K(X, L), or the rows whose K(X, L) every pass computes where it does not fit
         # (sparkml.kernel.block_budget); the projection is applied per product (sparkml.gpu.factored)
         features = raw.derive(
