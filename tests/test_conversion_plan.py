@@ -31,6 +31,11 @@ def plans(monkeypatch):
 
 
 def _persistent(spark):
+    """The ids of the persisted RDDs, once the fits that returned (an earlier test's) have released theirs
+    (``data.background_release``): their unpersisting would otherwise land between two calls."""
+    from sparkml.data import background_release
+
+    background_release.wait()
     return set(spark.sparkContext._jsc.getPersistentRDDs().keys())
 
 
