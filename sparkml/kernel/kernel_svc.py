@@ -341,11 +341,9 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         squared = problems(SquaredHingeLoss(fit_intercept))
         if self.getLoss() == "squared_hinge":
             main, warm_start = squared, None
-        elif theta0 is not None:  # from the stand-in's classifiers: rows on both sides of the margin, curvature
-            main, warm_start = problems(SmoothedHingeLoss(fit_intercept, width=_HINGE_WIDTH)), None
-        else:  # both solves in one Spark job sequence or barrier stage
+        else:  # both solves in one Spark job sequence or barrier stage; from theta0 the smoothed hinge's alone
             main = problems(SmoothedHingeLoss(fit_intercept, width=_HINGE_WIDTH))
-            warm_start = (squared, _HINGE_WARM_START_ROUNDS)
+            warm_start = (squared, _HINGE_WARM_START_ROUNDS) if theta0 is None else None
         return strategy.newton(
             main,
             np.zeros((len(classes), p)) if theta0 is None else theta0,
