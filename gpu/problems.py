@@ -33,6 +33,8 @@ rows of a and b only, P(y = a | y in {a, b}, s), as libsvm does before coupling 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
 from .losses import LinearLoss, _product_operand
@@ -65,26 +67,44 @@ def _inputs(coef, X, y, w, shape):
     return coef, w, y
 
 
-def _active_counts(hw):
-    """(k,) float64: each problem's rows with a non-zero Hessian weight (what Newton-CG prices a direct step by)."""
-    return hw.ne(0).sum(0).to(_F64)
+class _Run(NamedTuple):
+    """Rows start..stop of a block and the problems they are in (``cols``: a (k',) index tensor, or None for all),
+    with each row's label and weight in those problems: ``labels`` (n' or 1, k') and ``weights`` (n', k' or 1),
+    broadcast against the run's (n', k') margins. One-vs-one over rows grouped by class: a run of class c holds its
+    pairs only, labels 1[c = a] per pair and the rows' own weights, so no (n, k) array is ever formed."""
+
+    start: int
+    stop: int
+    cols: torch.Tensor | None
+    labels: torch.Tensor
+    weights: torch.Tensor
+
+    def every(self):
+        return slice(None) if self.cols is None else self.cols
+
+    def block(self, X):
+        return X if self.cols is None else X.slice(self.start, self.stop)
+
+
+def _part(t, start, stop):
+    """Rows start..stop of a run's labels or weights (a single row broadcasts)."""
+    return t if t.shape[0] == 1 else t[start:stop]
 
 
 def _run_passes(X, runs, beta, b, rows):
-    """(k, d) float64: X^T R over the ``runs`` of rows (``OneVsRestProblems._runs``), one ``margin_pass`` a run.
-    ``rows(start, stop, every, m)`` returns R's rows start..stop (positions in X) for the run's problems ``every``,
-    from their margins m = x~ . theta (float64, the intercepts b added), in X's dtype."""
+    """(k, d) float64: X^T R over the ``runs`` of rows (``OneVsRestProblems._views``), one ``margin_pass`` a run.
+    ``rows(i, run, start, stop, m)`` returns R's rows start..stop of run i (positions in the run) for the run's
+    problems, from their margins m = x~ . theta (float64, the intercepts b added), in X's dtype."""
     g_beta = torch.zeros(beta.shape, dtype=_F64, device=X.device)
-    for first, last, cols in runs:
-        every = slice(None) if cols is None else cols
+    for i, run in enumerate(runs):
+        every = run.every()
         run_b = None if b is None else b[every]
 
-        def fn(start, stop, m, first=first, every=every, run_b=run_b):
+        def fn(start, stop, m, i=i, run=run, run_b=run_b):
             m = m.to(_F64) if run_b is None else m.to(_F64) + run_b
-            return rows(first + start, first + stop, every, m)
+            return rows(i, run, start, stop, m)
 
-        block = X if cols is None else X.slice(first, last)
-        g_beta[every] += block.margin_pass(_product_operand(beta[every], X), fn).to(_F64).T
+        g_beta[every] += run.block(X).margin_pass(_product_operand(beta[every], X), fn).to(_F64).T
     return g_beta
 
 
@@ -101,6 +121,14 @@ def _row_weights(w, y, count, pairs=None):
     pairs = torch.tensor(pairs, dtype=_F64, device=y.device)  # (k, 2)
     member = (y[:, None] == pairs[None, :, 0]) | (y[:, None] == pairs[None, :, 1])
     return w[:, None] * member.to(_F64)
+
+
+def _scatter(runs, values, count, device):
+    """(count,) float64: the sums over the runs of each run's per-problem ``values`` (k',), at its problems."""
+    out = torch.zeros(count, dtype=_F64, device=device)
+    for run, v in zip(runs, values):
+        out[run.every()] += v
+    return out
 
 
 class OneVsRestProblems:
@@ -124,24 +152,14 @@ class OneVsRestProblems:
         """(n, k): each problem's label of each row, the indicators 1[y_i == c_j]."""
         return _indicators(y, self.classes)
 
-    def _setup(self, coef, X, y, w):
-        """(coef, labels (n, k), the rows' weight in each problem (n, k), margins (n, k); 0 where a row is in no
-        problem's rows, ``_runs``)."""
-        coef, w, y = _inputs(coef, X, y, w, self.coef_shape(X.n_features))
-        labels = self._labels(y)
-        runs = self._runs(y)
-        if len(runs) == 1 and runs[0][2] is None:
-            margins = self.binary._margins(coef, X)
-        else:
-            margins = torch.zeros(labels.shape, dtype=_F64, device=X.device)
-            for start, stop, cols in runs:
-                margins[start:stop, cols] = self.binary._margins(coef.index_select(0, cols), X.slice(start, stop))
-        return coef, labels, _row_weights(w, y, len(self.classes), self.pairs), margins
-
     def _runs(self, y):
         """[(start, stop, the problems the rows start..stop are in: a (k',) index tensor, or None for all)]: one run
         of every row in every problem (a one-vs-one set gives each class's run of rows its pairs only)."""
         return [(0, len(y), None)]
+
+    def _views(self, y, w):
+        """[``_Run``]: the rows in runs with their labels and weights (one run of every row in every problem)."""
+        return [_Run(0, len(y), None, self._labels(y), w[:, None])]
 
     def _read(self, X, y):
         """X as this set's passes read it: ``for_products`` of the columns a pass multiplies across its runs of rows
@@ -152,79 +170,107 @@ class OneVsRestProblems:
     def loss_gradient(self, coef, X, y, w=None):
         """(f (k,), G (k, p)) as in the module docstring."""
         X = self._read(X, y)
-        return self._pass(coef, X, y, w, keep_margins=False)[:2]
+        return self._pass(coef, X, y, w)[:2]
 
-    def _hess_weights(self, labels, w, margins):
-        return w * self.binary._pointwise_hessian(margins, labels)  # (n, k)
-
-    def _pass(self, coef, X, y, w, keep_margins=True):
-        """(f, G, labels, the rows' weights, margins (n, k); None unless ``keep_margins``) in one ``margin_pass``
-        over X per run of rows (``_runs``): the margins and X^T R from one read of each run of rows (one
+    def _pass(self, coef, X, y, w, hessian=False):
+        """(f, G, the runs (``_views``), each run's Hessian weights w_i l''_ij (n', k'); None unless ``hessian``) in
+        one ``margin_pass`` over X per run of rows: the margins and X^T R from one read of each run of rows (one
         computation of each chunk of a kernel block)."""
         coef, w, y = _inputs(coef, X, y, w, self.coef_shape(X.n_features))
-        labels = self._labels(y)
-        w = _row_weights(w, y, len(self.classes), self.pairs)
-        binary = self.binary
+        runs, binary = self._views(y, w), self.binary
         beta, b = binary._split(coef)
-        margins = torch.zeros(labels.shape, dtype=_F64, device=X.device) if keep_margins else None
         f = torch.zeros(len(self.classes), dtype=_F64, device=X.device)
         r_sum = torch.zeros_like(f)
+        hw = [
+            torch.empty((r.stop - r.start, len(f) if r.cols is None else len(r.cols)), dtype=_F64, device=X.device)
+            for r in runs
+        ]
 
-        def residuals(start, stop, every, m):
-            if margins is not None:
-                margins[start:stop, every] = m
-            loss, g = binary._pointwise(m, labels[start:stop, every])
-            r = w[start:stop, every] * g
-            f[every] += (w[start:stop, every] * loss).sum(0)
-            r_sum[every] += r.sum(0)
+        def residuals(i, run, start, stop, m):
+            labels, weights = _part(run.labels, start, stop).expand(m.shape), _part(run.weights, start, stop)
+            loss, g = binary._pointwise(m, labels)
+            r = weights * g
+            f[run.every()] += (weights * loss).sum(0)
+            r_sum[run.every()] += r.sum(0)
+            if hessian:
+                hw[i][start:stop] = weights * binary._pointwise_hessian(m, labels)
             return r.to(X.dtype)
 
-        g_beta = _run_passes(X, self._runs(y), beta, b, residuals)
-        return f, binary._join(g_beta, r_sum if self.fit_intercept else None), labels, w, margins
+        g_beta = _run_passes(X, runs, beta, b, residuals)
+        return f, binary._join(g_beta, r_sum if self.fit_intercept else None), runs, hw if hessian else None
+
+    def _hess_weights(self, coef, X, y, w):
+        """(the runs, each run's w_i l''_ij (n', k')) from the margins alone (one product per run)."""
+        coef, w, y = _inputs(coef, X, y, w, self.coef_shape(X.n_features))
+        runs = self._views(y, w)
+        hw = []
+        for run in runs:
+            m = self.binary._margins(coef[run.every()], run.block(X))
+            hw.append(run.weights * self.binary._pointwise_hessian(m, run.labels.expand(m.shape)))
+        return runs, hw
 
     def hessian_block(self, coef, X, y, w=None):
         """(k, p, p): each problem's sum_i w_i l''_ij x~_i x~_i^T."""
         X = self._read(X, y)
-        return self._hessians(X, self._hess_weights(*self._setup(coef, X, y, w)[1:]))
+        return self._hessians(X, *self._hess_weights(coef, X, y, w))
 
     def loss_gradient_hessian(self, coef, X, y, w=None):
         """(f, G, H): ``loss_gradient``'s sums and ``hessian_block``'s from one computation of the margins."""
         X = self._read(X, y)
-        f, g, labels, w, margins = self._pass(coef, X, y, w)
-        return f, g, self._hessians(X, self._hess_weights(labels, w, margins))
+        f, g, runs, hw = self._pass(coef, X, y, w, hessian=True)
+        return f, g, self._hessians(X, runs, hw)
 
-    def _hessians(self, X, hw):
-        """(k, p, p) from the rows' weights hw (n, k): each problem's Hessian over its own rows with l'' != 0,
-        copied out when they are at most 3/4 of the block (a one-vs-one pair's or a smoothed hinge's band: n_j p^2
-        flops, and the intercept's sums over those rows only, not a pass over the block per problem)."""
+    def _hessians(self, X, runs, hw):
+        """(k, p, p) from each run's Hessian weights hw (n', k'): each problem's Hessian over its own rows with
+        l'' != 0, copied out when they are at most 3/4 of the block (a one-vs-one pair's or a smoothed hinge's band:
+        n_j p^2 flops, and the intercept's sums over those rows only, not a pass over the block per problem)."""
+        k = len(self.classes)
+        rows: list[list[torch.Tensor]] = [[] for _ in range(k)]
+        values: list[list[torch.Tensor]] = [[] for _ in range(k)]
+        for run, h in zip(runs, hw):
+            for jj, j in enumerate(range(k) if run.cols is None else run.cols.tolist()):
+                nonzero = torch.nonzero(h[:, jj], as_tuple=True)[0]
+                rows[j].append(nonzero + run.start)
+                values[j].append(h[:, jj].index_select(0, nonzero))
         out = []
-        for j in range(hw.shape[1]):
-            rows = torch.nonzero(hw[:, j], as_tuple=True)[0]
-            if len(rows) > X.n_rows * _ACTIVE_COPY_FRACTION:
-                out.append(self.binary._hessian_from_weights(X, hw[:, j]))
+        for j in range(k):
+            index = torch.cat(rows[j]) if rows[j] else torch.zeros(0, dtype=torch.long, device=X.device)
+            h = torch.cat(values[j]) if values[j] else torch.zeros(0, dtype=_F64, device=X.device)
+            if len(index) > X.n_rows * _ACTIVE_COPY_FRACTION:
+                full = torch.zeros(X.n_rows, dtype=_F64, device=X.device)
+                full[index] = h
+                out.append(self.binary._hessian_from_weights(X, full))
             else:
-                out.append(self.binary._hessian_from_weights(X.take(rows), hw[:, j].index_select(0, rows)))
+                out.append(self.binary._hessian_from_weights(X.take(index), h))
         return torch.stack(out)
 
     def loss_gradient_diagonal(self, coef, X, y, w=None):
         """(f, G, D, n): the sums above, the Hessians' diagonals D_j = sum_i w_i l''_ij x~_i^2, (k, p) (a Jacobi
         preconditioner for ``hessp``-based solvers) and each problem's count of rows with l''_ij != 0, (k,)."""
         X = self._read(X, y)
-        f, g, labels, w, margins = self._pass(coef, X, y, w)  # the margins once for both
-        hw = self._hess_weights(labels, w, margins)
-        diag = torch.stack([X.weighted_moments(hw[:, j])[1] for j in range(len(self.classes))])
+        f, g, runs, hw = self._pass(coef, X, y, w, hessian=True)  # the margins once for both
+        k = len(self.classes)
+        diag = torch.zeros((k, X.n_features), dtype=_F64, device=X.device)
+        for run, h in zip(runs, hw):
+            block = run.block(X)
+            for jj, j in enumerate(range(k) if run.cols is None else run.cols.tolist()):
+                diag[j] += block.weighted_moments(h[:, jj])[1]
         if self.fit_intercept:
-            diag = torch.cat([diag, hw.sum(0)[:, None]], dim=1)
-        return f, g, diag, _active_counts(hw)
+            diag = torch.cat([diag, _scatter(runs, [h.sum(0) for h in hw], k, X.device)[:, None]], dim=1)
+        return f, g, diag, self._active_counts(runs, hw, X.device)
+
+    def _active_counts(self, runs, hw, device):
+        """(k,) float64: each problem's rows with a non-zero Hessian weight (what Newton-CG prices a direct step by)."""
+        return _scatter(runs, [h.ne(0).sum(0).to(_F64) for h in hw], len(self.classes), device)
 
     def loss_gradient_curvature(self, coef, X, y, w=None):
         """(f, G, c, n): the sums above, each problem's curvature weight c_j = sum_i w_i l''_ij, (k,) (the
         intercept's Hessian diagonal; what a spectral preconditioner scales with), and its count of rows with
         l''_ij != 0, (k,), from one pass."""
         X = self._read(X, y)
-        f, g, labels, w, margins = self._pass(coef, X, y, w)
-        hw = self._hess_weights(labels, w, margins)
-        return f, g, hw.sum(0), _active_counts(hw)
+        f, g, runs, hw = self._pass(coef, X, y, w, hessian=True)
+        curvature = _scatter(runs, [h.sum(0) for h in hw], len(self.classes), X.device)
+        return f, g, curvature, self._active_counts(runs, hw, X.device)
 
     def hessp(self, coef, X, y, w, v):
         """(k, p): each problem's Hessian times v_j, sum_i w_i l''_ij x~_i (x~_i . v_j), without forming it."""
@@ -240,21 +286,25 @@ class OneVsRestProblems:
         where its budget allows (``kernel_block.KernelBlock.take``).
         """
         X = self._read(X, y)
-        coef, labels, w, margins = self._setup(coef, X, y, w)
-        hw = self._hess_weights(labels, w, margins)
-        y = torch.as_tensor(y).to(device=X.device, dtype=_F64).reshape(-1)
-        active = torch.nonzero(hw.ne(0).any(1), as_tuple=True)[0]
-        if len(active) <= X.n_rows * _ACTIVE_COPY_FRACTION or X.computed_per_pass:
-            X, hw, y = X.take(active), hw.index_select(0, active), y.index_select(0, active)
-        binary, runs = self.binary, self._runs(y)
+        runs, hw = self._hess_weights(coef, X, y, w)
+        active = [torch.nonzero(h.ne(0).any(1), as_tuple=True)[0] for h in hw]
+        if sum(len(a) for a in active) <= X.n_rows * _ACTIVE_COPY_FRACTION or X.computed_per_pass:
+            X = X.take(torch.cat([a + run.start for a, run in zip(active, runs)]))
+            taken, offset = [], 0
+            for run, h, a in zip(runs, hw, active):
+                if len(a):  # the run's active rows, at their places in the taken block
+                    taken.append((run._replace(start=offset, stop=offset + len(a)), h.index_select(0, a)))
+                    offset += len(a)
+            runs, hw = [run for run, _ in taken], [h for _, h in taken]
+        binary = self.binary
 
         def times(v):
             beta, b = binary._split(torch.as_tensor(v).to(device=X.device, dtype=_F64))
             r_sum = torch.zeros(beta.shape[0], dtype=_F64, device=X.device)
 
-            def rows(start, stop, every, m):  # hw_i (x~_i . v): one read of the rows (a kernel chunk) for both products
-                r = hw[start:stop, every] * m
-                r_sum[every] += r.sum(0)
+            def rows(i, run, start, stop, m):  # hw_i (x~_i . v): one read of the rows (a kernel chunk), both products
+                r = hw[i][start:stop] * m
+                r_sum[run.every()] += r.sum(0)
                 return r.to(X.dtype)
 
             g_beta = _run_passes(X, runs, beta, b, rows)
@@ -299,6 +349,18 @@ class OneVsOneProblems(OneVsRestProblems):
                 runs.append((start, start + n, torch.tensor(cols, device=y.device)))
             start += n
         return runs
+
+    def _views(self, y, w):
+        """A run of class c's rows: its pairs' labels 1[c = a] (one row, broadcast) and the rows' weights; rows read
+        whole: the indicators and the weights masked to each pair's two classes, (n, k)."""
+        runs = self._runs(y)
+        if len(runs) == 1 and runs[0][2] is None:
+            return [_Run(0, len(y), None, self._labels(y), _row_weights(w, y, len(self.classes), self.pairs))]
+        firsts = torch.tensor([a for a, _ in self.pairs], dtype=_F64, device=y.device)
+        return [
+            _Run(start, stop, cols, (firsts.index_select(0, cols) == y[start]).to(_F64)[None, :], w[start:stop, None])
+            for start, stop, cols in runs
+        ]
 
 
 class GridProblems(OneVsRestProblems):
