@@ -356,7 +356,7 @@ class OneVsOneProblems(OneVsRestProblems):
         runs = self._runs(y)
         if len(runs) == 1 and runs[0][2] is None:
             return [_Run(0, len(y), None, self._labels(y), _row_weights(w, y, len(self.classes), self.pairs))]
-        firsts = torch.tensor([a for a, _ in self.pairs], dtype=_F64, device=y.device)
+        firsts = torch.tensor(self.classes, dtype=_F64, device=y.device)  # each pair's class a
         return [
             _Run(start, stop, cols, (firsts.index_select(0, cols) == y[start]).to(_F64)[None, :], w[start:stop, None])
             for start, stop, cols in runs
