@@ -58,6 +58,7 @@ class HeldOutHinge:
         self.active = [torch.ones(len(self.train), dtype=torch.bool) for _ in classes]
         self.rounds: list[int] = []  # Newton rounds of each problem in the last ``loss`` call
         self.weights: list[torch.Tensor] = []  # each problem's (w, b) of the last ``loss`` call, float64
+        self.row_hinges: torch.Tensor | None = None  # (q,): each probe row's hinge summed over the problems, last call
         self._fits: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # (landmarks, alpha, b) a call
 
     def decision(self, landmarks):
@@ -100,12 +101,14 @@ class HeldOutHinge:
 
     def loss(self, landmarks) -> float:
         """The held-out mean hinge of the problems' classifiers on ``landmarks``, summed over the problems (module
-        docstring)."""
+        docstring); each probe row's own sum is kept as ``row_hinges`` (what measures the noise of a change between
+        two calls: ``sparkml.kernel.landmarks.grow_landmarks``)."""
         (x, probe), landmark_weights = self._features(landmarks, self.train, self.probe)
         n, p = x.shape
         penalty = torch.full((p,), self.reg, dtype=_F64)
         penalty[-1] = 0.0  # the intercept
-        total, self.rounds, self.weights = 0.0, [], []
+        rows = torch.zeros(len(self.probe), dtype=_F64)
+        self.rounds, self.weights = [], []
         for k, s in enumerate(self.signs):
             active, rounds = self.active[k], 0
             while True:
@@ -122,7 +125,8 @@ class HeldOutHinge:
             self.rounds.append(rounds)
             self.weights.append(w)
             margins = self.probe_signs[k] * (probe @ w.to(probe.dtype)).to(_F64)
-            total += float(torch.clamp(1.0 - margins, min=0.0).mean())
+            rows += torch.clamp(1.0 - margins, min=0.0)
         alpha = torch.stack([landmark_weights(w[:-1]) for w in self.weights])
         self._fits.append((torch.as_tensor(landmarks).to(_F64), alpha, torch.stack([w[-1] for w in self.weights])))
-        return total
+        self.row_hinges = rows
+        return float(rows.mean())

@@ -210,6 +210,33 @@ class TrainingData:
 
         return self.handles.mapPartitions(lambda it: run(handle_pairs(it))).collect()
 
+    @property
+    def samples_blocks(self):
+        """Whether ``sample`` can read this data's blocks: dense rows, stored, in a classic session."""
+        return not self.connect and self.sparse is False and bool(getattr(self, "blocks", None))
+
+    def sample(self, bounds, seed):
+        """(x (n', d) float64, y, w, u): the stored rows of positive weight whose key u (a hash of (seed, label,
+        features), ``sparkml.data.row_sample``) is below their class's bound (``bounds``: {label: fraction}; None:
+        every row of positive weight), read where the blocks are by one Spark job. ``samples_blocks`` only."""
+        from sparkml.data.row_sample import sample_partition
+
+        if not self.samples_blocks:
+            raise ValueError("TrainingData.sample reads dense blocks stored in a classic session")
+        source = self.dataset_id
+
+        def run(pairs):
+            for partition, rows in pairs:
+                if rows:
+                    yield sample_partition(source, partition, bounds, seed)
+
+        parts = self.handles.mapPartitions(lambda it: run(handle_pairs(it))).collect()
+        d = self.summary.n_features
+        if not parts:
+            return np.zeros((0, d)), np.zeros(0), np.zeros(0), np.zeros(0)
+        x, y, w, u = (np.concatenate([p[i] for p in parts]) for i in range(4))
+        return np.asarray(x, np.float64).reshape(-1, d), y, w, u
+
     def barrier_handles(self):
         """The handles, as the input of a barrier stage that runs one task per partition where its blocks are.
 

@@ -21,12 +21,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sparkml.gpu.feature_maps import FourierSpec, NystroemSpec, RowFeatures
-from sparkml.kernel.landmarks import GAIN_MAX_C, choose_landmarks, grow_landmarks, landmark_target
+from sparkml.kernel.landmarks import (
+    GAIN_MAX_C,
+    BlockRows,
+    FrameRows,
+    choose_landmarks,
+    grow_landmarks,
+    landmark_target,
+)
 from sparkml.kernel.params import RFF_DEFAULT_FEATURES
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
     from sparkml.data.statistics import DatasetSummary
 
 logger = logging.getLogger("sparkml")
@@ -35,11 +40,12 @@ logger = logging.getLogger("sparkml")
 NYSTROEM_RCOND = 1e-6
 
 
-def fit_feature_map(est, dataset, summary, gamma, class_weights=None):
-    """(spec, preconditioner shape, start) for ``est``'s Params (a ``KernelSVC``) on ``dataset``.
+def fit_feature_map(est, data, summary, gamma):
+    """(spec, preconditioner shape, start) for ``est``'s Params (a ``KernelSVC``) on ``data`` (a ``TrainingData``).
 
     The landmarks come from the rows of positive weight (k-means weighted by it): ``weightCol`` times
-    ``class_weights`` ({label: weight}, ``classWeight`` resolved), as the training rows weigh. The
+    ``classWeight``, as the training rows weigh; sampled from the conversion's blocks where they are dense and
+    stored in a classic session, else from its DataFrame (``_training_rows``). The
     shape is (None, s) with s the diagonal of the rows' average phi phi^T in K_LL's eigenbasis
     (Nystroem), or None (random Fourier features: Jacobi). ``start``: None, or (classes, alpha (k, m), b (k,)):
     the landmark search's stand-in classifiers of those landmarks (``grow_landmarks``), one per class of
@@ -54,13 +60,12 @@ def fit_feature_map(est, dataset, summary, gamma, class_weights=None):
     if est.getMethod() == "rff":
         rff = RandomFourierMap(kernel, summary.n_features, m or RFF_DEFAULT_FEATURES, gamma=gamma, seed=est.getSeed())
         return FourierSpec(kernel, rff.frequencies.numpy(), rff.offsets.numpy()), None, None
-    dataset, weight_col = _weighted(dataset, est._weight_col(), est.getLabelCol(), class_weights)
-    where = (dataset, est.getFeaturesCol(), est.getLabelCol(), summary)
+    training = _training_rows(est, data)
     start = None
     if m is None:
-        landmarks, rows, start = _grown_landmarks(est, where, gamma, weight_col)
+        landmarks, rows, start = _grown_landmarks(est, training, summary, gamma)
     else:
-        landmarks, rows = choose_landmarks(*where, m, est.getLandmarkSelection(), est.getSeed(), weight_col)
+        landmarks, rows = choose_landmarks(training, summary, m, est.getLandmarkSelection(), est.getSeed())
     check_kernel_reaches(kernel, landmarks, gamma, est.getDegree(), est.getCoef0(), summary)
     nystroem = NystroemMap(
         kernel,
@@ -165,6 +170,16 @@ def checkpointed_feature_map(checkpoint, fit):
 _LANDMARK_WEIGHT = "__sparkml_landmark_weight"
 
 
+def _training_rows(est, data):
+    """Where the landmarks are sampled from: the conversion's blocks (``BlockRows``: one Python job over the stored
+    rows, 0.1 to 0.2 s at 100k rows on 2 cores against 0.3 to 0.4 s for the DataFrame's pass) where
+    ``TrainingData.samples_blocks``, else its source DataFrame with the training weights (``FrameRows``)."""
+    if data.samples_blocks:
+        return BlockRows(data)
+    dataset, weight_col = _weighted(data.source, est._weight_col(), est.getLabelCol(), data.class_weights)
+    return FrameRows(dataset, est.getFeaturesCol(), est.getLabelCol(), weight_col)
+
+
 def _weighted(dataset, weight_col, label_col, class_weights):
     """(dataset, its weight column): as given without ``class_weights``, else with a column of the weights
     times the class weights."""
@@ -179,7 +194,7 @@ def _weighted(dataset, weight_col, label_col, class_weights):
     return dataset.withColumn(_LANDMARK_WEIGHT, column), _LANDMARK_WEIGHT
 
 
-def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gamma, weight_col):
+def _grown_landmarks(est, training: BlockRows | FrameRows, summary: DatasetSummary, gamma):
     """(landmarks, rows, start): ``grow_landmarks`` for ``est``'s Params, up to ``landmark_target`` of the rows, at
     most maxLandmarks, and the stand-in's classifiers on the landmarks kept (``fit_feature_map``'s start) where it
     was trained on them. Memory does not bound them: the kernel blocks that do not fit an executor are computed per
@@ -187,7 +202,6 @@ def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gam
     from sparkml.gpu.landmark_gain import HeldOutHinge
     from sparkml.gpu.nystroem import residual_fraction
 
-    summary = where[3]
     cap = max(1, est.getMaxLandmarks())
     args = {"gamma": gamma, "degree": est.getDegree(), "coef0": est.getCoef0()}
     present = [float(c) for c, w in enumerate(summary.class_weights) if w > 0]
@@ -203,10 +217,10 @@ def _grown_landmarks(est, where: tuple[DataFrame, str, str, DatasetSummary], gam
         return stand_ins[-1]
 
     landmarks, rows, trail = grow_landmarks(
-        *where,
+        training,
+        summary,
         est.getLandmarkSelection(),
         est.getSeed(),
-        weight_col,
         lambda lm, probe: residual_fraction(est.getKernel(), lm, probe, **args),
         est.getLandmarkTol(),
         cap,

@@ -235,9 +235,7 @@ class KernelSVC(TorchEstimator, Classifier, _KernelSVCParams):
         num_classes = classification_labels(s, self.getLabelCol())
         gamma = resolve_gamma(self.getGamma(), s)
         checkpoint = self._checkpoint(s)  # None in a grid: fitMultiple refuses checkpointDir with several maps
-        spec, gram, start = checkpointed_feature_map(
-            checkpoint, lambda: fit_feature_map(self, raw.source, s, gamma, raw.class_weights)
-        )
+        spec, gram, start = checkpointed_feature_map(checkpoint, lambda: fit_feature_map(self, raw, s, gamma))
         m = spec.make().n_components
         # where the rounds start: the landmark search's stand-in classifiers (one-vs-rest; a pair from its two classes')
         theta0 = start_coefficients(

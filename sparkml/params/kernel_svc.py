@@ -127,9 +127,10 @@ LANDMARK_GAIN_TOL = Declared(
     c.to_float,
     "float",
     "When numLandmarks is unset: m also stops growing when doubling it lowers the held-out mean hinge of a "
-    "stand-in classifier by at most this much, and the smaller m is kept (the stand-in: a squared-hinge SVM "
-    "on the landmarks' Nystroem features, trained on 4000 sampled rows and scored on 1000 others, up to 1000 "
-    "landmarks; the mean hinge bounds the error rate, so 0.002 is about 0.2 points of accuracy). Easy data "
+    "stand-in classifier by at most this much plus 1.5 standard errors of that fall, and the smaller m is kept "
+    "(the stand-in: a squared-hinge SVM on the landmarks' Nystroem features, trained on 4000 sampled rows and "
+    "scored on 4000 others, up to 1000 landmarks; the mean hinge bounds the error rate, so 0.002 is about 0.2 "
+    "points of accuracy). Easy data "
     "stops early, where the kernel's residual alone would grow m to the target. 0 turns the check off "
     "(0 <= landmarkGainTol < 1).",
     default=0.002,

@@ -1,0 +1,55 @@
+"""Executor side of ``TrainingData.sample``: a hash-random sample of one partition's stored rows (no pyspark here).
+
+Each row gets a key u in [0, 1) that is a hash of (seed, label, the row's stored feature values): the same rows
+are picked whatever the partitioning or the row order, and a larger bound picks a superset of a smaller one's
+rows. The hash is splitmix64's finalizer chained over the label's and each feature's bits (the values as the
+conversion stored them: float32 for a float32 fit), the top 53 bits read as a fraction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sparkml.data import block_store
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
+
+
+def _mix(z):
+    """splitmix64's finalizer, elementwise on uint64 (wrapping arithmetic)."""
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+def _bits(a):
+    """The values' bit patterns as uint64 (float32 and float64 alike)."""
+    a = np.ascontiguousarray(a)
+    return a.view(np.uint32 if a.itemsize == 4 else np.uint64).astype(np.uint64)
+
+
+def row_keys(x, y, seed):
+    """(n,) float64 in [0, 1): each row's key, a hash of (seed, y_i, x_i's values) (module docstring)."""
+    with np.errstate(over="ignore"):
+        start = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF) ^ _GOLDEN
+        h = _mix(np.full(len(y), start) ^ _bits(np.asarray(y, np.float64)))
+        for column in _bits(x).T:
+            h = _mix((h + _GOLDEN) ^ column)
+    return (h >> _S11).astype(np.float64) / float(1 << 53)
+
+
+def sample_partition(dataset_id, partition, bounds, seed):
+    """(x, y, w, u) of the partition's rows of positive weight whose key u is below their class's bound
+    (``bounds``: {label: fraction}; None: every such row), as stored (x (n', d) in the stored dtype)."""
+    arrays = block_store.partition_arrays(dataset_id, partition)
+    x, y, w = np.asarray(arrays["x"]), np.asarray(arrays["y"], np.float64), np.asarray(arrays["w"], np.float64)
+    u = row_keys(x, y, seed)
+    keep = w > 0
+    if bounds is not None:
+        bound = np.zeros(len(y))  # a label of no bound: none of its rows
+        for label, fraction in bounds.items():
+            bound[y == label] = fraction
+        keep &= u < bound
+    return np.ascontiguousarray(x[keep]), y[keep], w[keep], u[keep]
