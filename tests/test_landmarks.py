@@ -95,6 +95,23 @@ def test_block_keys_are_uniform_and_a_function_of_the_row():
     assert np.mean(row_keys(nudged, y, 7) == u) < 1e-3
 
 
+def test_a_sample_travels_as_arrow_bytes_and_back():
+    """A Spark Connect job returns each partition's sample as one Arrow row of bytes (``row_sample.sample_batch``);
+    ``unpack`` gives back the stored values, float32 rows included."""
+    from sparkml.data.row_sample import sample_batch, unpack
+
+    rng = np.random.default_rng(1)
+    parts = [
+        (rng.normal(size=(n, 3)).astype(dtype), rng.integers(0, 2, n) * 1.0, rng.uniform(size=n), rng.uniform(size=n))
+        for n, dtype in ((5, np.float32), (0, np.float32), (3, np.float64))
+    ]
+    for part, row in zip(parts, sample_batch(parts).to_pylist()):
+        back = unpack(row)
+        assert back[0].dtype == part[0].dtype
+        for a, b in zip(back, part):
+            np.testing.assert_array_equal(a, np.ravel(b))
+
+
 def test_weighted_rows_sample_and_kmeans(spark, training_rows):
     """weightCol: rows of weight 0 are never sampled nor landmarks; the others keep their weights, and the
     k-means centres are the weighted ones (gpu.kmeans with those weights over the same sample)."""

@@ -9,8 +9,12 @@ conversion stored them: float32 for a float32 fit), the top 53 bits read as a fr
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from sparkml.data import block_store
+
+# a Spark Connect job's rows (``TrainingData.sample``): a partition's sample as raw bytes, x in its stored dtype
+SAMPLE_SCHEMA = "x binary, y binary, w binary, u binary, dtype string"
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
@@ -53,3 +57,19 @@ def sample_partition(dataset_id, partition, bounds, seed):
             bound[y == label] = fraction
         keep &= u < bound
     return np.ascontiguousarray(x[keep]), y[keep], w[keep], u[keep]
+
+
+def sample_batch(parts):
+    """``sample_partition``'s (x, y, w, u) of each partition as one Arrow batch of ``SAMPLE_SCHEMA``."""
+    columns = {
+        name: [np.ascontiguousarray(p[i], np.float64 if i else None).tobytes() for p in parts]
+        for i, name in enumerate("xywu")
+    }
+    columns["dtype"] = [np.asarray(p[0]).dtype.str for p in parts]
+    schema = pa.schema([(name, pa.binary()) for name in "xywu"] + [("dtype", pa.string())])
+    return pa.RecordBatch.from_pydict(columns, schema=schema)
+
+
+def unpack(row):
+    """(x flat in its stored dtype, y, w, u) of one ``SAMPLE_SCHEMA`` row (a mapping of its columns)."""
+    return tuple(np.frombuffer(row[name], dtype=row["dtype"] if name == "x" else np.float64) for name in "xywu")
