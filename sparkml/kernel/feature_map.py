@@ -45,7 +45,7 @@ def fit_feature_map(est, data, summary, gamma):
 
     The landmarks come from the rows of positive weight (k-means weighted by it): ``weightCol`` times
     ``classWeight``, as the training rows weigh; sampled from the conversion's blocks where they are dense and
-    stored in a classic session, else from its DataFrame (``_training_rows``). The
+    stored, else from its DataFrame (``_training_rows``). The
     shape is (None, s) with s the diagonal of the rows' average phi phi^T in K_LL's eigenbasis
     (Nystroem), or None (random Fourier features: Jacobi). ``start``: None, or (classes, alpha (k, m), b (k,)):
     the landmark search's stand-in classifiers of those landmarks (``grow_landmarks``), one per class of

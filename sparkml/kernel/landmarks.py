@@ -52,7 +52,7 @@ def class_quotas(summary, m):
 
 
 class FrameRows:
-    """The training rows as a DataFrame (Spark Connect, sparse vectors): each row keyed by Spark's xxhash64 of
+    """The training rows as a DataFrame (sparse vectors): each row keyed by Spark's xxhash64 of
     (seed, label, features), the rows below their class's bound collected through Arrow (several times faster than
     Rows of vectors). ``weight_col``: the rows' weights (1 without it); rows of weight 0 are left out."""
 
