@@ -19,7 +19,8 @@ from .losses import (
     SquaredLoss,
 )
 from .make import make_block
-from .problems import GridProblems, OneVsOneProblems, OneVsRestProblems, PlattProblems
+from .platt_problems import PlattProblems
+from .problems import GridProblems, OneVsOneProblems, OneVsRestProblems
 
 __all__ = [
     "KERNELS",

@@ -1,4 +1,4 @@
-"""Several binary problems over the same rows, evaluated in one pass: one-vs-rest, a grid's maps and Platt scaling.
+"""Several binary problems over the same rows, evaluated in one pass: one-vs-rest, one-vs-one and a grid's maps.
 
 A kernel SVM on K classes solves K one-vs-rest problems on one set of features, and then fits one
 Platt sigmoid per problem. Evaluating all the problems still being solved in one pass reads the
@@ -20,15 +20,7 @@ l'' != 0) is its own weighted Gram matrix.
 ``GridProblems(loss, k)``: one loss at k coefficient vectors on the same labels, l_ij = l(x~_i . theta_j, y_i)
 (the maps of a parameter grid, solved side by side).
 
-``PlattProblems(svm_coef, classes, targets, pairs=None)``: Platt scaling (Platt 1999, with the targets of
-Lin, Lin & Weng 2007). For problem j with decision values s_ij = x~_i . svm_coef_j (fixed),
-P(y = c_j | s) = sigmoid(a_j s + b_j) is fitted by the log loss against smoothed targets
-t_ij = t+_j if y_i = c_j else t-_j, t+ = (N+ + 1) / (N+ + 2), t- = 1 / (N- + 2):
-
-    l = log(1 + e^m) - t m,  m = a s + b,   dl/d(a, b) = (p - t)(s, 1),   d2l = p (1 - p) (s, 1)(s, 1)^T
-
-with p = sigmoid(m); theta_j = (a_j, b_j). With one-vs-one ``pairs`` problem j = (a, b) is fitted on the
-rows of a and b only, P(y = a | y in {a, b}, s), as libsvm does before coupling the pairs.
+Platt scaling's problems over the same rows: ``platt_problems.PlattProblems``.
 """
 
 from __future__ import annotations
@@ -39,7 +31,7 @@ import torch
 
 from .losses import LinearLoss, _product_operand
 
-__all__ = ["GridProblems", "OneVsOneProblems", "OneVsRestProblems", "PlattProblems"]
+__all__ = ["GridProblems", "OneVsOneProblems", "OneVsRestProblems"]
 
 _F64 = torch.float64
 # ``hessp_operator`` copies the active rows out when they are at most this share of the block. The
@@ -84,6 +76,10 @@ class _Run(NamedTuple):
 
     def block(self, X):
         return X if self.cols is None else X.slice(self.start, self.stop)
+
+    def problems(self, k):
+        """The indices of the run's problems, in its columns' order (all k when ``cols`` is None)."""
+        return range(k) if self.cols is None else self.cols.tolist()
 
 
 def _part(t, start, stop):
@@ -228,7 +224,7 @@ class OneVsRestProblems:
         rows: list[list[torch.Tensor]] = [[] for _ in range(k)]
         values: list[list[torch.Tensor]] = [[] for _ in range(k)]
         for run, h in zip(runs, hw):
-            for jj, j in enumerate(range(k) if run.cols is None else run.cols.tolist()):
+            for jj, j in enumerate(run.problems(k)):
                 nonzero = torch.nonzero(h[:, jj], as_tuple=True)[0]
                 rows[j].append(nonzero + run.start)
                 values[j].append(h[:, jj].index_select(0, nonzero))
@@ -253,7 +249,7 @@ class OneVsRestProblems:
         diag = torch.zeros((k, X.n_features), dtype=_F64, device=X.device)
         for run, h in zip(runs, hw):
             block = run.block(X)
-            for jj, j in enumerate(range(k) if run.cols is None else run.cols.tolist()):
+            for jj, j in enumerate(run.problems(k)):
                 diag[j] += block.weighted_moments(h[:, jj])[1]
         if self.fit_intercept:
             diag = torch.cat([diag, _scatter(runs, [h.sum(0) for h in hw], k, X.device)[:, None]], dim=1)
@@ -292,7 +288,8 @@ class OneVsRestProblems:
             X = X.take(torch.cat([a + run.start for a, run in zip(active, runs)]))
             taken, offset = [], 0
             for run, h, a in zip(runs, hw, active):
-                if len(a):  # the run's active rows, at their places in the taken block
+                if len(a):  # the run's active rows, at their places in the taken block (the products read hw only,
+                    # not the run's labels and weights)
                     taken.append((run._replace(start=offset, stop=offset + len(a)), h.index_select(0, a)))
                     offset += len(a)
             runs, hw = [run for run, _ in taken], [h for _, h in taken]
@@ -386,48 +383,3 @@ class GridProblems(OneVsRestProblems):
 
     def _labels(self, y):
         return y[:, None].expand(-1, len(self.classes))
-
-
-class PlattProblems:
-    """Platt sigmoids of fixed decision values; theta_j = (a_j, b_j). Problem j is class c_j against the
-    rest, or with ``pairs`` class a against class b of pair j = (a, b) (then ``classes`` are the a's)."""
-
-    def __init__(self, svm_coef, classes, targets, fit_intercept: bool = True, pairs=None):
-        self.decision = LinearLoss(fit_intercept)  # its margins x~ . svm_coef_j are the decision values
-        self.svm_coef = torch.as_tensor(svm_coef, dtype=_F64)
-        self.targets = torch.as_tensor(targets, dtype=_F64).reshape(-1, 2)  # (k, [t+, t-])
-        self.classes = tuple(float(c) for c in classes)
-        self.pairs = None if pairs is None else tuple((float(a), float(b)) for a, b in pairs)
-        if self.svm_coef.shape[0] != len(self.classes) or self.targets.shape[0] != len(self.classes):
-            raise ValueError("PlattProblems needs one svm_coef row and one (t+, t-) pair per class")
-        if self.pairs is not None and [a for a, _ in self.pairs] != list(self.classes):
-            raise ValueError("PlattProblems' classes must be the first class of each pair")
-
-    def __repr__(self) -> str:
-        return f"PlattProblems(classes={self.classes}, pairs={self.pairs})"
-
-    def coef_shape(self, n_features: int) -> tuple[int, int]:
-        return (len(self.classes), 2)
-
-    def _setup(self, coef, X, y, w):
-        """(decision values s, margins a s + b, targets t, the rows' weight in each problem), all (n, k)."""
-        coef, w, y = _inputs(coef, X, y, w, (len(self.classes), 2))
-        labels = _indicators(y, self.classes)
-        w = _row_weights(w, y, len(self.classes), self.pairs)
-        s = self.decision._margins(self.svm_coef.to(X.device), X)
-        targets = self.targets.to(X.device)
-        t = labels * targets[:, 0] + (1 - labels) * targets[:, 1]
-        return s, s * coef[:, 0] + coef[:, 1], t, w
-
-    def loss_gradient(self, coef, X, y, w=None):
-        s, m, t, w = self._setup(coef, X, y, w)
-        loss = torch.clamp(m, min=0) + torch.log1p(torch.exp(-m.abs())) - t * m
-        r = w * (torch.sigmoid(m) - t)
-        return (w * loss).sum(0), torch.stack([(r * s).sum(0), r.sum(0)], dim=1)
-
-    def hessian_block(self, coef, X, y, w=None):
-        s, m, _, w = self._setup(coef, X, y, w)
-        p = torch.sigmoid(m)
-        hw = w * p * (1 - p)
-        ss, s1, one = (hw * s * s).sum(0), (hw * s).sum(0), hw.sum(0)
-        return torch.stack([torch.stack([ss, s1], dim=1), torch.stack([s1, one], dim=1)], dim=1)

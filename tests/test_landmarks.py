@@ -27,7 +27,8 @@ def _summary(x, y):
 @pytest.fixture(params=["frame", "blocks"])
 def training_rows(request, spark):
     """make(frame, weight_col=None): the rows to sample, as the DataFrame (``FrameRows``) or as its conversion's
-    float64 blocks (``BlockRows``: ``TrainingData.sample``, the path of a classic session's dense input)."""
+    float64 blocks (``BlockRows``: ``row_sample.sample_blocks``, the path of a classic session's dense input)."""
+    from sparkml.data.row_sample import samples_blocks
     from sparkml.data.training_data import TrainingData
 
     made = []
@@ -37,7 +38,7 @@ def training_rows(request, spark):
             return FrameRows(frame, "features", "label", weight_col)
         data = TrainingData.prepare(frame, "features", "label", weight_col, dtype="float64")
         made.append(data)
-        assert data.samples_blocks
+        assert samples_blocks(data)
         return BlockRows(data)
 
     yield make

@@ -1,4 +1,5 @@
-"""Executor side of ``TrainingData.sample``: a hash-random sample of one partition's stored rows (no pyspark here).
+"""A hash-random sample of a conversion's stored rows, taken where they are: ``sample_blocks`` runs one Spark job
+over a ``TrainingData``'s handles, each task ``sample_partition`` over its partitions (no pyspark here).
 
 Each row gets a key u in [0, 1) that is a hash of (seed, label, the row's stored feature values): the same rows
 are picked whatever the partitioning or the row order, and a larger bound picks a superset of a smaller one's
@@ -12,8 +13,10 @@ import numpy as np
 import pyarrow as pa
 
 from sparkml.data import block_store
+from sparkml.data.convert import handle_pairs, handle_rows
+from sparkml.runtime import worker_socket
 
-# a Spark Connect job's rows (``TrainingData.sample``): a partition's sample as raw bytes, x in its stored dtype
+# a Spark Connect job's rows (``sample_blocks``): a partition's sample as raw bytes, x in its stored dtype
 SAMPLE_SCHEMA = "x binary, y binary, w binary, u binary, dtype string"
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -73,3 +76,38 @@ def sample_batch(parts):
 def unpack(row):
     """(x flat in its stored dtype, y, w, u) of one ``SAMPLE_SCHEMA`` row (a mapping of its columns)."""
     return tuple(np.frombuffer(row[name], dtype=row["dtype"] if name == "x" else np.float64) for name in "xywu")
+
+
+def samples_blocks(data):
+    """Whether ``sample_blocks`` can read ``data``'s blocks (a ``TrainingData``): dense rows, stored."""
+    return data.sparse is False and bool(getattr(data, "blocks", None))
+
+
+def sample_blocks(data, bounds, seed):
+    """(x (n', d) float64, y, w, u): ``data``'s stored rows of positive weight whose key u is below their class's
+    bound (``bounds``: {label: fraction}; None: every row of positive weight), read where the blocks are by one Spark
+    job (classic and Connect sessions alike: the same rows). ``samples_blocks(data)`` only."""
+    if not samples_blocks(data):
+        raise ValueError("sample_blocks reads dense stored blocks")
+    source = data.dataset_id
+
+    def run(pairs):
+        for partition, rows in pairs:
+            if rows:
+                yield sample_partition(source, partition, bounds, seed)
+
+    def run_arrow(batches):
+        worker_socket.acknowledge_promptly()
+        parts = list(run(handle_rows(batches)))
+        if parts:
+            yield sample_batch(parts)
+
+    if data.connect:
+        parts = [unpack(row) for row in data.handles.mapInArrow(run_arrow, SAMPLE_SCHEMA).collect()]
+    else:
+        parts = data.handles.mapPartitions(lambda it: run(handle_pairs(it))).collect()
+    d = data.summary.n_features
+    if not parts:
+        return np.zeros((0, d)), np.zeros(0), np.zeros(0), np.zeros(0)
+    x, y, w, u = (np.concatenate([np.ravel(p[i]) for p in parts]) for i in range(4))
+    return np.asarray(x, np.float64).reshape(-1, d), y, w, u

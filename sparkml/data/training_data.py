@@ -210,43 +210,6 @@ class TrainingData:
 
         return self.handles.mapPartitions(lambda it: run(handle_pairs(it))).collect()
 
-    @property
-    def samples_blocks(self):
-        """Whether ``sample`` can read this data's blocks: dense rows, stored."""
-        return self.sparse is False and bool(getattr(self, "blocks", None))
-
-    def sample(self, bounds, seed):
-        """(x (n', d) float64, y, w, u): the stored rows of positive weight whose key u (a hash of (seed, label,
-        features), ``sparkml.data.row_sample``) is below their class's bound (``bounds``: {label: fraction}; None:
-        every row of positive weight), read where the blocks are by one Spark job (classic and Connect sessions
-        alike: the same rows). ``samples_blocks`` only."""
-        from sparkml.data.row_sample import SAMPLE_SCHEMA, sample_batch, sample_partition, unpack
-
-        if not self.samples_blocks:
-            raise ValueError("TrainingData.sample reads dense stored blocks")
-        source = self.dataset_id
-
-        def run(pairs):
-            for partition, rows in pairs:
-                if rows:
-                    yield sample_partition(source, partition, bounds, seed)
-
-        def run_arrow(batches):
-            worker_socket.acknowledge_promptly()
-            parts = list(run(handle_rows(batches)))
-            if parts:
-                yield sample_batch(parts)
-
-        if self.connect:
-            parts = [unpack(row) for row in self.handles.mapInArrow(run_arrow, SAMPLE_SCHEMA).collect()]
-        else:
-            parts = self.handles.mapPartitions(lambda it: run(handle_pairs(it))).collect()
-        d = self.summary.n_features
-        if not parts:
-            return np.zeros((0, d)), np.zeros(0), np.zeros(0), np.zeros(0)
-        x, y, w, u = (np.concatenate([np.ravel(p[i]) for p in parts]) for i in range(4))
-        return np.asarray(x, np.float64).reshape(-1, d), y, w, u
-
     def barrier_handles(self):
         """The handles, as the input of a barrier stage that runs one task per partition where its blocks are.
 

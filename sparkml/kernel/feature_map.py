@@ -173,8 +173,10 @@ _LANDMARK_WEIGHT = "__sparkml_landmark_weight"
 def _training_rows(est, data):
     """Where the landmarks are sampled from: the conversion's blocks (``BlockRows``: one Python job over the stored
     rows, 0.1 to 0.2 s at 100k rows on 2 cores against 0.3 to 0.4 s for the DataFrame's pass) where
-    ``TrainingData.samples_blocks``, else its source DataFrame with the training weights (``FrameRows``)."""
-    if data.samples_blocks:
+    ``row_sample.samples_blocks``, else its source DataFrame with the training weights (``FrameRows``)."""
+    from sparkml.data.row_sample import samples_blocks
+
+    if samples_blocks(data):
         return BlockRows(data)
     dataset, weight_col = _weighted(data.source, est._weight_col(), est.getLabelCol(), data.class_weights)
     return FrameRows(dataset, est.getFeaturesCol(), est.getLabelCol(), weight_col)

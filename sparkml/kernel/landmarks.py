@@ -82,16 +82,18 @@ class FrameRows:
 
 
 class BlockRows:
-    """The training rows as a conversion's dense blocks (``TrainingData.sample``): keyed by a hash of (seed, label,
-    the stored features) where they are stored, one Python job that returns only the rows below their class's bound
-    (no pass of the JVM over the DataFrame). Their weights are the training weights (``weightCol`` times
-    ``classWeight``: within a class, the same k-means centres as ``weightCol`` alone)."""
+    """The training rows as a conversion's dense blocks (``sparkml.data.row_sample.sample_blocks``): keyed by a hash
+    of (seed, label, the stored features) where they are stored, one Python job that returns only the rows below
+    their class's bound (no pass of the JVM over the DataFrame). Their weights are the training weights
+    (``weightCol`` times ``classWeight``: within a class, the same k-means centres as ``weightCol`` alone)."""
 
     def __init__(self, data):
         self.data = data
 
     def keyed(self, bounds, seed, n_features):
-        x, labels, weights, keys = self.data.sample(bounds, seed)
+        from sparkml.data.row_sample import sample_blocks
+
+        x, labels, weights, keys = sample_blocks(self.data, bounds, seed)
         return x, labels, keys, weights
 
 
